@@ -1,0 +1,182 @@
+// serenity-client: plans models through a serenity-server or in-process.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/model_file.h"
+#include "client/plan_output.h"
+#include "common/command_line.h"
+#include "core/plan_proto.h"
+#include "core/planner.h"
+#include "core/util/status_macros.h"
+#include "grpcpp/grpcpp.h"
+#include "serenity/v1/scheduler.grpc.pb.h"
+
+namespace serenity {
+namespace {
+
+constexpr char kTopHelp[] =
+    "Usage: serenity-client COMMAND [args] [flags]\n"
+    "\n"
+    "Finds the execution order of a network's operators that minimises peak\n"
+    "activation memory, with arena offsets for every tensor.\n"
+    "\n"
+    "Commands:\n"
+    "  plan MODEL...   plan one or more models (ONNX, or a serenity.v1.Graph as\n"
+    "                  .pb binary or .pbtxt text) on a server or with --local\n"
+    "\n"
+    "Run 'serenity-client COMMAND --help' for the flags of a command.\n";
+
+struct PlanFlags {
+  std::string server = "127.0.0.1:50051";
+  bool local = false;
+  bool json = false;
+  bool alias_views = false;
+  bool count_weights = false;
+  int64_t alignment = kDefaultAlignment;
+  int64_t budget = 0;
+  std::vector<std::string> dims;
+  std::string workspace_file;
+  double time_limit = 0;
+  std::string algorithm = "auto";
+  double timeout = 120;
+};
+
+absl::Status FillOptions(const PlanFlags& flags, v1::PlanOptions& options) {
+  options.mutable_memory_model()->set_alias_views(flags.alias_views);
+  options.mutable_memory_model()->set_count_weights(flags.count_weights);
+  options.set_alignment(flags.alignment);
+  options.set_memory_budget_bytes(flags.budget);
+  options.set_time_limit_seconds(flags.time_limit);
+  options.set_algorithm(flags.algorithm);
+  for (const std::string& dim : flags.dims) {
+    std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));
+    int64_t value = 0;
+    if (parts.size() != 2 || parts[0].empty() || !absl::SimpleAtoi(parts[1], &value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim takes NAME=VALUE with VALUE >= 0, not '", dim, "'"));
+    }
+    (*options.mutable_dim_values())[parts[0]] = value;
+  }
+  if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const v1::PlanRequest& request,
+                                    const PlanFlags& flags) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(flags.timeout * 1000)));
+  v1::Plan plan;
+  grpc::Status status = stub.Plan(&context, request, &plan);
+  if (status.ok()) return plan;
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(absl::StrCat("cannot reach serenity-server at ", flags.server, ": ",
+                                               status.error_message(),
+                                               " (start serenity-server, or plan in-process with --local)"));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+// Plans the model in `path` in-process (stub == nullptr) or on the server.
+absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOptions& options,
+                                   const PlanFlags& flags, v1::Scheduler::Stub* stub) {
+  ASSIGN_OR_RETURN(v1::PlanRequest request, ReadModelFile(path));
+  *request.mutable_options() = options;
+  return stub == nullptr ? ExecutePlanRequest(request) : PlanRemote(*stub, request, flags);
+}
+
+int RunPlan(const std::vector<std::string>& args) {
+  PlanFlags flags;
+  FlagSet flag_set(
+      "serenity-client plan MODEL... [flags]",
+      "Plans each MODEL: the operator order with the least peak activation memory\n"
+      "found, its peak, a lower bound, arena offsets, and the file/Kahn/greedy\n"
+      "baselines. One model prints a summary, several print a comparison table.\n"
+      "MODEL is an ONNX file (weights are not needed and are not sent), or a\n"
+      "serenity.v1.Graph as .pb (binary) or .pbtxt (text). ONNX ops have no\n"
+      "workspace bytes unless --workspace gives them.\n"
+      "Exit status: 0 when every model was planned, 1 when one failed, 2 on usage errors.");
+  flag_set.AddString("server", &flags.server, "HOST:PORT", "serenity-server to call.");
+  flag_set.AddBool("local", &flags.local, "Plan in this process instead of calling a server.");
+  flag_set.AddBool("json", &flags.json,
+                   "Print the JSON plan (one object; one per line for several models).");
+  flag_set.AddBool("alias-views", &flags.alias_views,
+                   "Let Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's buffer.");
+  flag_set.AddBool("count-weights", &flags.count_weights,
+                   "Count weights as resident for the whole run (excluded by default).");
+  flag_set.AddInt("alignment", &flags.alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
+  flag_set.AddInt("budget", &flags.budget, "BYTES", "Memory budget; the plan reports whether it fits. 0: none.");
+  flag_set.AddRepeated("dim", &flags.dims, "NAME=VALUE", "Value of a symbolic ONNX dimension, e.g. batch=1.");
+  flag_set.AddString("workspace", &flags.workspace_file, "FILE",
+                     "JSON object {\"op name\": bytes} of temporary workspace per ONNX op.");
+  flag_set.AddDouble("time-limit", &flags.time_limit, "SECONDS", "Search time limit; 0: the default.");
+  flag_set.AddString("algorithm", &flags.algorithm, "NAME", "auto, file_order, kahn or greedy.");
+  flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");
+  absl::Status parsed = flag_set.Parse(args);
+  if (flag_set.help_requested()) {
+    std::cout << flag_set.Help();
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::cerr << "serenity-client plan: " << parsed.message() << "\n";
+    return 2;
+  }
+  if (flag_set.positionals().empty()) {
+    std::cerr << "serenity-client plan: give at least one MODEL file (see --help)\n";
+    return 2;
+  }
+  v1::PlanOptions options;
+  if (absl::Status s = FillOptions(flags, options); !s.ok()) {
+    std::cerr << "serenity-client plan: " << s.message() << "\n";
+    return 2;
+  }
+
+  std::unique_ptr<v1::Scheduler::Stub> stub;
+  if (!flags.local) {
+    grpc::ChannelArguments channel_args;
+    channel_args.SetMaxReceiveMessageSize(256 * 1024 * 1024);
+    channel_args.SetMaxSendMessageSize(256 * 1024 * 1024);
+    stub = v1::Scheduler::NewStub(
+        grpc::CreateCustomChannel(flags.server, grpc::InsecureChannelCredentials(), channel_args));
+  }
+
+  const bool several = flag_set.positionals().size() > 1;
+  std::vector<v1::Plan> plans;
+  int failures = 0;
+  for (const std::string& path : flag_set.positionals()) {
+    absl::StatusOr<v1::Plan> plan = PlanModel(path, options, flags, stub.get());
+    if (!plan.ok()) {
+      std::cerr << path << ": " << plan.status().message() << "\n";
+      ++failures;
+      continue;
+    }
+    if (flags.json) {
+      std::cout << (several ? PlanToJson(*plan).dump() : PlanToJson(*plan).dump(2)) << std::endl;
+    } else if (!several) {
+      std::cout << PlanSummary(*plan);
+    }
+    plans.push_back(std::move(plan).value());
+  }
+  if (several && !flags.json && !plans.empty()) std::cout << PlanTable(plans);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace serenity
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << serenity::kTopHelp;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "plan") return serenity::RunPlan(args);
+  std::cerr << "serenity-client: unknown command '" << command << "'\n\n" << serenity::kTopHelp;
+  return 2;
+}

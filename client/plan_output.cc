@@ -1,0 +1,157 @@
+#include "client/plan_output.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace serenity {
+namespace {
+
+const char* CertificateText(v1::Certificate certificate) {
+  switch (certificate) {
+    case v1::CERTIFICATE_OPTIMAL:
+      return "optimal";
+    case v1::CERTIFICATE_BEST_FOUND:
+      return "best_found";
+    default:
+      return "baseline";
+  }
+}
+
+const char* KindText(v1::BufferKind kind) {
+  switch (kind) {
+    case v1::BUFFER_KIND_WORKSPACE:
+      return "workspace";
+    case v1::BUFFER_KIND_WEIGHT:
+      return "weight";
+    default:
+      return "tensor";
+  }
+}
+
+nlohmann::ordered_json SummaryJson(const v1::OrderSummary& s) {
+  nlohmann::ordered_json j;
+  j["peak_bytes"] = s.peak_bytes();
+  j["arena_bytes"] = s.arena_bytes();
+  return j;
+}
+
+// Ratio of `value` to `reference` as "1.23x".
+std::string Ratio(int64_t value, int64_t reference) {
+  if (reference <= 0) return "-";
+  return absl::StrFormat("%.2fx", static_cast<double>(value) / static_cast<double>(reference));
+}
+
+}  // namespace
+
+std::string WithCommas(int64_t value) {
+  std::string digits = absl::StrCat(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
+  nlohmann::ordered_json j;
+  j["model"] = plan.model();
+  j["nodes"] = plan.nodes();
+  j["order"] = std::vector<int32_t>(plan.order().begin(), plan.order().end());
+  j["order_names"] = std::vector<std::string>(plan.order_names().begin(), plan.order_names().end());
+  j["peak_bytes"] = plan.peak_bytes();
+  j["lower_bound_bytes"] = plan.lower_bound_bytes();
+  j["weight_bytes"] = plan.weight_bytes();
+  j["macs"] = plan.macs();
+  j["certificate"] = CertificateText(plan.certificate());
+  j["memory_model"] = {{"alias_views", plan.memory_model().alias_views()},
+                       {"count_weights", plan.memory_model().count_weights()}};
+  nlohmann::ordered_json buffers = nlohmann::ordered_json::array();
+  for (const v1::ArenaBuffer& b : plan.arena().buffers()) {
+    nlohmann::ordered_json jb;
+    jb["tensor"] = b.tensor();
+    jb["kind"] = KindText(b.kind());
+    jb["offset"] = b.offset();
+    jb["size"] = b.size();
+    jb["first_step"] = b.first_step();
+    jb["last_step"] = b.last_step();
+    jb["aliases"] = std::vector<std::string>(b.aliases().begin(), b.aliases().end());
+    buffers.push_back(std::move(jb));
+  }
+  j["arena"] = {{"size_bytes", plan.arena().size_bytes()},
+                {"alignment", plan.arena().alignment()},
+                {"buffers", std::move(buffers)}};
+  j["baselines"] = {{"file_order", SummaryJson(plan.baselines().file_order())},
+                    {"kahn", SummaryJson(plan.baselines().kahn())},
+                    {"greedy", SummaryJson(plan.baselines().greedy())}};
+  j["memory_budget_bytes"] = plan.memory_budget_bytes();
+  j["feasible"] = plan.feasible();
+  j["stats"] = {{"solve_ms", plan.stats().solve_ms()},
+                {"total_ms", plan.stats().total_ms()},
+                {"algorithm", plan.stats().algorithm()}};
+  return j;
+}
+
+std::string PlanSummary(const v1::Plan& plan) {
+  std::string out;
+  absl::StrAppend(&out, "model        ", plan.model(), " (", plan.nodes(), " ops, ",
+                  WithCommas(plan.weight_bytes()), " weight bytes, ", WithCommas(plan.macs()), " MACs)\n");
+  int64_t lb = plan.lower_bound_bytes();
+  double gap = lb > 0 ? 100.0 * static_cast<double>(plan.peak_bytes() - lb) / static_cast<double>(lb) : 0;
+  absl::StrAppend(&out, "order        ", plan.stats().algorithm(), ", certificate ",
+                  CertificateText(plan.certificate()), "\n");
+  absl::StrAppend(&out, "peak         ", WithCommas(plan.peak_bytes()), " bytes (lower bound ",
+                  WithCommas(lb), absl::StrFormat(", gap %.1f%%)\n", gap));
+  absl::StrAppend(&out, "arena        ", WithCommas(plan.arena().size_bytes()), " bytes, ",
+                  plan.arena().buffers_size(), " buffers, alignment ", plan.arena().alignment(), "\n");
+  if (plan.memory_budget_bytes() > 0) {
+    absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()), " bytes: ",
+                    plan.feasible() ? "fits" : "DOES NOT FIT", "\n");
+  }
+  absl::StrAppend(&out, "memory model alias_views=", plan.memory_model().alias_views() ? "on" : "off",
+                  " count_weights=", plan.memory_model().count_weights() ? "on" : "off", "\n\n");
+  absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %10s\n", "order", "peak bytes", "arena bytes",
+                                        "vs serenity"));
+  auto row = [&](const std::string& name, int64_t peak, int64_t arena) {
+    absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %10s\n", name, WithCommas(peak),
+                                          WithCommas(arena), Ratio(peak, plan.peak_bytes())));
+  };
+  row("serenity", plan.peak_bytes(), plan.arena().size_bytes());
+  row("file order", plan.baselines().file_order().peak_bytes(), plan.baselines().file_order().arena_bytes());
+  row("kahn", plan.baselines().kahn().peak_bytes(), plan.baselines().kahn().arena_bytes());
+  row("greedy", plan.baselines().greedy().peak_bytes(), plan.baselines().greedy().arena_bytes());
+  absl::StrAppend(&out, absl::StrFormat("\ntime         solve %.2f ms, total %.2f ms\n", plan.stats().solve_ms(),
+                                        plan.stats().total_ms()));
+  return out;
+}
+
+std::string PlanTable(const std::vector<v1::Plan>& plans) {
+  std::vector<std::vector<std::string>> rows = {
+      {"model", "ops", "serenity", "file order", "kahn", "greedy", "arena", "lower bound", "cert", "total ms"}};
+  for (const v1::Plan& p : plans) {
+    rows.push_back({p.model(), absl::StrCat(p.nodes()), WithCommas(p.peak_bytes()),
+                    WithCommas(p.baselines().file_order().peak_bytes()),
+                    WithCommas(p.baselines().kahn().peak_bytes()), WithCommas(p.baselines().greedy().peak_bytes()),
+                    WithCommas(p.arena().size_bytes()), WithCommas(p.lower_bound_bytes()),
+                    CertificateText(p.certificate()), absl::StrFormat("%.1f", p.stats().total_ms())});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      // Text columns (model, certificate) align left, numbers right.
+      const bool left = c == 0 || c == 8;
+      const std::string pad(width[c] - row[c].size(), ' ');
+      absl::StrAppend(&out, c == 0 ? "" : "  ", left ? row[c] + pad : pad + row[c]);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace serenity

@@ -1,0 +1,40 @@
+// Static offset planning: every buffer gets an offset in one arena so that
+// buffers live at the same step never overlap.
+#ifndef SERENITY_CORE_ARENA_ARENA_PLANNER_H_
+#define SERENITY_CORE_ARENA_ARENA_PLANNER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace serenity {
+
+// A buffer of `size` bytes live from `first_step` to `last_step` inclusive.
+struct ArenaBuffer {
+  int64_t size = 0;
+  int32_t first_step = 0;
+  int32_t last_step = 0;
+};
+
+struct ArenaPlan {
+  int64_t size_bytes = 0;  // max over buffers of offset + size
+  int64_t alignment = 1;
+  std::vector<int64_t> offsets;  // one per buffer, in input order
+};
+
+// The largest number of bytes live at one step: no plan can be smaller.
+int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
+
+// TensorFlow-Lite-style greedy planning: buffers in decreasing size (ties by
+// first step, then input position); each goes into the lowest-waste gap
+// (best fit) between the already placed buffers whose lifetimes overlap it,
+// or above them all; offsets are multiples of `alignment`. InvalidArgument
+// for alignment < 1, a negative size, or last_step < first_step.
+absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers,
+                                                int64_t alignment);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_ARENA_ARENA_PLANNER_H_

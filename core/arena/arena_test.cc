@@ -1,0 +1,117 @@
+#include <fstream>
+#include <random>
+
+#include "core/arena/arena_planner.h"
+#include "core/arena/arena_verifier.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace serenity {
+namespace {
+
+using ::testing::HasSubstr;
+
+ArenaPlan PlanOk(const std::vector<ArenaBuffer>& buffers, int64_t alignment) {
+  absl::StatusOr<ArenaPlan> plan = PlanArenaGreedyBySize(buffers, alignment);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
+  return *plan;
+}
+
+TEST(ArenaPlannerTest, ReusesMemoryOfDisjointLifetimes) {
+  std::vector<ArenaBuffer> buffers = {{100, 0, 1}, {50, 1, 2}, {100, 2, 3}};
+  ArenaPlan plan = PlanOk(buffers, 1);
+  EXPECT_EQ(plan.offsets, (std::vector<int64_t>{0, 100, 0}));
+  EXPECT_EQ(plan.size_bytes, 150);
+  EXPECT_EQ(ArenaLowerBound(buffers), 150);
+}
+
+TEST(ArenaPlannerTest, AlignsOffsets) {
+  std::vector<ArenaBuffer> buffers = {{10, 0, 0}, {10, 0, 0}};
+  ArenaPlan plan = PlanOk(buffers, 64);
+  EXPECT_EQ(plan.offsets, (std::vector<int64_t>{0, 64}));
+  EXPECT_EQ(plan.size_bytes, 74);
+}
+
+TEST(ArenaPlannerTest, FillsGapsBetweenLiveBuffers) {
+  // X, Z, Y, W, V placed largest first: Y reuses X's space below Z; W and V
+  // go into the 20-byte hole between Y and Z instead of on top.
+  std::vector<ArenaBuffer> buffers = {{50, 0, 0}, {30, 1, 2}, {40, 0, 2}, {20, 1, 1}, {10, 2, 2}};
+  ArenaPlan plan = PlanOk(buffers, 1);
+  EXPECT_EQ(plan.offsets, (std::vector<int64_t>{0, 0, 50, 30, 30}));
+  EXPECT_EQ(plan.size_bytes, 90);
+  EXPECT_EQ(ArenaLowerBound(buffers), 90);
+}
+
+TEST(ArenaPlannerTest, RejectsBadInput) {
+  EXPECT_EQ(PlanArenaGreedyBySize({{10, 0, 0}}, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanArenaGreedyBySize({{-1, 0, 0}}, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanArenaGreedyBySize({{1, 3, 2}}, 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ArenaVerifierTest, FindsOverlapMisalignmentAndOverflow) {
+  std::vector<ArenaBuffer> buffers = {{100, 0, 1}, {50, 1, 2}};
+  ArenaPlan plan{150, 1, {0, 100}};
+  EXPECT_TRUE(VerifyArena(buffers, plan).ok());
+  plan.offsets = {0, 99};
+  EXPECT_THAT(VerifyArena(buffers, plan).message(), HasSubstr("overlap"));
+  plan.offsets = {0, 100};
+  plan.alignment = 64;
+  EXPECT_THAT(VerifyArena(buffers, plan).message(), HasSubstr("multiple of 64"));
+  plan.alignment = 1;
+  plan.size_bytes = 149;
+  EXPECT_THAT(VerifyArena(buffers, plan).message(), HasSubstr("past the arena size"));
+  plan.size_bytes = 150;
+  plan.offsets = {0};
+  EXPECT_FALSE(VerifyArena(buffers, plan).ok());
+  // Disjoint lifetimes may share memory.
+  EXPECT_TRUE(VerifyArena({{100, 0, 0}, {100, 1, 1}}, ArenaPlan{100, 1, {0, 0}}).ok());
+}
+
+TEST(ArenaPlannerTest, RandomInstancesAreValidAndAboveTheBound) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<ArenaBuffer> buffers;
+    const int n = 1 + trial % 40;
+    for (int i = 0; i < n; ++i) {
+      int first = std::uniform_int_distribution<int>(0, 20)(rng);
+      int last = first + std::uniform_int_distribution<int>(0, 6)(rng);
+      buffers.push_back({std::uniform_int_distribution<int64_t>(0, 1000)(rng), first, last});
+    }
+    const int64_t alignment = trial % 2 == 0 ? 1 : 16;
+    ArenaPlan plan = PlanOk(buffers, alignment);
+    // The bound, recomputed naively step by step.
+    int64_t bound = 0;
+    for (int t = 0; t <= 26; ++t) {
+      int64_t live = 0;
+      for (const ArenaBuffer& b : buffers) live += (b.first_step <= t && t <= b.last_step) ? b.size : 0;
+      bound = std::max(bound, live);
+    }
+    ASSERT_EQ(ArenaLowerBound(buffers), bound);
+    ASSERT_GE(plan.size_bytes, bound);
+  }
+}
+
+// The peers' unit-test cases: every plan is valid and at least the bound.
+TEST(ArenaPlannerTest, PeerCasesAreValid) {
+  std::ifstream in(SERENITY_SHARED_DIR "/bench/arena/peer_cases.json");
+  ASSERT_TRUE(in.good());
+  nlohmann::json cases = nlohmann::json::parse(in)["cases"];
+  int checked = 0;
+  for (const auto& c : cases) {
+    if (!c.contains("buffers") || c["lifetimes"].get<std::string>().rfind("inclusive", 0) != 0) continue;
+    std::vector<ArenaBuffer> buffers;
+    for (const auto& b : c["buffers"]) {
+      buffers.push_back({b[0].get<int64_t>(), b[1].get<int32_t>(), b[2].get<int32_t>()});
+    }
+    const int64_t alignment = c["alignment"].is_number() ? c["alignment"].get<int64_t>() : 1;
+    ArenaPlan plan = PlanOk(buffers, alignment);
+    EXPECT_GE(plan.size_bytes, ArenaLowerBound(buffers)) << c["id"];
+    ++checked;
+  }
+  EXPECT_GE(checked, 19);  // the inclusive-lifetime cases of peer_cases.json
+}
+
+}  // namespace
+}  // namespace serenity

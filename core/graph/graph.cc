@@ -1,0 +1,250 @@
+#include "core/graph/graph.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/graph/dtype.h"
+
+namespace serenity {
+namespace {
+
+void SortUnique(std::vector<int32_t>& ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+// Finds one cycle among the ops that Kahn's algorithm could not schedule
+// (`stuck[u]` true) and returns it as "a -> b -> ... -> a".
+std::string DescribeCycle(const std::vector<Op>& ops, const std::vector<bool>& stuck) {
+  // Every stuck op has a stuck predecessor; walk predecessors until an op
+  // repeats, then the ops from its first visit on form a cycle.
+  OpId start = 0;
+  while (!stuck[start]) ++start;
+  std::vector<int> visited_at(ops.size(), -1);
+  std::vector<OpId> walk;
+  OpId u = start;
+  while (visited_at[u] < 0) {
+    visited_at[u] = static_cast<int>(walk.size());
+    walk.push_back(u);
+    for (OpId p : ops[u].predecessors) {
+      if (stuck[p]) {
+        u = p;
+        break;
+      }
+    }
+  }
+  std::vector<std::string> names;
+  // The walk follows edges backwards; reverse it to read in edge direction.
+  for (size_t i = walk.size(); i-- > static_cast<size_t>(visited_at[u]);) {
+    names.push_back(ops[walk[i]].name);
+  }
+  names.push_back(ops[walk.back()].name);
+  return absl::StrJoin(names, " -> ");
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
+  if (spec.ops.empty()) {
+    return absl::InvalidArgumentError("graph has no ops");
+  }
+  Graph g;
+  g.name_ = std::move(spec.name);
+
+  // Tensors.
+  g.tensors_.reserve(spec.tensors.size());
+  for (TensorSpec& ts : spec.tensors) {
+    if (ts.name.empty()) return absl::InvalidArgumentError("a tensor has an empty name");
+    if (g.tensor_index_.contains(ts.name)) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", ts.name, "' is described twice"));
+    }
+    Tensor t;
+    if (ts.bytes >= 0) {
+      t.bytes = ts.bytes;
+    } else {
+      absl::StatusOr<int64_t> bytes = TensorBytes(ts.shape, ts.dtype);
+      if (!bytes.ok()) {
+        return absl::Status(bytes.status().code(),
+                            absl::StrCat("tensor '", ts.name, "': ", bytes.status().message()));
+      }
+      t.bytes = *bytes;
+    }
+    t.name = std::move(ts.name);
+    t.shape = std::move(ts.shape);
+    t.dtype = ts.dtype;
+    t.is_weight = ts.is_weight;
+    TensorId id = static_cast<TensorId>(g.tensors_.size());
+    g.tensor_index_.emplace(t.name, id);
+    g.tensors_.push_back(std::move(t));
+  }
+  auto lookup = [&g](const std::string& name, absl::string_view role) -> absl::StatusOr<TensorId> {
+    auto it = g.tensor_index_.find(name);
+    if (it == g.tensor_index_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "' (", role, ") has no size: it is not described"));
+    }
+    return it->second;
+  };
+
+  for (const std::string& name : spec.inputs) {
+    absl::StatusOr<TensorId> id = lookup(name, "graph input");
+    if (!id.ok()) return id.status();
+    Tensor& t = g.tensors_[*id];
+    if (t.is_weight) continue;  // initializers listed as inputs (old ONNX style)
+    if (!t.is_graph_input) g.inputs_.push_back(*id);
+    t.is_graph_input = true;
+  }
+
+  // Ops.
+  g.ops_.reserve(spec.ops.size());
+  for (OpSpec& os : spec.ops) {
+    OpId id = static_cast<OpId>(g.ops_.size());
+    if (os.name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("op #", id, " has an empty name"));
+    }
+    if (g.op_index_.contains(os.name)) {
+      return absl::InvalidArgumentError(absl::StrCat("two ops are named '", os.name, "'"));
+    }
+    if (os.workspace_bytes < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has negative workspace bytes"));
+    }
+    Op op;
+    op.name = std::move(os.name);
+    op.type = std::move(os.type);
+    op.workspace_bytes = os.workspace_bytes;
+    op.macs = os.macs;
+    for (const std::string& in : os.inputs) {
+      if (in.empty()) continue;
+      absl::StatusOr<TensorId> t = lookup(in, absl::StrCat("input of op '", op.name, "'"));
+      if (!t.ok()) return t.status();
+      op.inputs.push_back(*t);
+    }
+    for (const std::string& out : os.outputs) {
+      if (out.empty()) continue;
+      absl::StatusOr<TensorId> t = lookup(out, absl::StrCat("output of op '", op.name, "'"));
+      if (!t.ok()) return t.status();
+      Tensor& tensor = g.tensors_[*t];
+      if (tensor.producer != kNoOp) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "' is produced by both op '",
+                                                       g.ops_[tensor.producer].name, "' and op '", op.name,
+                                                       "'"));
+      }
+      if (std::find(op.outputs.begin(), op.outputs.end(), *t) != op.outputs.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op.name, "' lists output '", tensor.name, "' twice"));
+      }
+      if (tensor.is_graph_input) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph input '", tensor.name, "' is also produced by op '", op.name, "'"));
+      }
+      tensor.producer = id;
+      op.outputs.push_back(*t);
+    }
+    g.op_index_.emplace(op.name, id);
+    g.ops_.push_back(std::move(op));
+  }
+
+  // Consumers and edges.
+  for (OpId id = 0; id < g.num_ops(); ++id) {
+    Op& op = g.ops_[id];
+    for (TensorId t : op.inputs) {
+      Tensor& tensor = g.tensors_[t];
+      if (tensor.producer == kNoOp && !tensor.is_graph_input && !tensor.is_weight) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "' consumed by op '", op.name,
+                                                       "' is never produced and is neither a graph input "
+                                                       "nor a weight"));
+      }
+      tensor.consumers.push_back(id);
+      if (tensor.producer != kNoOp) {
+        op.predecessors.push_back(tensor.producer);
+        g.ops_[tensor.producer].successors.push_back(id);
+      }
+    }
+  }
+  for (Tensor& t : g.tensors_) SortUnique(t.consumers);
+  for (Op& op : g.ops_) {
+    SortUnique(op.predecessors);
+    SortUnique(op.successors);
+  }
+
+  for (const std::string& name : spec.outputs) {
+    absl::StatusOr<TensorId> id = lookup(name, "graph output");
+    if (!id.ok()) return id.status();
+    Tensor& t = g.tensors_[*id];
+    if (t.producer == kNoOp && !t.is_graph_input && !t.is_weight) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", name, "' is never produced and is not a graph input"));
+    }
+    if (!t.is_graph_output) g.outputs_.push_back(*id);
+    t.is_graph_output = true;
+  }
+
+  // Cycle check (Kahn).
+  std::vector<int> indegree(g.ops_.size());
+  std::vector<OpId> ready;
+  for (OpId id = 0; id < g.num_ops(); ++id) {
+    indegree[id] = static_cast<int>(g.ops_[id].predecessors.size());
+    if (indegree[id] == 0) ready.push_back(id);
+  }
+  size_t done = 0;
+  while (!ready.empty()) {
+    OpId u = ready.back();
+    ready.pop_back();
+    ++done;
+    for (OpId v : g.ops_[u].successors) {
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  if (done != g.ops_.size()) {
+    std::vector<bool> stuck(g.ops_.size());
+    for (OpId id = 0; id < g.num_ops(); ++id) stuck[id] = indegree[id] > 0;
+    return absl::InvalidArgumentError(absl::StrCat("graph has a cycle: ", DescribeCycle(g.ops_, stuck)));
+  }
+
+  // Totals, with overflow checks so later sums of live bytes cannot overflow.
+  int64_t all_bytes = 0;
+  for (const Tensor& t : g.tensors_) {
+    if (__builtin_add_overflow(all_bytes, t.bytes, &all_bytes)) {
+      return absl::OutOfRangeError("the total size of all tensors overflows 64 bits");
+    }
+    if (t.is_weight) g.weight_bytes_ += t.bytes;
+  }
+  for (const Op& op : g.ops_) {
+    if (__builtin_add_overflow(all_bytes, op.workspace_bytes, &all_bytes)) {
+      return absl::OutOfRangeError("the total size of all tensors and workspaces overflows 64 bits");
+    }
+    if (__builtin_add_overflow(g.total_macs_, op.macs, &g.total_macs_)) {
+      return absl::OutOfRangeError("the total MAC count overflows 64 bits");
+    }
+  }
+  return g;
+}
+
+std::optional<TensorId> Graph::FindTensor(absl::string_view name) const {
+  auto it = tensor_index_.find(name);
+  if (it == tensor_index_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<OpId> Graph::FindOp(absl::string_view name) const {
+  auto it = op_index_.find(name);
+  if (it == op_index_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool IsTopologicalOrder(const Graph& graph, const std::vector<OpId>& order) {
+  if (static_cast<int>(order.size()) != graph.num_ops()) return false;
+  std::vector<bool> done(graph.num_ops(), false);
+  for (OpId u : order) {
+    if (u < 0 || u >= graph.num_ops() || done[u]) return false;
+    for (OpId p : graph.op(u).predecessors) {
+      if (!done[p]) return false;
+    }
+    done[u] = true;
+  }
+  return true;
+}
+
+}  // namespace serenity

@@ -1,0 +1,131 @@
+// The scheduling IR: ops and the tensors between them.
+//
+// A Graph is built once from a GraphSpec (plain names and sizes, from either
+// our protobuf Graph message or an imported ONNX model), validated, and then
+// immutable. Ops keep the position they had in the input ("file order"); an
+// OpId is that position. Weights (ONNX initializers and Constant outputs) are
+// tensors flagged `is_weight`; they are not activations.
+#ifndef SERENITY_CORE_GRAPH_GRAPH_H_
+#define SERENITY_CORE_GRAPH_GRAPH_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace serenity {
+
+using OpId = int32_t;
+using TensorId = int32_t;
+inline constexpr OpId kNoOp = -1;
+
+// Input description of one tensor. `bytes` < 0 means "compute from shape and
+// dtype"; otherwise it is taken as given (shape and dtype are then
+// informational).
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int32_t dtype = 1;  // ONNX TensorProto.DataType; 1 = float32
+  int64_t bytes = -1;
+  bool is_weight = false;
+};
+
+// Input description of one op. Inputs and outputs are tensor names; an empty
+// input name (an omitted optional ONNX input) is ignored.
+struct OpSpec {
+  std::string name;
+  std::string type;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  int64_t workspace_bytes = 0;  // temporary buffer live only while the op runs
+  int64_t macs = 0;             // multiply-accumulates, informational
+};
+
+// Input description of a whole graph. Every tensor an op touches must be
+// described in `tensors`. `inputs` are the activations fed from outside;
+// `outputs` must stay live until the end of the run.
+struct GraphSpec {
+  std::string name;
+  std::vector<OpSpec> ops;
+  std::vector<TensorSpec> tensors;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  int32_t dtype = 1;
+  int64_t bytes = 0;
+  bool is_weight = false;
+  bool is_graph_input = false;
+  bool is_graph_output = false;
+  OpId producer = kNoOp;        // kNoOp for graph inputs and initializers
+  std::vector<OpId> consumers;  // distinct, ascending
+};
+
+struct Op {
+  std::string name;
+  std::string type;
+  std::vector<TensorId> inputs;   // as listed (a tensor may repeat)
+  std::vector<TensorId> outputs;
+  int64_t workspace_bytes = 0;
+  int64_t macs = 0;
+  std::vector<OpId> predecessors;  // distinct, ascending
+  std::vector<OpId> successors;    // distinct, ascending
+};
+
+class Graph {
+ public:
+  // Validates `spec` and builds the graph. InvalidArgument, naming the
+  // offending ops and tensors, for: no ops; empty or duplicate op or tensor
+  // names; a tensor used but not described; a tensor with two producers; a
+  // consumed tensor that is neither produced, a graph input nor a weight; a
+  // produced graph input; a cycle (the message lists the ops on it); negative
+  // dims, unsized dtypes, negative workspace. OutOfRange for sizes that
+  // overflow 64 bits (one tensor, or all buffers together).
+  static absl::StatusOr<Graph> Build(GraphSpec spec);
+
+  const std::string& name() const { return name_; }
+  int num_ops() const { return static_cast<int>(ops_.size()); }
+  int num_tensors() const { return static_cast<int>(tensors_.size()); }
+  const Op& op(OpId id) const { return ops_[id]; }
+  const Tensor& tensor(TensorId id) const { return tensors_[id]; }
+  const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  const std::vector<TensorId>& inputs() const { return inputs_; }
+  const std::vector<TensorId>& outputs() const { return outputs_; }
+
+  // Total bytes of weight tensors.
+  int64_t weight_bytes() const { return weight_bytes_; }
+  // Total multiply-accumulates over all ops.
+  int64_t total_macs() const { return total_macs_; }
+
+  std::optional<TensorId> FindTensor(absl::string_view name) const;
+  std::optional<OpId> FindOp(absl::string_view name) const;
+
+ private:
+  Graph() = default;
+
+  std::string name_;
+  std::vector<Op> ops_;
+  std::vector<Tensor> tensors_;
+  std::vector<TensorId> inputs_;
+  std::vector<TensorId> outputs_;
+  int64_t weight_bytes_ = 0;
+  int64_t total_macs_ = 0;
+  absl::flat_hash_map<std::string, TensorId> tensor_index_;
+  absl::flat_hash_map<std::string, OpId> op_index_;
+};
+
+// Returns true when `order` is a permutation of all ops of `graph` in which
+// every op comes after all its predecessors.
+bool IsTopologicalOrder(const Graph& graph, const std::vector<OpId>& order);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_GRAPH_GRAPH_H_

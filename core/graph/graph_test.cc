@@ -1,0 +1,124 @@
+#include "core/graph/graph.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace serenity {
+namespace {
+
+using ::testing::HasSubstr;
+
+TensorSpec T(const std::string& name, int64_t bytes) { return {name, {}, 1, bytes, false}; }
+OpSpec O(const std::string& name, std::vector<std::string> in, std::vector<std::string> out) {
+  return {name, "Op", std::move(in), std::move(out), 0, 0};
+}
+
+GraphSpec Diamond() {
+  GraphSpec s;
+  s.name = "diamond";
+  s.tensors = {T("in", 1), T("x", 2), T("y", 3), T("z", 4), T("out", 5)};
+  s.ops = {O("a", {"in"}, {"x"}), O("b", {"x"}, {"y"}), O("c", {"x"}, {"z"}), O("d", {"y", "z"}, {"out"})};
+  s.inputs = {"in"};
+  s.outputs = {"out"};
+  return s;
+}
+
+TEST(GraphTest, BuildsEdgesAndConsumers) {
+  absl::StatusOr<Graph> g = Graph::Build(Diamond());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_ops(), 4);
+  EXPECT_EQ(g->op(3).predecessors, (std::vector<OpId>{1, 2}));
+  EXPECT_EQ(g->op(0).successors, (std::vector<OpId>{1, 2}));
+  const Tensor& x = g->tensor(*g->FindTensor("x"));
+  EXPECT_EQ(x.producer, 0);
+  EXPECT_EQ(x.consumers, (std::vector<OpId>{1, 2}));
+  EXPECT_TRUE(g->tensor(*g->FindTensor("in")).is_graph_input);
+  EXPECT_TRUE(g->tensor(*g->FindTensor("out")).is_graph_output);
+  EXPECT_TRUE(IsTopologicalOrder(*g, {0, 2, 1, 3}));
+  EXPECT_FALSE(IsTopologicalOrder(*g, {1, 0, 2, 3}));
+  EXPECT_FALSE(IsTopologicalOrder(*g, {0, 1, 2}));
+}
+
+TEST(GraphTest, ComputesBytesFromShapeAndDtype) {
+  GraphSpec s;
+  s.tensors = {{"in", {1, 3, 8, 8}, 1, -1, false}, {"out", {2, 5}, 7, -1, false}, {"w", {4}, 10, -1, true}};
+  s.ops = {O("a", {"in", "w"}, {"out"})};
+  s.inputs = {"in"};
+  s.outputs = {"out"};
+  absl::StatusOr<Graph> g = Graph::Build(s);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->tensor(0).bytes, 768);
+  EXPECT_EQ(g->tensor(1).bytes, 80);
+  EXPECT_EQ(g->weight_bytes(), 8);
+}
+
+absl::Status BuildError(GraphSpec s) { return Graph::Build(std::move(s)).status(); }
+
+TEST(GraphTest, RejectsEmptyGraph) {
+  GraphSpec s;
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("no ops"));
+}
+
+TEST(GraphTest, RejectsCycleAndNamesItsOps) {
+  GraphSpec s = Diamond();
+  s.ops[0].inputs = {"in", "out"};  // d -> a closes a cycle
+  absl::Status status = BuildError(s);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("cycle"));
+  EXPECT_THAT(status.message(), HasSubstr("a -> "));
+  EXPECT_THAT(status.message(), HasSubstr("d"));
+}
+
+TEST(GraphTest, RejectsMissingProducer) {
+  GraphSpec s = Diamond();
+  s.tensors.push_back(T("ghost", 1));
+  s.ops[3].inputs.push_back("ghost");
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("'ghost' consumed by op 'd' is never produced"));
+}
+
+TEST(GraphTest, RejectsDuplicateProducer) {
+  GraphSpec s = Diamond();
+  s.ops[2].outputs = {"y"};
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("'y' is produced by both op 'b' and op 'c'"));
+}
+
+TEST(GraphTest, RejectsUndescribedTensorAndDuplicateNames) {
+  GraphSpec s = Diamond();
+  s.ops[1].outputs = {"nowhere"};
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("'nowhere'"));
+  s = Diamond();
+  s.ops[1].name = "a";
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("two ops are named 'a'"));
+  s = Diamond();
+  s.tensors.push_back(T("x", 9));
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("'x' is described twice"));
+}
+
+TEST(GraphTest, RejectsProducedGraphInput) {
+  GraphSpec s = Diamond();
+  s.inputs.push_back("x");
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("graph input 'x' is also produced"));
+}
+
+TEST(GraphTest, RejectsOverflowingSizes) {
+  GraphSpec s = Diamond();
+  s.tensors[1] = {"x", {int64_t{1} << 40, int64_t{1} << 30}, 1, -1, false};
+  absl::Status status = BuildError(s);
+  EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'x'"));
+  s = Diamond();
+  s.tensors[1].bytes = INT64_MAX;
+  s.tensors[2].bytes = INT64_MAX;
+  EXPECT_EQ(BuildError(s).code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST(GraphTest, RejectsNegativeDimsAndStrings) {
+  GraphSpec s = Diamond();
+  s.tensors[1] = {"x", {-1, 3}, 1, -1, false};
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("negative dimension"));
+  s.tensors[1] = {"x", {3}, 8, -1, false};
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("no fixed element size"));
+}
+
+}  // namespace
+}  // namespace serenity

@@ -1,0 +1,134 @@
+#include "core/memory/buffer_model.h"
+
+#include <algorithm>
+
+namespace serenity {
+
+bool IsViewOp(absl::string_view op_type) {
+  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Squeeze" ||
+         op_type == "Unsqueeze" || op_type == "Identity";
+}
+
+BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
+    : graph_(&graph),
+      model_(model),
+      buffer_of_(graph.num_tensors(), kNoBuffer),
+      allocates_(graph.num_ops()),
+      reads_(graph.num_ops()) {
+  auto new_buffer = [this](TensorId t) {
+    const Tensor& tensor = graph_->tensor(t);
+    ActivationBuffer b;
+    b.tensor = t;
+    b.bytes = tensor.bytes;
+    b.producer = tensor.producer;
+    buffer_of_[t] = static_cast<BufferId>(buffers_.size());
+    buffers_.push_back(std::move(b));
+    return buffer_of_[t];
+  };
+  if (model.count_weights) resident_bytes_ = graph.weight_bytes();
+
+  // Graph inputs first, then the op outputs that own memory; aliases are
+  // attached afterwards, when every base buffer exists (file order need not
+  // be topological).
+  for (TensorId t : graph.inputs()) new_buffer(t);
+
+  // Resolve each tensor's base: a view output of equal size aliases its data
+  // input's base. Memoised recursion over the (acyclic) producer chain.
+  std::vector<TensorId> base(graph.num_tensors(), -1);
+  auto resolve = [&](TensorId t) {
+    // Follow view producers down to a tensor that owns its memory.
+    std::vector<TensorId> chain;
+    TensorId cur = t;
+    while (base[cur] < 0) {
+      const Tensor& tensor = graph.tensor(cur);
+      if (!model.alias_views || tensor.is_weight || tensor.producer == kNoOp) break;
+      const Op& producer = graph.op(tensor.producer);
+      if (!IsViewOp(producer.type) || producer.inputs.empty() || producer.outputs.size() != 1) break;
+      TensorId data = producer.inputs.front();
+      const Tensor& data_tensor = graph.tensor(data);
+      if (data_tensor.is_weight || data_tensor.bytes != tensor.bytes) break;
+      chain.push_back(cur);
+      cur = data;
+    }
+    TensorId root = base[cur] >= 0 ? base[cur] : cur;
+    base[cur] = root;
+    for (TensorId c : chain) base[c] = root;
+    return root;
+  };
+
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    for (TensorId t : graph.op(u).outputs) {
+      if (graph.tensor(t).is_weight) continue;
+      if (resolve(t) == t) allocates_[u].push_back(new_buffer(t));
+    }
+  }
+  for (TensorId t = 0; t < graph.num_tensors(); ++t) {
+    if (graph.tensor(t).is_weight || buffer_of_[t] != kNoBuffer) continue;
+    TensorId root = resolve(t);
+    if (root == t || buffer_of_[root] == kNoBuffer) continue;  // unused tensor
+    buffer_of_[t] = buffer_of_[root];
+    buffers_[buffer_of_[root]].aliases.push_back(t);
+  }
+
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    for (TensorId t : graph.op(u).inputs) {
+      if (buffer_of_[t] != kNoBuffer) reads_[u].push_back(buffer_of_[t]);
+    }
+    std::sort(reads_[u].begin(), reads_[u].end());
+    reads_[u].erase(std::unique(reads_[u].begin(), reads_[u].end()), reads_[u].end());
+    for (BufferId b : reads_[u]) buffers_[b].users.push_back(u);
+  }
+  for (ActivationBuffer& b : buffers_) {
+    // users were appended in ascending op order, each op once.
+    b.live_to_end = graph.tensor(b.tensor).is_graph_output;
+    for (TensorId a : b.aliases) b.live_to_end = b.live_to_end || graph.tensor(a).is_graph_output;
+    if (b.producer == kNoOp) input_bytes_ += b.bytes;
+  }
+}
+
+MemoryTracker::MemoryTracker(const BufferModel& buffers)
+    : model_(&buffers), remaining_users_(buffers.buffers().size()) {
+  for (size_t b = 0; b < buffers.buffers().size(); ++b) {
+    remaining_users_[b] = static_cast<int32_t>(buffers.buffers()[b].users.size());
+  }
+  live_ = buffers.resident_bytes() + buffers.input_bytes();
+}
+
+int64_t MemoryTracker::StepBytes(OpId u) const {
+  int64_t bytes = live_ + model_->graph().op(u).workspace_bytes;
+  for (BufferId b : model_->allocates(u)) bytes += model_->buffers()[b].bytes;
+  return bytes;
+}
+
+int64_t MemoryTracker::FreedBy(OpId u) const {
+  const std::vector<ActivationBuffer>& buffers = model_->buffers();
+  int64_t freed = 0;
+  for (BufferId b : model_->reads(u)) {
+    if (remaining_users_[b] == 1 && !buffers[b].live_to_end) freed += buffers[b].bytes;
+  }
+  for (BufferId b : model_->allocates(u)) {
+    if (buffers[b].users.empty() && !buffers[b].live_to_end) freed += buffers[b].bytes;
+  }
+  if (steps_ == 0) {
+    // Graph inputs nobody reads are live at step 0 only.
+    for (const ActivationBuffer& b : buffers) {
+      if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) freed += b.bytes;
+    }
+  }
+  return freed;
+}
+
+int64_t MemoryTracker::BytesAfter(OpId u) const {
+  return StepBytes(u) - model_->graph().op(u).workspace_bytes - FreedBy(u);
+}
+
+int64_t MemoryTracker::Run(OpId u) {
+  int64_t step = StepBytes(u);
+  live_ = BytesAfter(u);
+  for (BufferId b : model_->reads(u)) --remaining_users_[b];
+  peak_ = std::max(peak_, step);
+  ++steps_;
+  return step;
+}
+
+}  // namespace serenity

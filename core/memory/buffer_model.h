@@ -1,0 +1,109 @@
+// The memory model of DESIGN.md section 2, precomputed for one graph.
+//
+// Activations live in buffers. Without view aliasing every non-weight tensor
+// is its own buffer. With `alias_views`, the output of a pure view op
+// (Reshape, Flatten, Squeeze, Unsqueeze, Identity) of the same byte size
+// shares the buffer of its data input (transitively), and the buffer stays
+// live until the last consumer of any tensor that aliases it. Weights are
+// buffers only with `count_weights`, and are then live for the whole run.
+// Workspace bytes of an op are a buffer live only during that op's step.
+#ifndef SERENITY_CORE_MEMORY_BUFFER_MODEL_H_
+#define SERENITY_CORE_MEMORY_BUFFER_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/graph/graph.h"
+
+namespace serenity {
+
+// Switches of the memory model. Every baseline and every search uses the same
+// switches for one request.
+struct MemoryModel {
+  // Pure view ops alias their input instead of allocating. Off by default,
+  // which is the model the shared benchmark optima are stated in.
+  bool alias_views = false;
+  // Weights are resident for the whole run and counted in every step.
+  bool count_weights = false;
+};
+
+// True for the op types that may alias their input (Reshape, Flatten,
+// Squeeze, Unsqueeze, Identity).
+bool IsViewOp(absl::string_view op_type);
+
+using BufferId = int32_t;
+inline constexpr BufferId kNoBuffer = -1;
+
+// One activation buffer: a tensor and the tensors that alias it.
+struct ActivationBuffer {
+  TensorId tensor = 0;            // the base tensor that owns the memory
+  std::vector<TensorId> aliases;  // views sharing this buffer (not the base)
+  int64_t bytes = 0;
+  OpId producer = kNoOp;          // kNoOp: a graph input, live from step 0
+  std::vector<OpId> users;        // distinct ops reading the base or an alias
+  bool live_to_end = false;       // the base or an alias is a graph output
+};
+
+// Per-graph precomputation of buffers, what each op allocates and reads.
+class BufferModel {
+ public:
+  BufferModel(const Graph& graph, const MemoryModel& model);
+
+  const Graph& graph() const { return *graph_; }
+  const MemoryModel& model() const { return model_; }
+  const std::vector<ActivationBuffer>& buffers() const { return buffers_; }
+  // The buffer holding tensor `t`, or kNoBuffer for a weight.
+  BufferId buffer_of(TensorId t) const { return buffer_of_[t]; }
+  // Buffers op `u` creates (its non-aliasing outputs).
+  const std::vector<BufferId>& allocates(OpId u) const { return allocates_[u]; }
+  // Distinct buffers op `u` reads (through its inputs, aliases resolved).
+  const std::vector<BufferId>& reads(OpId u) const { return reads_[u]; }
+  // Bytes resident for the whole run: weights when counted, else 0.
+  int64_t resident_bytes() const { return resident_bytes_; }
+  // Bytes of the graph-input buffers, live at the start.
+  int64_t input_bytes() const { return input_bytes_; }
+
+ private:
+  const Graph* graph_;
+  MemoryModel model_;
+  std::vector<ActivationBuffer> buffers_;
+  std::vector<BufferId> buffer_of_;
+  std::vector<std::vector<BufferId>> allocates_;
+  std::vector<std::vector<BufferId>> reads_;
+  int64_t resident_bytes_ = 0;
+  int64_t input_bytes_ = 0;
+};
+
+// Incremental replay of an order under a BufferModel: the state a scheduler
+// keeps. Executing op u: live += allocations + workspace; the step's footprint
+// (peak candidate) is read; then workspace and every buffer whose last user
+// was u (and that is not live to the end) are freed.
+class MemoryTracker {
+ public:
+  explicit MemoryTracker(const BufferModel& buffers);
+
+  // Bytes live during `u`'s step if it ran next.
+  int64_t StepBytes(OpId u) const;
+  // Bytes live after `u`'s step if it ran next.
+  int64_t BytesAfter(OpId u) const;
+  // Runs `u` (the caller guarantees it is ready) and returns its step bytes.
+  int64_t Run(OpId u);
+
+  int64_t live_bytes() const { return live_; }
+  int64_t peak_bytes() const { return peak_; }
+  int steps() const { return steps_; }
+
+ private:
+  int64_t FreedBy(OpId u) const;
+
+  const BufferModel* model_;
+  std::vector<int32_t> remaining_users_;
+  int64_t live_ = 0;
+  int64_t peak_ = 0;
+  int steps_ = 0;
+};
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_MEMORY_BUFFER_MODEL_H_

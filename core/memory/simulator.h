@@ -1,0 +1,53 @@
+// The one simulator: replays an order under the memory model and reports the
+// live bytes of every step, the peak, and every buffer's lifetime. Every peak
+// the service reports is recomputed here.
+#ifndef SERENITY_CORE_MEMORY_SIMULATOR_H_
+#define SERENITY_CORE_MEMORY_SIMULATOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/memory/buffer_model.h"
+
+namespace serenity {
+
+enum class BufferKind { kTensor, kWorkspace, kWeight };
+
+// A buffer and the steps (positions in the order, inclusive) it is live.
+struct BufferLifetimeInfo {
+  BufferKind kind = BufferKind::kTensor;
+  TensorId tensor = 0;            // kTensor and kWeight
+  OpId op = kNoOp;                // kWorkspace: the op it belongs to
+  std::vector<TensorId> aliases;  // kTensor: views sharing the buffer
+  int64_t bytes = 0;
+  int32_t first_step = 0;
+  int32_t last_step = 0;
+};
+
+struct MemoryProfile {
+  std::vector<int64_t> step_bytes;  // live bytes while step t runs
+  int64_t peak_bytes = 0;           // max of step_bytes
+  std::vector<BufferLifetimeInfo> buffers;
+};
+
+// Simulates `order` on `buffers.graph()`. Lifetimes: a graph input from step
+// 0, an op's output from its producer's step, each until the step of its last
+// user (a buffer nobody reads dies at the step it appears); graph outputs and
+// counted weights until the last step; workspace for its op's step only.
+// InvalidArgument when `order` is not a topological order of all ops.
+absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::vector<OpId>& order);
+
+// Peak bytes of `order` through MemoryTracker (no lifetimes; for searches and
+// baselines). The caller guarantees `order` is topological.
+int64_t PeakOf(const BufferModel& buffers, const std::vector<OpId>& order);
+
+// A bound no order can beat: for each op u, the bytes that are live at u's
+// step in every topological order (u's outputs and workspace; buffers made
+// before u, by an ancestor or as graph inputs, that are read by u or a
+// descendant of u or are graph outputs; counted weights), maximised over u.
+int64_t LowerBoundBytes(const BufferModel& buffers);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_MEMORY_SIMULATOR_H_

@@ -1,0 +1,49 @@
+// ONNX import: a serialized ModelProto -> GraphSpec/Graph, with ONNX shape
+// inference, byte sizes from dtypes and dims, weights (initializers and
+// Constant outputs) flagged, and MACs of Conv/Gemm/MatMul. Weight payloads
+// are never needed: models whose initializers point at absent external data
+// import fine.
+#ifndef SERENITY_CORE_ONNX_ONNX_IMPORT_H_
+#define SERENITY_CORE_ONNX_ONNX_IMPORT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/graph/graph.h"
+
+namespace serenity {
+
+struct OnnxImportOptions {
+  // Values for symbolic dimensions (ONNX dim_param), e.g. {"batch", 1}.
+  absl::flat_hash_map<std::string, int64_t> dim_values;
+  // Workspace (temporary) bytes per op name; ONNX itself carries none.
+  absl::flat_hash_map<std::string, int64_t> workspace_bytes;
+};
+
+// Parses a serialized ONNX ModelProto and returns its GraphSpec (validated
+// later by Graph::Build). Ops are graph.node in file order, named by
+// node.name, or "<op_type>_<index>" when unnamed, with "_<index>" appended to
+// repeated names. InvalidArgument, naming the tensor or op, for: bytes that
+// do not parse; no nodes; control-flow ops (If, Loop, Scan) and ops with
+// subgraph attributes; tensors without an inferred shape; symbolic or
+// unknown dims not fixed by `dim_values`; non-tensor types; workspace for an
+// unknown op or negative workspace.
+absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const OnnxImportOptions& options);
+
+// OnnxToGraphSpec followed by Graph::Build.
+absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes, const OnnxImportOptions& options);
+
+// Returns the model with the payload of every initializer (and Constant
+// value tensor) larger than `max_kept_bytes` removed (data fields and
+// external-data references), keeping name, data type and dims, so the model
+// stays small on the wire. Small tensors, such as the int64 shapes that
+// shape inference reads for Reshape, are kept. InvalidArgument when the
+// bytes do not parse.
+absl::StatusOr<std::string> StripWeightData(absl::string_view model_bytes, int64_t max_kept_bytes = 1024);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_ONNX_ONNX_IMPORT_H_

@@ -1,0 +1,161 @@
+#include "core/plan_proto.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "core/onnx/onnx_import.h"
+#include "core/util/status_macros.h"
+
+namespace serenity {
+
+GraphSpec GraphSpecFromProto(const v1::Graph& graph) {
+  GraphSpec spec;
+  spec.name = graph.name();
+  for (const v1::Tensor& t : graph.tensors()) {
+    TensorSpec ts;
+    ts.name = t.name();
+    ts.shape.assign(t.shape().begin(), t.shape().end());
+    ts.dtype = t.dtype() == 0 ? 1 : t.dtype();
+    ts.bytes = t.has_bytes() ? t.bytes() : -1;
+    ts.is_weight = t.is_weight();
+    spec.tensors.push_back(std::move(ts));
+  }
+  for (const v1::Op& o : graph.ops()) {
+    OpSpec os;
+    os.name = o.name();
+    os.type = o.type();
+    os.inputs.assign(o.inputs().begin(), o.inputs().end());
+    os.outputs.assign(o.outputs().begin(), o.outputs().end());
+    os.workspace_bytes = o.workspace_bytes();
+    os.macs = o.macs();
+    spec.ops.push_back(std::move(os));
+  }
+  spec.inputs.assign(graph.inputs().begin(), graph.inputs().end());
+  spec.outputs.assign(graph.outputs().begin(), graph.outputs().end());
+  return spec;
+}
+
+absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options) {
+  PlanOptions out;
+  out.memory_model.alias_views = options.memory_model().alias_views();
+  out.memory_model.count_weights = options.memory_model().count_weights();
+  if (options.alignment() < 0) return absl::InvalidArgumentError("alignment must not be negative");
+  if (options.alignment() > 0) out.alignment = options.alignment();
+  if (options.memory_budget_bytes() < 0) {
+    return absl::InvalidArgumentError("memory budget must not be negative");
+  }
+  out.memory_budget_bytes = options.memory_budget_bytes();
+  if (options.time_limit_seconds() < 0) return absl::InvalidArgumentError("time limit must not be negative");
+  out.time_limit_seconds = options.time_limit_seconds();
+  if (!options.algorithm().empty()) out.algorithm = options.algorithm();
+  return out;
+}
+
+absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
+  switch (request.model_case()) {
+    case v1::PlanRequest::kGraph: {
+      if (!request.options().workspace_bytes().empty()) {
+        return absl::InvalidArgumentError(
+            "options.workspace_bytes applies to ONNX models; a Graph carries workspace bytes per op");
+      }
+      GraphSpec spec = GraphSpecFromProto(request.graph());
+      if (!request.model_name().empty()) spec.name = request.model_name();
+      return Graph::Build(std::move(spec));
+    }
+    case v1::PlanRequest::kOnnxModel: {
+      OnnxImportOptions import;
+      for (const auto& [name, value] : request.options().dim_values()) import.dim_values[name] = value;
+      for (const auto& [name, value] : request.options().workspace_bytes()) {
+        import.workspace_bytes[name] = value;
+      }
+      ASSIGN_OR_RETURN(GraphSpec spec, OnnxToGraphSpec(request.onnx_model(), import));
+      if (!request.model_name().empty()) spec.name = request.model_name();
+      return Graph::Build(std::move(spec));
+    }
+    case v1::PlanRequest::MODEL_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("the request carries no model: set graph or onnx_model");
+}
+
+v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options) {
+  v1::Plan out;
+  out.set_model(graph.name());
+  out.set_nodes(graph.num_ops());
+  for (OpId u : plan.order) {
+    out.add_order(u);
+    out.add_order_names(graph.op(u).name);
+  }
+  out.set_peak_bytes(plan.profile.peak_bytes);
+  out.set_lower_bound_bytes(plan.lower_bound_bytes);
+  out.set_weight_bytes(graph.weight_bytes());
+  out.set_macs(graph.total_macs());
+  switch (plan.certificate) {
+    case Certificate::kOptimal:
+      out.set_certificate(v1::CERTIFICATE_OPTIMAL);
+      break;
+    case Certificate::kBestFound:
+      out.set_certificate(v1::CERTIFICATE_BEST_FOUND);
+      break;
+    case Certificate::kBaseline:
+      out.set_certificate(v1::CERTIFICATE_BASELINE);
+      break;
+  }
+  out.mutable_memory_model()->set_alias_views(options.memory_model.alias_views);
+  out.mutable_memory_model()->set_count_weights(options.memory_model.count_weights);
+
+  v1::Arena* arena = out.mutable_arena();
+  arena->set_size_bytes(plan.arena.size_bytes);
+  arena->set_alignment(plan.arena.alignment);
+  for (size_t i = 0; i < plan.profile.buffers.size(); ++i) {
+    const BufferLifetimeInfo& b = plan.profile.buffers[i];
+    v1::ArenaBuffer* buffer = arena->add_buffers();
+    switch (b.kind) {
+      case BufferKind::kTensor:
+        buffer->set_kind(v1::BUFFER_KIND_TENSOR);
+        buffer->set_tensor(graph.tensor(b.tensor).name);
+        break;
+      case BufferKind::kWeight:
+        buffer->set_kind(v1::BUFFER_KIND_WEIGHT);
+        buffer->set_tensor(graph.tensor(b.tensor).name);
+        break;
+      case BufferKind::kWorkspace:
+        buffer->set_kind(v1::BUFFER_KIND_WORKSPACE);
+        buffer->set_tensor(graph.op(b.op).name);
+        break;
+    }
+    buffer->set_offset(plan.arena.offsets[i]);
+    buffer->set_size(b.bytes);
+    buffer->set_first_step(b.first_step);
+    buffer->set_last_step(b.last_step);
+    for (TensorId a : b.aliases) buffer->add_aliases(graph.tensor(a).name);
+  }
+
+  auto summary = [](const OrderSummary& s, v1::OrderSummary* o) {
+    o->set_peak_bytes(s.peak_bytes);
+    o->set_arena_bytes(s.arena_bytes);
+  };
+  summary(plan.file_order, out.mutable_baselines()->mutable_file_order());
+  summary(plan.kahn, out.mutable_baselines()->mutable_kahn());
+  summary(plan.greedy, out.mutable_baselines()->mutable_greedy());
+
+  out.mutable_stats()->set_solve_ms(plan.solve_ms);
+  out.mutable_stats()->set_total_ms(plan.total_ms);
+  out.mutable_stats()->set_algorithm(plan.algorithm);
+  out.set_memory_budget_bytes(options.memory_budget_bytes);
+  out.set_feasible(plan.feasible);
+  return out;
+}
+
+absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
+  ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
+  ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, options));
+  v1::Plan out = PlanToProto(graph, plan, options);
+  out.mutable_stats()->set_total_ms(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  return out;
+}
+
+}  // namespace serenity

@@ -1,0 +1,35 @@
+// Conversions between the wire messages (serenity.v1) and the core types,
+// and the one entry point that answers a PlanRequest. Used by the server and
+// by the CLI's --local mode, so both give the same answer.
+#ifndef SERENITY_CORE_PLAN_PROTO_H_
+#define SERENITY_CORE_PLAN_PROTO_H_
+
+#include "absl/status/statusor.h"
+#include "core/graph/graph.h"
+#include "core/planner.h"
+#include "serenity/v1/scheduler.pb.h"
+
+namespace serenity {
+
+// Copies a Graph message into a GraphSpec (validated later by Graph::Build).
+GraphSpec GraphSpecFromProto(const v1::Graph& graph);
+
+// Reads request options; empty fields take their defaults (alignment 64,
+// algorithm "auto"). InvalidArgument for negative numbers.
+absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options);
+
+// Builds the Graph a request carries (Graph message or ONNX bytes, with the
+// request's dim values and workspace bytes). InvalidArgument naming the
+// problem for every bad input.
+absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
+
+// Fills a Plan message for `plan` of `graph`.
+v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options);
+
+// Imports, validates and plans a request: the whole job behind the Plan RPC.
+// stats.total_ms covers import through arena planning.
+absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_PLAN_PROTO_H_

@@ -1,0 +1,103 @@
+#include "core/planner.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/schedule/baselines.h"
+#include "core/util/status_macros.h"
+
+namespace serenity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MillisSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::vector<ArenaBuffer> ArenaBuffersOf(const MemoryProfile& profile) {
+  std::vector<ArenaBuffer> buffers;
+  buffers.reserve(profile.buffers.size());
+  for (const BufferLifetimeInfo& b : profile.buffers) {
+    buffers.push_back({b.bytes, b.first_step, b.last_step});
+  }
+  return buffers;
+}
+
+absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<OpId> order,
+                                       int64_t alignment) {
+  OrderSummary summary;
+  ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, order));
+  ASSIGN_OR_RETURN(ArenaPlan arena, PlanArenaGreedyBySize(ArenaBuffersOf(profile), alignment));
+  summary.order = std::move(order);
+  summary.peak_bytes = profile.peak_bytes;
+  summary.arena_bytes = arena.size_bytes;
+  return summary;
+}
+
+}  // namespace
+
+const char* CertificateName(Certificate certificate) {
+  switch (certificate) {
+    case Certificate::kOptimal:
+      return "optimal";
+    case Certificate::kBestFound:
+      return "best_found";
+    case Certificate::kBaseline:
+      return "baseline";
+  }
+  return "baseline";
+}
+
+const std::vector<std::string>& PlanAlgorithms() {
+  static const std::vector<std::string> kAlgorithms = {"auto", "file_order", "kahn", "greedy"};
+  return kAlgorithms;
+}
+
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const std::vector<std::string>& algorithms = PlanAlgorithms();
+  if (std::find(algorithms.begin(), algorithms.end(), options.algorithm) == algorithms.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", options.algorithm,
+                                                   "'; choose one of: ", absl::StrJoin(algorithms, ", ")));
+  }
+  if (options.alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1 byte");
+  if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
+
+  BufferModel buffers(graph, options.memory_model);
+  Plan plan;
+  const Clock::time_point solve_start = Clock::now();
+  ASSIGN_OR_RETURN(plan.file_order, Summarize(buffers, FileOrder(graph), options.alignment));
+  ASSIGN_OR_RETURN(plan.kahn, Summarize(buffers, KahnOrder(graph), options.alignment));
+  ASSIGN_OR_RETURN(plan.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment));
+
+  // Until the exact scheduler lands, "auto" is the best baseline (ties in the
+  // order file_order, kahn, greedy).
+  const OrderSummary* chosen = &plan.file_order;
+  plan.algorithm = "file_order";
+  if (options.algorithm == "kahn" ||
+      (options.algorithm == "auto" && plan.kahn.peak_bytes < chosen->peak_bytes)) {
+    chosen = &plan.kahn;
+    plan.algorithm = "kahn";
+  }
+  if (options.algorithm == "greedy" ||
+      (options.algorithm == "auto" && plan.greedy.peak_bytes < chosen->peak_bytes)) {
+    chosen = &plan.greedy;
+    plan.algorithm = "greedy";
+  }
+  plan.order = chosen->order;
+  plan.solve_ms = MillisSince(solve_start);
+
+  ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
+  plan.lower_bound_bytes = LowerBoundBytes(buffers);
+  plan.certificate =
+      plan.profile.peak_bytes <= plan.lower_bound_bytes ? Certificate::kOptimal : Certificate::kBaseline;
+  ASSIGN_OR_RETURN(plan.arena, PlanArenaGreedyBySize(ArenaBuffersOf(plan.profile), options.alignment));
+  plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
+  plan.total_ms = MillisSince(start);
+  return plan;
+}
+
+}  // namespace serenity

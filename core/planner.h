@@ -1,0 +1,64 @@
+// The planner facade: Graph + PlanOptions -> Plan. The server and the CLI's
+// --local mode both call this; everything they report comes from here.
+#ifndef SERENITY_CORE_PLANNER_H_
+#define SERENITY_CORE_PLANNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/arena/arena_planner.h"
+#include "core/graph/graph.h"
+#include "core/memory/simulator.h"
+
+namespace serenity {
+
+inline constexpr int64_t kDefaultAlignment = 64;
+
+struct PlanOptions {
+  MemoryModel memory_model;
+  int64_t alignment = kDefaultAlignment;
+  int64_t memory_budget_bytes = 0;  // 0: none
+  double time_limit_seconds = 0;    // 0: no limit
+  // "auto" (the best baseline for now), "file_order", "kahn" or "greedy".
+  std::string algorithm = "auto";
+};
+
+enum class Certificate { kOptimal, kBestFound, kBaseline };
+
+// Returns "optimal", "best_found" or "baseline".
+const char* CertificateName(Certificate certificate);
+
+// Peak and arena size of one order.
+struct OrderSummary {
+  std::vector<OpId> order;
+  int64_t peak_bytes = 0;
+  int64_t arena_bytes = 0;
+};
+
+struct Plan {
+  std::vector<OpId> order;
+  MemoryProfile profile;             // of `order`; peak_bytes is the reported peak
+  int64_t lower_bound_bytes = 0;
+  Certificate certificate = Certificate::kBaseline;
+  ArenaPlan arena;                   // offsets parallel to profile.buffers
+  OrderSummary file_order, kahn, greedy;
+  std::string algorithm;             // the algorithm that produced `order`
+  double solve_ms = 0;
+  double total_ms = 0;
+  bool feasible = true;              // peak within the budget (or no budget)
+};
+
+// Returns the algorithm names PlanGraph accepts.
+const std::vector<std::string>& PlanAlgorithms();
+
+// Plans `graph`: picks the order (by `options.algorithm`), simulates it,
+// computes the lower bound (certificate `optimal` when the peak meets it),
+// plans the arena and evaluates the baselines. InvalidArgument for an
+// unknown algorithm or an alignment below 1.
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_PLANNER_H_

@@ -1,0 +1,115 @@
+#include "core/planner.h"
+
+#include <random>
+
+#include "core/plan_proto.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/plan_verifier.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Every plan of random graphs, under every switch and alignment, passes the
+// independent verifier; the certificate is optimal exactly when the peak
+// meets the lower bound; auto is never worse than any baseline.
+TEST(PlannerTest, PlansOfRandomGraphsPassTheVerifier) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 25, rng));
+    PlanOptions options;
+    options.memory_model = MemoryModel{trial % 2 == 0, trial % 3 == 0};
+    options.alignment = trial % 4 == 0 ? 1 : 64;
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    v1::Plan proto = PlanToProto(g, *plan, options);
+    ASSERT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto) << " trial " << trial;
+    EXPECT_EQ(plan->certificate == Certificate::kOptimal, plan->profile.peak_bytes == plan->lower_bound_bytes);
+    for (const OrderSummary* s : {&plan->file_order, &plan->kahn, &plan->greedy}) {
+      EXPECT_LE(plan->profile.peak_bytes, s->peak_bytes);
+    }
+  }
+}
+
+TEST(PlannerTest, HonoursTheChosenAlgorithm) {
+  std::mt19937 rng(17);
+  Graph g = *Graph::Build(testing::RandomDag(20, rng));
+  for (const char* algorithm : {"file_order", "kahn", "greedy"}) {
+    PlanOptions options;
+    options.algorithm = algorithm;
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->algorithm, std::string(algorithm));
+    const OrderSummary& expected =
+        std::string(algorithm) == "file_order" ? plan->file_order : std::string(algorithm) == "kahn" ? plan->kahn : plan->greedy;
+    EXPECT_EQ(plan->order, expected.order);
+  }
+}
+
+TEST(PlannerTest, RejectsBadOptions) {
+  Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").Build();
+  PlanOptions options;
+  options.algorithm = "magic";
+  EXPECT_THAT(PlanGraph(g, options).status().message(), HasSubstr("unknown algorithm 'magic'"));
+  options = PlanOptions();
+  options.alignment = 0;
+  EXPECT_EQ(PlanGraph(g, options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PlannerTest, ReportsWhetherTheBudgetFits) {
+  Graph g = testing::TestGraph().Input("in", 10).Op("a", "Relu", {"in"}, {{"out", 10}}).Output("out").Build();
+  PlanOptions options;
+  options.memory_budget_bytes = 20;
+  EXPECT_TRUE(PlanGraph(g, options)->feasible);
+  options.memory_budget_bytes = 19;
+  EXPECT_FALSE(PlanGraph(g, options)->feasible);
+}
+
+TEST(PlanRequestTest, GraphMessageRoundTrip) {
+  v1::PlanRequest request;
+  v1::Graph* graph = request.mutable_graph();
+  graph->set_name("tiny");
+  for (const char* name : {"in", "mid", "out"}) {
+    v1::Tensor* t = graph->add_tensors();
+    t->set_name(name);
+    t->add_shape(2);
+    t->add_shape(4);  // float32 by default: 32 bytes
+  }
+  v1::Op* a = graph->add_ops();
+  a->set_name("a");
+  a->set_type("Relu");
+  a->add_inputs("in");
+  a->add_outputs("mid");
+  a->set_workspace_bytes(5);
+  v1::Op* b = graph->add_ops();
+  b->set_name("b");
+  b->set_type("Relu");
+  b->add_inputs("mid");
+  b->add_outputs("out");
+  graph->add_inputs("in");
+  graph->add_outputs("out");
+  absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->model(), "tiny");
+  EXPECT_EQ(plan->peak_bytes(), 69);  // in + mid + workspace during a
+  EXPECT_EQ(plan->certificate(), v1::CERTIFICATE_OPTIMAL);
+  EXPECT_EQ(plan->arena().alignment(), 64);
+  absl::StatusOr<Graph> g = GraphFromRequest(request);
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(testing::VerifyPlan(*g, *plan).ok()) << testing::VerifyPlan(*g, *plan);
+}
+
+TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {
+  v1::PlanRequest request;
+  EXPECT_THAT(ExecutePlanRequest(request).status().message(), HasSubstr("no model"));
+  request.set_onnx_model("definitely not onnx");
+  EXPECT_EQ(ExecutePlanRequest(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.mutable_options()->set_alignment(-4);
+  EXPECT_THAT(ExecutePlanRequest(request).status().message(), HasSubstr("alignment"));
+}
+
+}  // namespace
+}  // namespace serenity

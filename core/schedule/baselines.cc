@@ -1,0 +1,85 @@
+#include "core/schedule/baselines.h"
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+#include <tuple>
+
+namespace serenity {
+namespace {
+
+std::vector<int> Indegrees(const Graph& graph) {
+  std::vector<int> indegree(graph.num_ops());
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    indegree[u] = static_cast<int>(graph.op(u).predecessors.size());
+  }
+  return indegree;
+}
+
+}  // namespace
+
+std::vector<OpId> FileOrder(const Graph& graph) {
+  std::vector<int> indegree = Indegrees(graph);
+  std::priority_queue<OpId, std::vector<OpId>, std::greater<OpId>> ready;
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    if (indegree[u] == 0) ready.push(u);
+  }
+  std::vector<OpId> order;
+  order.reserve(graph.num_ops());
+  while (!ready.empty()) {
+    OpId u = ready.top();
+    ready.pop();
+    order.push_back(u);
+    for (OpId v : graph.op(u).successors) {
+      if (--indegree[v] == 0) ready.push(v);
+    }
+  }
+  return order;
+}
+
+std::vector<OpId> KahnOrder(const Graph& graph) {
+  std::vector<int> indegree = Indegrees(graph);
+  std::deque<OpId> queue;
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    if (indegree[u] == 0) queue.push_back(u);
+  }
+  std::vector<OpId> order;
+  order.reserve(graph.num_ops());
+  while (!queue.empty()) {
+    OpId u = queue.front();
+    queue.pop_front();
+    order.push_back(u);
+    // successors are ascending, so simultaneous arrivals enter by position.
+    for (OpId v : graph.op(u).successors) {
+      if (--indegree[v] == 0) queue.push_back(v);
+    }
+  }
+  return order;
+}
+
+std::vector<OpId> GreedyOrder(const BufferModel& buffers) {
+  const Graph& graph = buffers.graph();
+  std::vector<int> indegree = Indegrees(graph);
+  std::vector<OpId> ready;
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    if (indegree[u] == 0) ready.push_back(u);
+  }
+  MemoryTracker tracker(buffers);
+  std::vector<OpId> order;
+  order.reserve(graph.num_ops());
+  while (!ready.empty()) {
+    auto key = [&tracker](OpId u) { return std::make_tuple(tracker.StepBytes(u), tracker.BytesAfter(u), u); };
+    auto best = std::min_element(ready.begin(), ready.end(),
+                                 [&key](OpId a, OpId b) { return key(a) < key(b); });
+    OpId u = *best;
+    ready.erase(best);
+    tracker.Run(u);
+    order.push_back(u);
+    for (OpId v : graph.op(u).successors) {
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  return order;
+}
+
+}  // namespace serenity

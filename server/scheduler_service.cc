@@ -1,0 +1,55 @@
+#include "server/scheduler_service.h"
+
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/plan_proto.h"
+
+namespace serenity {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  const std::string message(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return grpc::Status::OK;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+    case absl::StatusCode::kUnimplemented:
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, message);
+    case absl::StatusCode::kDeadlineExceeded:
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, message);
+    case absl::StatusCode::kCancelled:
+      return grpc::Status(grpc::StatusCode::CANCELLED, message);
+    case absl::StatusCode::kResourceExhausted:
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message);
+    default:
+      return grpc::Status(grpc::StatusCode::INTERNAL, message);
+  }
+}
+
+grpc::Status SchedulerService::Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
+                                    v1::Plan* response) {
+  try {
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(*request);
+    if (!plan.ok()) {
+      std::cerr << "plan peer=" << context->peer() << " model='" << request->model_name()
+                << "' error=" << plan.status() << "\n";
+      return ToGrpcStatus(plan.status());
+    }
+    *response = std::move(plan).value();
+    std::cerr << "plan peer=" << context->peer() << " model='" << response->model()
+              << "' nodes=" << response->nodes() << " peak=" << response->peak_bytes()
+              << " total_ms=" << response->stats().total_ms() << "\n";
+    return grpc::Status::OK;
+  } catch (const std::exception& e) {
+    // core/ reports errors as Status; this is a last line of defence.
+    std::cerr << "plan internal error: " << e.what() << "\n";
+    return grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("internal error: ", e.what()));
+  }
+}
+
+}  // namespace serenity

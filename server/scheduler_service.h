@@ -1,0 +1,26 @@
+// The gRPC Scheduler service: a thin shell around ExecutePlanRequest.
+#ifndef SERENITY_SERVER_SCHEDULER_SERVICE_H_
+#define SERENITY_SERVER_SCHEDULER_SERVICE_H_
+
+#include "absl/status/status.h"
+#include "grpcpp/grpcpp.h"
+#include "serenity/v1/scheduler.grpc.pb.h"
+
+namespace serenity {
+
+// Maps an absl::Status to the gRPC status a client sees. Problems with the
+// request (InvalidArgument, OutOfRange, FailedPrecondition) become
+// INVALID_ARGUMENT with the same message.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class SchedulerService final : public v1::Scheduler::Service {
+ public:
+  // Plans one model. Bad input of any kind is INVALID_ARGUMENT with a message
+  // naming the problem; the server keeps serving.
+  grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
+                    v1::Plan* response) override;
+};
+
+}  // namespace serenity
+
+#endif  // SERENITY_SERVER_SCHEDULER_SERVICE_H_

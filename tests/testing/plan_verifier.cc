@@ -1,0 +1,183 @@
+#include "tests/testing/plan_verifier.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace serenity::testing {
+namespace {
+
+bool IsView(const std::string& type) {
+  return type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze" || type == "Identity";
+}
+
+// Root tensor owning each tensor's memory (itself unless it is an aliasing
+// view), by following producers.
+TensorId Root(const Graph& g, TensorId t, bool alias_views) {
+  while (alias_views) {
+    const Tensor& tensor = g.tensor(t);
+    if (tensor.is_weight || tensor.producer == kNoOp) break;
+    const Op& p = g.op(tensor.producer);
+    if (!IsView(p.type) || p.inputs.empty() || p.outputs.size() != 1) break;
+    const Tensor& data = g.tensor(p.inputs[0]);
+    if (data.is_weight || data.bytes != tensor.bytes) break;
+    t = p.inputs[0];
+  }
+  return t;
+}
+
+struct Lifetime {
+  int64_t bytes = 0;
+  int first = 0;
+  int last = 0;
+};
+
+// Lifetimes of every root activation tensor, by name.
+std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId>& order, bool alias_views) {
+  const int n = static_cast<int>(order.size());
+  std::vector<int> step(g.num_ops());
+  for (int t = 0; t < n; ++t) step[order[t]] = t;
+  std::map<std::string, Lifetime> out;
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    const Tensor& tensor = g.tensor(t);
+    if (tensor.is_weight) continue;
+    if (tensor.producer == kNoOp && !tensor.is_graph_input) continue;  // declared, unused
+    TensorId root = Root(g, t, alias_views);
+    const Tensor& r = g.tensor(root);
+    Lifetime& life = out[r.name];
+    if (root == t) {
+      life.bytes = r.bytes;
+      life.first = r.producer == kNoOp ? 0 : step[r.producer];
+      life.last = std::max(life.last, life.first);
+    }
+    for (OpId c : tensor.consumers) life.last = std::max(life.last, step[c]);
+    if (tensor.is_graph_output) life.last = n - 1;
+  }
+  // A view may be visited before its root: recompute first from the root.
+  for (auto& [name, life] : out) {
+    const Tensor& r = g.tensor(*g.FindTensor(name));
+    life.first = r.producer == kNoOp ? 0 : step[r.producer];
+    life.last = std::max(life.last, life.first);
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights) {
+  std::map<std::string, Lifetime> lifetimes = Lifetimes(graph, order, alias_views);
+  int64_t peak = 0;
+  for (int t = 0; t < static_cast<int>(order.size()); ++t) {
+    int64_t live = graph.op(order[t]).workspace_bytes + (count_weights ? graph.weight_bytes() : 0);
+    for (const auto& [name, life] : lifetimes) {
+      if (life.first <= t && t <= life.last) live += life.bytes;
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
+  const int n = graph.num_ops();
+  if (plan.order_size() != n || plan.nodes() != n) {
+    return absl::FailedPreconditionError(absl::StrCat("order has ", plan.order_size(), " ops, graph ", n));
+  }
+  std::vector<OpId> order(plan.order().begin(), plan.order().end());
+  std::vector<bool> done(n, false);
+  for (int t = 0; t < n; ++t) {
+    OpId u = order[t];
+    if (u < 0 || u >= n || done[u]) return absl::FailedPreconditionError(absl::StrCat("bad op index at step ", t));
+    for (TensorId in : graph.op(u).inputs) {
+      OpId p = graph.tensor(in).producer;
+      if (p != kNoOp && !done[p]) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("op '", graph.op(u).name, "' runs before its input's producer '", graph.op(p).name, "'"));
+      }
+    }
+    if (plan.order_names(t) != graph.op(u).name) {
+      return absl::FailedPreconditionError(absl::StrCat("order_names[", t, "] does not match order"));
+    }
+    done[u] = true;
+  }
+
+  const bool alias = plan.memory_model().alias_views();
+  const bool weights = plan.memory_model().count_weights();
+  const int64_t peak = NaivePeak(graph, order, alias, weights);
+  if (plan.peak_bytes() != peak) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("reported peak ", plan.peak_bytes(), " but re-simulation gives ", peak));
+  }
+  if (plan.lower_bound_bytes() > peak) {
+    return absl::FailedPreconditionError(absl::StrCat("lower bound ", plan.lower_bound_bytes(), " exceeds peak ", peak));
+  }
+  for (const v1::OrderSummary* s : {&plan.baselines().file_order(), &plan.baselines().kahn(), &plan.baselines().greedy()}) {
+    if (s->peak_bytes() < plan.lower_bound_bytes() || s->arena_bytes() < s->peak_bytes()) {
+      return absl::FailedPreconditionError("a baseline beats the lower bound or its arena is below its peak");
+    }
+  }
+
+  // Every live activation, workspace and counted weight needs a buffer.
+  const v1::Arena& arena = plan.arena();
+  std::map<std::string, const v1::ArenaBuffer*> tensor_buffers, workspace_buffers, weight_buffers;
+  for (const v1::ArenaBuffer& b : arena.buffers()) {
+    auto& index = b.kind() == v1::BUFFER_KIND_WORKSPACE ? workspace_buffers
+                  : b.kind() == v1::BUFFER_KIND_WEIGHT  ? weight_buffers
+                                                         : tensor_buffers;
+    if (!index.emplace(b.tensor(), &b).second) {
+      return absl::FailedPreconditionError(absl::StrCat("two buffers for '", b.tensor(), "'"));
+    }
+  }
+  auto covers = [](const v1::ArenaBuffer* b, int64_t bytes, int first, int last) {
+    return b != nullptr && b->size() == bytes && b->first_step() <= first && b->last_step() >= last;
+  };
+  for (const auto& [name, life] : Lifetimes(graph, order, alias)) {
+    auto it = tensor_buffers.find(name);
+    if (!covers(it == tensor_buffers.end() ? nullptr : it->second, life.bytes, life.first, life.last)) {
+      return absl::FailedPreconditionError(absl::StrCat("tensor '", name, "' has no buffer covering steps ",
+                                                        life.first, "..", life.last));
+    }
+  }
+  for (int t = 0; t < n; ++t) {
+    const Op& op = graph.op(order[t]);
+    if (op.workspace_bytes == 0) continue;
+    auto it = workspace_buffers.find(op.name);
+    if (!covers(it == workspace_buffers.end() ? nullptr : it->second, op.workspace_bytes, t, t)) {
+      return absl::FailedPreconditionError(absl::StrCat("op '", op.name, "' has no workspace buffer"));
+    }
+  }
+  if (weights) {
+    for (const Tensor& w : graph.tensors()) {
+      if (!w.is_weight) continue;
+      auto it = weight_buffers.find(w.name);
+      if (!covers(it == weight_buffers.end() ? nullptr : it->second, w.bytes, 0, n - 1)) {
+        return absl::FailedPreconditionError(absl::StrCat("weight '", w.name, "' has no resident buffer"));
+      }
+    }
+  }
+
+  // Offsets: aligned, inside the arena, no overlap among co-live buffers.
+  if (arena.alignment() < 1) return absl::FailedPreconditionError("alignment below 1");
+  for (int i = 0; i < arena.buffers_size(); ++i) {
+    const v1::ArenaBuffer& a = arena.buffers(i);
+    if (a.offset() < 0 || a.offset() % arena.alignment() != 0 || a.offset() + a.size() > arena.size_bytes()) {
+      return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
+    }
+    for (int j = 0; j < i; ++j) {
+      const v1::ArenaBuffer& b = arena.buffers(j);
+      bool co_live = a.first_step() <= b.last_step() && b.first_step() <= a.last_step();
+      bool overlap = a.offset() < b.offset() + b.size() && b.offset() < a.offset() + a.size();
+      if (co_live && overlap && a.size() > 0 && b.size() > 0) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("buffers '", a.tensor(), "' and '", b.tensor(), "' are live together and overlap"));
+      }
+    }
+  }
+  if (arena.size_bytes() < peak) {
+    return absl::FailedPreconditionError(absl::StrCat("arena ", arena.size_bytes(), " below peak ", peak));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace serenity::testing

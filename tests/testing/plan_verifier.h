@@ -1,0 +1,32 @@
+// The independent verifier every test relies on (DESIGN.md section 5). It
+// re-derives everything from the graph and the plan's order with its own
+// naive code, sharing nothing with core/memory or core/arena.
+#ifndef SERENITY_TESTS_TESTING_PLAN_VERIFIER_H_
+#define SERENITY_TESTS_TESTING_PLAN_VERIFIER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/graph/graph.h"
+#include "serenity/v1/scheduler.pb.h"
+
+namespace serenity::testing {
+
+// Peak live bytes of `order` under the memory model of DESIGN.md section 2,
+// computed step by step from the definitions (quadratic; for tests only).
+// `order` must be topological.
+int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights);
+
+// OK when: the order is a topological permutation of the graph's ops and
+// order_names match it; peak_bytes equals NaivePeak; lower_bound_bytes <=
+// peak; the arena holds one buffer per live activation (and workspace, and
+// weight when counted) of the right size whose steps cover its lifetime;
+// every offset is aligned; no two buffers live at a common step overlap;
+// size_bytes covers every buffer and is >= peak; baselines' peaks are >= the
+// plan's lower bound. Otherwise an error naming the first violation.
+absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan);
+
+}  // namespace serenity::testing
+
+#endif  // SERENITY_TESTS_TESTING_PLAN_VERIFIER_H_

@@ -1,0 +1,97 @@
+#include "tests/testing/test_graph.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+
+namespace serenity::testing {
+
+TestGraph& TestGraph::Input(const std::string& name, int64_t bytes) {
+  spec_.tensors.push_back({name, {}, 1, bytes, false});
+  spec_.inputs.push_back(name);
+  return *this;
+}
+
+TestGraph& TestGraph::Weight(const std::string& name, int64_t bytes) {
+  spec_.tensors.push_back({name, {}, 1, bytes, true});
+  return *this;
+}
+
+TestGraph& TestGraph::Op(const std::string& name, const std::string& type, std::vector<std::string> inputs,
+                         std::vector<std::pair<std::string, int64_t>> outputs, int64_t workspace_bytes) {
+  OpSpec op;
+  op.name = name;
+  op.type = type;
+  op.inputs = std::move(inputs);
+  op.workspace_bytes = workspace_bytes;
+  for (auto& [out, bytes] : outputs) {
+    spec_.tensors.push_back({out, {}, 1, bytes, false});
+    op.outputs.push_back(out);
+  }
+  spec_.ops.push_back(std::move(op));
+  return *this;
+}
+
+TestGraph& TestGraph::Output(const std::string& name) {
+  spec_.outputs.push_back(name);
+  return *this;
+}
+
+Graph TestGraph::Build() const {
+  absl::StatusOr<Graph> graph = Graph::Build(spec_);
+  if (!graph.ok()) {
+    std::cerr << "TestGraph::Build: " << graph.status() << "\n";
+    std::abort();
+  }
+  return *std::move(graph);
+}
+
+GraphSpec RandomDag(int num_ops, std::mt19937& rng) {
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  TestGraph g;
+  std::vector<std::pair<std::string, int64_t>> available;
+  const int num_inputs = uniform(1, 2);
+  for (int i = 0; i < num_inputs; ++i) {
+    std::string name = absl::StrCat("in", i);
+    int64_t bytes = uniform(1, 100);
+    g.Input(name, bytes);
+    available.push_back({name, bytes});
+  }
+  if (uniform(0, 3) == 0) {
+    g.Weight("w", uniform(1, 100));
+  }
+  for (int u = 0; u < num_ops; ++u) {
+    std::string name = absl::StrCat("op", u);
+    const bool view = uniform(0, 5) == 0;
+    std::vector<std::string> inputs;
+    std::vector<std::pair<std::string, int64_t>> outputs;
+    if (view) {
+      const auto& data = available[uniform(0, static_cast<int>(available.size()) - 1)];
+      inputs.push_back(data.first);
+      outputs.push_back({absl::StrCat(name, "_o0"), data.second});
+    } else {
+      const int fan_in = uniform(1, 3);
+      for (int k = 0; k < fan_in; ++k) {
+        // Prefer recent tensors so graphs have depth, sometimes any tensor.
+        int lo = uniform(0, 2) == 0 ? 0 : std::max(0, static_cast<int>(available.size()) - 4);
+        inputs.push_back(available[uniform(lo, static_cast<int>(available.size()) - 1)].first);
+      }
+      if (uniform(0, 5) == 0) {
+        for (const TensorSpec& t : g.spec().tensors) {
+          if (t.is_weight) inputs.push_back(t.name);
+        }
+      }
+      const int fan_out = uniform(0, 4) == 0 ? 2 : 1;
+      for (int k = 0; k < fan_out; ++k) outputs.push_back({absl::StrCat(name, "_o", k), uniform(1, 100)});
+    }
+    g.Op(name, view ? "Reshape" : "Op", inputs, outputs, uniform(0, 4) == 0 ? uniform(1, 50) : 0);
+    for (auto& o : outputs) available.push_back(o);
+  }
+  // The last op's outputs and sometimes another tensor are graph outputs.
+  g.Output(available.back().first);
+  if (uniform(0, 2) == 0) g.Output(available[uniform(0, static_cast<int>(available.size()) - 1)].first);
+  return g.spec();
+}
+
+}  // namespace serenity::testing

@@ -1,0 +1,43 @@
+// Terse construction of small graphs for tests.
+#ifndef SERENITY_TESTS_TESTING_TEST_GRAPH_H_
+#define SERENITY_TESTS_TESTING_TEST_GRAPH_H_
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph/graph.h"
+
+namespace serenity::testing {
+
+// Builds a GraphSpec: tensors are declared with their byte size where they
+// first appear (graph inputs, weights, op outputs).
+class TestGraph {
+ public:
+  TestGraph& Input(const std::string& name, int64_t bytes);
+  TestGraph& Weight(const std::string& name, int64_t bytes);
+  // An op reading `inputs` and writing `outputs` (name, bytes).
+  TestGraph& Op(const std::string& name, const std::string& type, std::vector<std::string> inputs,
+                std::vector<std::pair<std::string, int64_t>> outputs, int64_t workspace_bytes = 0);
+  TestGraph& Output(const std::string& name);
+
+  const GraphSpec& spec() const { return spec_; }
+  // Graph::Build of the spec; aborts the test binary on error (use spec()
+  // with Graph::Build to test errors).
+  Graph Build() const;
+
+ private:
+  GraphSpec spec_;
+};
+
+// A random DAG of `num_ops` ops for property tests: each op reads 0-3 earlier
+// tensors (or a graph input), writes 1-2 tensors of random sizes in [1, 100],
+// some ops are view ops (Reshape, same size as their input), some have
+// workspace, some outputs are graph outputs and some are dead.
+GraphSpec RandomDag(int num_ops, std::mt19937& rng);
+
+}  // namespace serenity::testing
+
+#endif  // SERENITY_TESTS_TESTING_TEST_GRAPH_H_
