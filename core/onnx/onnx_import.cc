@@ -189,10 +189,13 @@ absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const O
     return absl::InvalidArgumentError(absl::StrCat("ONNX shape inference failed: ", e.what()));
   }
 
+  // Known types by value name; a ValueInfo without a type says nothing.
   absl::flat_hash_map<std::string, const onnx::TypeProto*> types;
-  for (const onnx::ValueInfoProto& v : graph.value_info()) types[v.name()] = &v.type();
-  for (const onnx::ValueInfoProto& v : graph.input()) types[v.name()] = &v.type();
-  for (const onnx::ValueInfoProto& v : graph.output()) types[v.name()] = &v.type();
+  for (const auto* list : {&graph.value_info(), &graph.input(), &graph.output()}) {
+    for (const onnx::ValueInfoProto& v : *list) {
+      if (v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) types[v.name()] = &v.type();
+    }
+  }
 
   GraphSpec spec;
   spec.name = graph.name();
