@@ -90,7 +90,9 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
   j["feasible"] = plan.feasible();
   j["stats"] = {{"solve_ms", plan.stats().solve_ms()},
                 {"total_ms", plan.stats().total_ms()},
-                {"algorithm", plan.stats().algorithm()}};
+                {"algorithm", plan.stats().algorithm()},
+                {"states_explored", plan.stats().states_explored()},
+                {"search_memory_bytes", plan.stats().search_memory_bytes()}};
   return j;
 }
 
@@ -124,6 +126,10 @@ std::string PlanSummary(const v1::Plan& plan) {
   row("greedy", plan.baselines().greedy().peak_bytes(), plan.baselines().greedy().arena_bytes());
   absl::StrAppend(&out, absl::StrFormat("\ntime         solve %.2f ms, total %.2f ms\n", plan.stats().solve_ms(),
                                         plan.stats().total_ms()));
+  if (plan.stats().states_explored() > 0) {
+    absl::StrAppend(&out, "search       ", WithCommas(plan.stats().states_explored()), " states, ",
+                    WithCommas(plan.stats().search_memory_bytes()), " bytes of memo\n");
+  }
   return out;
 }
 

@@ -142,6 +142,8 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   out.mutable_stats()->set_solve_ms(plan.solve_ms);
   out.mutable_stats()->set_total_ms(plan.total_ms);
   out.mutable_stats()->set_algorithm(plan.algorithm);
+  out.mutable_stats()->set_states_explored(plan.search_stats.states);
+  out.mutable_stats()->set_search_memory_bytes(plan.search_stats.peak_memo_bytes);
   out.set_memory_budget_bytes(options.memory_budget_bytes);
   out.set_feasible(plan.feasible);
   return out;

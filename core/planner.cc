@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/schedule/baselines.h"
+#include "core/schedule/budget_search.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -52,7 +53,7 @@ const char* CertificateName(Certificate certificate) {
 }
 
 const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {"auto", "file_order", "kahn", "greedy"};
+  static const std::vector<std::string> kAlgorithms = {"auto", "baseline", "file_order", "kahn", "greedy"};
   return kAlgorithms;
 }
 
@@ -73,27 +74,38 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
   ASSIGN_OR_RETURN(plan.kahn, Summarize(buffers, KahnOrder(graph), options.alignment));
   ASSIGN_OR_RETURN(plan.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment));
 
-  // Until the exact scheduler lands, "auto" is the best baseline (ties in the
-  // order file_order, kahn, greedy).
+  // The best baseline (ties in the order file_order, kahn, greedy), or the
+  // one asked for.
+  const bool search = options.algorithm == "auto";
+  const bool best_baseline = search || options.algorithm == "baseline";
   const OrderSummary* chosen = &plan.file_order;
   plan.algorithm = "file_order";
-  if (options.algorithm == "kahn" ||
-      (options.algorithm == "auto" && plan.kahn.peak_bytes < chosen->peak_bytes)) {
+  if (options.algorithm == "kahn" || (best_baseline && plan.kahn.peak_bytes < chosen->peak_bytes)) {
     chosen = &plan.kahn;
     plan.algorithm = "kahn";
   }
-  if (options.algorithm == "greedy" ||
-      (options.algorithm == "auto" && plan.greedy.peak_bytes < chosen->peak_bytes)) {
+  if (options.algorithm == "greedy" || (best_baseline && plan.greedy.peak_bytes < chosen->peak_bytes)) {
     chosen = &plan.greedy;
     plan.algorithm = "greedy";
   }
   plan.order = chosen->order;
+  plan.lower_bound_bytes = LowerBoundBytes(buffers);
+  plan.certificate = Certificate::kBaseline;
+  if (search) {
+    SearchLimits limits;
+    limits.time_limit_seconds =
+        options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
+    MinimizeResult result = MinimizePeak(buffers, plan.order, plan.lower_bound_bytes, limits);
+    plan.order = std::move(result.order);
+    plan.lower_bound_bytes = result.lower_bound_bytes;
+    plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+    plan.search_stats = result.stats;
+    plan.algorithm = "auto";
+  }
   plan.solve_ms = MillisSince(solve_start);
 
   ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
-  plan.lower_bound_bytes = LowerBoundBytes(buffers);
-  plan.certificate =
-      plan.profile.peak_bytes <= plan.lower_bound_bytes ? Certificate::kOptimal : Certificate::kBaseline;
+  if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
   ASSIGN_OR_RETURN(plan.arena, PlanArenaGreedyBySize(ArenaBuffersOf(plan.profile), options.alignment));
   plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
   plan.total_ms = MillisSince(start);

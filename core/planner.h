@@ -11,17 +11,22 @@
 #include "core/arena/arena_planner.h"
 #include "core/graph/graph.h"
 #include "core/memory/simulator.h"
+#include "core/schedule/budget_search.h"
 
 namespace serenity {
 
 inline constexpr int64_t kDefaultAlignment = 64;
+// Search time limit when the request gives none.
+inline constexpr double kDefaultTimeLimitSeconds = 10;
 
 struct PlanOptions {
   MemoryModel memory_model;
   int64_t alignment = kDefaultAlignment;
   int64_t memory_budget_bytes = 0;  // 0: none
-  double time_limit_seconds = 0;    // 0: no limit
-  // "auto" (the best baseline for now), "file_order", "kahn" or "greedy".
+  double time_limit_seconds = 0;    // 0: kDefaultTimeLimitSeconds
+  // "auto": exact budget search from the best baseline (budget_search.h);
+  // "baseline": the best of the baselines; "file_order", "kahn", "greedy":
+  // that baseline.
   std::string algorithm = "auto";
 };
 
@@ -45,6 +50,7 @@ struct Plan {
   ArenaPlan arena;                   // offsets parallel to profile.buffers
   OrderSummary file_order, kahn, greedy;
   std::string algorithm;             // the algorithm that produced `order`
+  SearchStats search_stats;          // zero unless a search ran
   double solve_ms = 0;
   double total_ms = 0;
   bool feasible = true;              // peak within the budget (or no budget)
@@ -53,9 +59,10 @@ struct Plan {
 // Returns the algorithm names PlanGraph accepts.
 const std::vector<std::string>& PlanAlgorithms();
 
-// Plans `graph`: picks the order (by `options.algorithm`), simulates it,
-// computes the lower bound (certificate `optimal` when the peak meets it),
-// plans the arena and evaluates the baselines. InvalidArgument for an
+// Plans `graph`: evaluates the baselines, finds the order (by
+// `options.algorithm`), simulates it, certifies it (`optimal` when a search
+// proved it or the peak meets the lower bound; `best_found` when a search
+// stopped on a limit; `baseline` for a baseline order) and plans the arena. InvalidArgument for an
 // unknown algorithm or an alignment below 1.
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options);
 

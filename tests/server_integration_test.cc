@@ -99,6 +99,9 @@ v1::Plan PlanFromJson(const nlohmann::json& j) {
   EXPECT_GE(j.at("stats").at("solve_ms").get<double>(), 0);
   EXPECT_GE(j.at("stats").at("total_ms").get<double>(), 0);
   EXPECT_FALSE(j.at("stats").at("algorithm").get<std::string>().empty());
+  EXPECT_GE(j.at("stats").at("states_explored").get<int64_t>(), 0);
+  EXPECT_GE(j.at("stats").at("search_memory_bytes").get<int64_t>(), 0);
+  if (cert == "optimal") p.set_certificate(v1::CERTIFICATE_OPTIMAL);
   return p;
 }
 
@@ -162,8 +165,9 @@ TEST_F(ServerTest, PlansSharedModelsThroughTheClient) {
     EXPECT_EQ(plan.model(), m.name);
     absl::Status verified = testing::VerifyPlan(*graph, plan);
     EXPECT_TRUE(verified.ok()) << verified;
-    // No order beats a proven optimum, and we never lose to a baseline.
-    EXPECT_GE(plan.peak_bytes(), m.proven_optimum);
+    // The search reaches the proven optimum and certifies it.
+    EXPECT_EQ(plan.peak_bytes(), m.proven_optimum);
+    EXPECT_EQ(plan.certificate(), v1::CERTIFICATE_OPTIMAL);
     EXPECT_LE(plan.peak_bytes(), plan.baselines().file_order().peak_bytes());
     EXPECT_LE(plan.peak_bytes(), plan.baselines().kahn().peak_bytes());
     EXPECT_LE(plan.peak_bytes(), plan.baselines().greedy().peak_bytes());

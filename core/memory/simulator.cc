@@ -73,66 +73,32 @@ int64_t PeakOf(const BufferModel& buffers, const std::vector<OpId>& order) {
   return tracker.peak_bytes();
 }
 
-int64_t LowerBoundBytes(const BufferModel& buffers) {
+std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachability& reach) {
   const Graph& graph = buffers.graph();
-  const int n = graph.num_ops();
-  const size_t words = (static_cast<size_t>(n) + 63) / 64;
-  // ancestors[u] and descendants[u] as bitsets, from a topological order.
-  std::vector<uint64_t> anc(static_cast<size_t>(n) * words, 0);
-  std::vector<uint64_t> desc(static_cast<size_t>(n) * words, 0);
-  auto bit = [words](std::vector<uint64_t>& sets, OpId set, OpId member) -> uint64_t& {
-    return sets[static_cast<size_t>(set) * words + static_cast<size_t>(member) / 64];
-  };
-  auto has = [words](const std::vector<uint64_t>& sets, OpId set, OpId member) {
-    return (sets[static_cast<size_t>(set) * words + static_cast<size_t>(member) / 64] >> (member % 64)) & 1;
-  };
-  std::vector<OpId> topo;
-  {
-    std::vector<int> indegree(n);
-    for (OpId u = 0; u < n; ++u) {
-      indegree[u] = static_cast<int>(graph.op(u).predecessors.size());
-      if (indegree[u] == 0) topo.push_back(u);
-    }
-    for (size_t i = 0; i < topo.size(); ++i) {
-      for (OpId v : graph.op(topo[i]).successors) {
-        if (--indegree[v] == 0) topo.push_back(v);
-      }
-    }
-  }
-  for (OpId u : topo) {
-    for (OpId p : graph.op(u).predecessors) {
-      for (size_t w = 0; w < words; ++w) anc[u * words + w] |= anc[p * words + w];
-      bit(anc, u, p) |= uint64_t{1} << (p % 64);
-    }
-  }
-  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-    OpId u = *it;
-    for (OpId s : graph.op(u).successors) {
-      for (size_t w = 0; w < words; ++w) desc[u * words + w] |= desc[s * words + w];
-      bit(desc, u, s) |= uint64_t{1} << (s % 64);
-    }
-  }
-
-  int64_t bound = 0;
-  for (OpId u = 0; u < n; ++u) {
+  std::vector<int64_t> bounds(graph.num_ops());
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
     int64_t live = buffers.resident_bytes() + graph.op(u).workspace_bytes;
     for (const ActivationBuffer& b : buffers.buffers()) {
       if (b.producer == u) {
         live += b.bytes;
         continue;
       }
-      bool made_before = b.producer == kNoOp || has(anc, u, b.producer);
-      if (!made_before) continue;
+      if (b.producer != kNoOp && !reach.IsAncestor(b.producer, u)) continue;
       bool needed_later = b.live_to_end;
       for (OpId user : b.users) {
         if (needed_later) break;
-        needed_later = user == u || has(desc, u, user);
+        needed_later = user == u || reach.IsDescendant(user, u);
       }
       if (needed_later) live += b.bytes;
     }
-    bound = std::max(bound, live);
+    bounds[u] = live;
   }
-  return bound;
+  return bounds;
+}
+
+int64_t LowerBoundBytes(const BufferModel& buffers) {
+  std::vector<int64_t> bounds = StepLowerBounds(buffers, Reachability(buffers.graph()));
+  return *std::max_element(bounds.begin(), bounds.end());
 }
 
 }  // namespace serenity

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/graph/reachability.h"
 #include "core/memory/buffer_model.h"
 
 namespace serenity {
@@ -42,10 +43,13 @@ absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::ve
 // baselines). The caller guarantees `order` is topological.
 int64_t PeakOf(const BufferModel& buffers, const std::vector<OpId>& order);
 
-// A bound no order can beat: for each op u, the bytes that are live at u's
-// step in every topological order (u's outputs and workspace; buffers made
-// before u, by an ancestor or as graph inputs, that are read by u or a
-// descendant of u or are graph outputs; counted weights), maximised over u.
+// For each op u, the bytes live at u's step in every topological order: u's
+// outputs and workspace; buffers made before u (by an ancestor, or graph
+// inputs) that u or a descendant of u reads, or that are graph outputs;
+// counted weights.
+std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachability& reach);
+
+// A bound no order can beat: the largest of StepLowerBounds.
 int64_t LowerBoundBytes(const BufferModel& buffers);
 
 }  // namespace serenity

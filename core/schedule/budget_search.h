@@ -1,0 +1,82 @@
+// Exact search for orders whose peak fits a memory budget, and the
+// minimisation of the peak on top of it.
+//
+// The search walks the DAG of scheduled-op sets (the paper's zero-indegree
+// signatures): the live bytes after a set S depend on S alone, so whether S
+// can be completed within a budget B depends on S alone, and every set needs
+// exploring at most once (a failed set is remembered by its signature). Two
+// rules prune without losing optimality:
+//  - budget: an op whose step would exceed B is never run;
+//  - forced transitions: a ready op whose step fits B and that does not raise
+//    the live bytes is run at once, without branching. Moving such an op to
+//    the front of any completion that fits B lowers or keeps every later
+//    step, so some completion that fits B starts with it.
+// MinimizePeak binary-searches B between a lower bound and the best known
+// peak; each infeasible budget raises the proven lower bound, each feasible
+// one lowers the best peak, and when they meet the order is optimal.
+#ifndef SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
+#define SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/memory/buffer_model.h"
+
+namespace serenity {
+
+struct SearchLimits {
+  // Wall-clock limit of the whole minimisation; <= 0 means none.
+  double time_limit_seconds = 0;
+  // Cap on signatures remembered by one feasibility check (memory of the
+  // search is about (ops / 8 + 8) bytes per signature).
+  int64_t max_states = 20'000'000;
+};
+
+struct SearchStats {
+  int64_t states = 0;          // signatures expanded, over all checks
+  int64_t peak_memo_bytes = 0; // largest memo of one check
+  int checks = 0;              // feasibility checks run
+  bool hit_limit = false;      // a check ended on a limit
+};
+
+enum class Feasibility { kFeasible, kInfeasible, kUnknown };
+
+// Answers "is there an order with peak <= budget?" for one graph.
+class BudgetSearch {
+ public:
+  explicit BudgetSearch(const BufferModel& buffers);
+  ~BudgetSearch();
+  BudgetSearch(const BudgetSearch&) = delete;
+  BudgetSearch& operator=(const BudgetSearch&) = delete;
+
+  // kFeasible fills `order` with an order whose peak is <= budget.
+  // kInfeasible sets `next_budget` to the smallest step bytes the budget cut
+  // off: every budget below it is infeasible too (INT64_MAX: none was cut).
+  // kUnknown when `deadline` passed or the state cap was hit first.
+  Feasibility Check(int64_t budget, std::chrono::steady_clock::time_point deadline, int64_t max_states,
+                    std::vector<OpId>* order, int64_t* next_budget, SearchStats* stats);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct MinimizeResult {
+  std::vector<OpId> order;
+  int64_t peak_bytes = 0;
+  int64_t lower_bound_bytes = 0;  // proven: no order has a smaller peak
+  bool optimal = false;           // peak_bytes == lower_bound_bytes
+  SearchStats stats;
+};
+
+// Minimises the peak starting from `initial_order` (a valid order, e.g. the
+// best baseline) and a proven `lower_bound`. Deterministic for a given input
+// when no limit is hit.
+MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initial_order, int64_t lower_bound,
+                            const SearchLimits& limits);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_

@@ -1,0 +1,142 @@
+#include "core/schedule/budget_search.h"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "core/memory/simulator.h"
+#include "core/onnx/onnx_import.h"
+#include "core/schedule/baselines.h"
+#include "gtest/gtest.h"
+#include "tests/testing/plan_verifier.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+// The smallest peak over every topological order, by enumeration.
+int64_t BruteForceOptimum(const BufferModel& buffers) {
+  const Graph& g = buffers.graph();
+  std::vector<int> indegree(g.num_ops());
+  for (OpId u = 0; u < g.num_ops(); ++u) indegree[u] = static_cast<int>(g.op(u).predecessors.size());
+  std::vector<OpId> prefix;
+  int64_t best = INT64_MAX;
+  std::function<void()> visit = [&] {
+    if (static_cast<int>(prefix.size()) == g.num_ops()) {
+      best = std::min(best, PeakOf(buffers, prefix));
+      return;
+    }
+    for (OpId u = 0; u < g.num_ops(); ++u) {
+      if (indegree[u] != 0) continue;
+      indegree[u] = -1;
+      for (OpId v : g.op(u).successors) --indegree[v];
+      prefix.push_back(u);
+      visit();
+      prefix.pop_back();
+      for (OpId v : g.op(u).successors) ++indegree[v];
+      indegree[u] = 0;
+    }
+  };
+  visit();
+  return best;
+}
+
+MinimizeResult Minimize(const BufferModel& buffers) {
+  std::vector<OpId> start = KahnOrder(buffers.graph());
+  return MinimizePeak(buffers, start, LowerBoundBytes(buffers), SearchLimits());
+}
+
+// The search equals brute force on thousands of random small DAGs, under
+// every memory-model switch, and its order really has the reported peak.
+TEST(BudgetSearchTest, EqualsBruteForceOnRandomDags) {
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 2000; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 10, rng));
+    const MemoryModel model{trial % 2 == 1, trial % 3 == 2};
+    BufferModel buffers(g, model);
+    MinimizeResult result = Minimize(buffers);
+    ASSERT_TRUE(IsTopologicalOrder(g, result.order)) << "trial " << trial;
+    ASSERT_EQ(result.peak_bytes, testing::NaivePeak(g, result.order, model.alias_views, model.count_weights));
+    ASSERT_TRUE(result.optimal);
+    ASSERT_EQ(result.peak_bytes, BruteForceOptimum(buffers)) << "trial " << trial;
+    ASSERT_EQ(result.lower_bound_bytes, result.peak_bytes);
+  }
+}
+
+TEST(BudgetSearchTest, FeasibilityFlipsAtTheOptimum) {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(3 + trial % 8, rng));
+    BufferModel buffers(g, {});
+    const int64_t optimum = BruteForceOptimum(buffers);
+    BudgetSearch search(buffers);
+    SearchStats stats;
+    std::vector<OpId> order;
+    int64_t next = 0;
+    const auto forever = std::chrono::steady_clock::time_point::max();
+    ASSERT_EQ(search.Check(optimum, forever, 1 << 20, &order, &next, &stats), Feasibility::kFeasible);
+    ASSERT_LE(PeakOf(buffers, order), optimum);
+    ASSERT_EQ(search.Check(optimum - 1, forever, 1 << 20, &order, &next, &stats), Feasibility::kInfeasible);
+    // The budget to try next is never above the optimum.
+    ASSERT_LE(next, optimum);
+    ASSERT_GT(next, optimum - 1);
+  }
+}
+
+TEST(BudgetSearchTest, ALimitStillReturnsAValidOrderAndAnHonestBound) {
+  std::mt19937 rng(5);
+  int unproven = 0;
+  for (int trial = 0; trial < 50; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(60, rng));
+    BufferModel buffers(g, {});
+    SearchLimits limits;
+    limits.max_states = 1;  // stops at the first check that needs to remember a state
+    std::vector<OpId> start = KahnOrder(g);
+    MinimizeResult result = MinimizePeak(buffers, start, LowerBoundBytes(buffers), limits);
+    ASSERT_TRUE(IsTopologicalOrder(g, result.order));
+    ASSERT_EQ(result.peak_bytes, PeakOf(buffers, result.order));
+    ASSERT_LE(result.peak_bytes, PeakOf(buffers, start));
+    ASSERT_LE(result.lower_bound_bytes, result.peak_bytes);
+    MinimizeResult full = Minimize(buffers);
+    ASSERT_LE(result.lower_bound_bytes, full.peak_bytes);  // the bound is real
+    if (!result.optimal) {
+      ++unproven;
+      EXPECT_TRUE(result.stats.hit_limit);
+    } else {
+      EXPECT_EQ(result.peak_bytes, full.peak_bytes);
+    }
+  }
+  EXPECT_GT(unproven, 0);  // the limit did bite somewhere
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Proven optima of shared models (../shared/bench/README.md).
+TEST(BudgetSearchTest, MatchesProvenOptimaOfSharedCells) {
+  const std::pair<const char*, int64_t> cells[] = {
+      {"darts_v2_cifar10_normal_cell", 1769472},   {"darts_v2_imagenet_normal_cell", 1806336},
+      {"nasnet_a_cifar10_normal_cell", 2211840},   {"nasnet_a_cifar10_reduce_cell", 2211840},
+      {"amoebanet_a_cifar10_normal_cell", 1327104}, {"amoebanet_a_cifar10_reduce_cell", 1327104},
+      {"nasnet_a_cifar10", 1695744},               {"darts_v2_cifar10", 1345536},
+      {"tv_inception_v3", 6083072},                {"randwire_ws_cifar10_stage1", 1118208}};
+  for (const auto& [name, optimum] : cells) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<Graph> g = ImportOnnxModel(ReadFile(std::string(SERENITY_SHARED_DIR "/bench/models/") + name + ".onnx"), {});
+    ASSERT_TRUE(g.ok());
+    BufferModel buffers(*g, {});
+    MinimizeResult result = Minimize(buffers);
+    EXPECT_TRUE(result.optimal);
+    EXPECT_EQ(result.peak_bytes, optimum);
+    EXPECT_EQ(testing::NaivePeak(*g, result.order, false, false), optimum);
+  }
+}
+
+}  // namespace
+}  // namespace serenity

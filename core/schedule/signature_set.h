@@ -1,0 +1,38 @@
+// A hash set of fixed-width bitsets (scheduled-op signatures), stored in one
+// contiguous arena: far less memory per entry than a container of vectors.
+// Membership is exact: a hash hit compares the whole bitset.
+#ifndef SERENITY_CORE_SCHEDULE_SIGNATURE_SET_H_
+#define SERENITY_CORE_SCHEDULE_SIGNATURE_SET_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace serenity {
+
+class SignatureSet {
+ public:
+  // Every signature has `words` 64-bit words.
+  explicit SignatureSet(size_t words);
+
+  // Inserts `signature` (`words` words); false when it was already present.
+  bool Insert(const uint64_t* signature);
+
+  size_t size() const { return size_; }
+  // Bytes held by the arena and the index.
+  size_t MemoryBytes() const { return arena_.capacity() * 8 + slots_.capacity() * 4; }
+  void Clear();
+
+ private:
+  uint64_t Hash(const uint64_t* signature) const;
+  void Grow();
+
+  size_t words_;
+  size_t size_ = 0;
+  std::vector<uint64_t> arena_;  // size_ signatures back to back
+  std::vector<uint32_t> slots_;  // 0: empty; else 1 + index into the arena
+};
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_SCHEDULE_SIGNATURE_SET_H_
