@@ -20,8 +20,6 @@ class BudgetSearch::Impl {
         graph_(buffers.graph()),
         n_(graph_.num_ops()),
         words_((static_cast<size_t>(n_) + 63) / 64),
-        reach_(graph_),
-        static_need_(StepLowerBounds(buffers, reach_)),
         visited_(words_) {
     alloc_bytes_.assign(n_, 0);
     dead_bytes_.assign(n_, 0);
@@ -141,59 +139,11 @@ class BudgetSearch::Impl {
     }
   }
 
-  // A lower bound on the largest step still to come from the current set:
-  // for each unscheduled op u, StepLowerBounds(u) plus the buffers live now
-  // that u or a descendant of u still reads (or that are graph outputs) and
-  // that StepLowerBounds did not count (their producer is no ancestor of u).
-  int64_t FutureBound() {
-    extra_need_.assign(n_, 0);
-    mask_.resize(words_);
-    const uint64_t* scheduled = scheduled_.data();
-    for (size_t b = 0; b < remaining_users_.size(); ++b) {
-      const ActivationBuffer& buffer = buffers_.buffers()[b];
-      if (buffer.producer == kNoOp || buffer.bytes == 0) continue;  // inputs: counted statically
-      if (!((scheduled[buffer.producer / 64] >> (buffer.producer % 64)) & 1)) continue;
-      if (remaining_users_[b] == 0 && !buffer.live_to_end) continue;  // freed
-      if (buffer.live_to_end) {
-        std::fill(mask_.begin(), mask_.end(), ~uint64_t{0});
-      } else {
-        std::fill(mask_.begin(), mask_.end(), 0);
-        for (OpId r : buffer.users) {
-          if ((scheduled[r / 64] >> (r % 64)) & 1) continue;
-          const uint64_t* anc = reach_.ancestors(r);
-          for (size_t w = 0; w < words_; ++w) mask_[w] |= anc[w];
-          mask_[r / 64] |= uint64_t{1} << (r % 64);
-        }
-      }
-      const uint64_t* desc = reach_.descendants(buffer.producer);
-      for (size_t w = 0; w < words_; ++w) {
-        uint64_t bits = mask_[w] & ~scheduled[w] & ~desc[w];
-        while (bits != 0) {
-          int bit = __builtin_ctzll(bits);
-          bits &= bits - 1;
-          size_t u = w * 64 + static_cast<size_t>(bit);
-          if (u < static_cast<size_t>(n_)) extra_need_[u] += buffer.bytes;
-        }
-      }
-    }
-    int64_t bound = 0;
-    for (OpId u = 0; u < n_; ++u) {
-      if ((scheduled[u / 64] >> (u % 64)) & 1) continue;
-      bound = std::max(bound, static_need_[u] + extra_need_[u]);
-    }
-    return bound;
-  }
-
   bool Explore() {
     const size_t mark = trail_.size();
     RunForced();
     if (static_cast<int>(trail_.size()) == n_) return true;
     if (aborted_ || !visited_.Insert(scheduled_.data())) {
-      UndoTo(mark);
-      return false;
-    }
-    if (int64_t future = FutureBound(); future > budget_) {
-      next_budget_ = std::min(next_budget_, future);
       UndoTo(mark);
       return false;
     }
@@ -228,10 +178,6 @@ class BudgetSearch::Impl {
   const Graph& graph_;
   const int n_;
   const size_t words_;
-  const Reachability reach_;
-  const std::vector<int64_t> static_need_;  // StepLowerBounds
-  std::vector<int64_t> extra_need_;         // scratch of FutureBound
-  std::vector<uint64_t> mask_;              // scratch of FutureBound
   std::vector<int64_t> alloc_bytes_;
   std::vector<int64_t> dead_bytes_;
   int64_t unused_input_bytes_ = 0;

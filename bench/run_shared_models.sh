@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Plans every model in ../shared/bench/models in-process and prints a
+# markdown table: baselines, Serenity's peak and certificate, the proven
+# lower bound, solve time, search states and the process's peak RSS.
+# Usage: bench/run_shared_models.sh [TIME_LIMIT_SECONDS] [extra serenity-client flags]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LIMIT=${1:-10}
+shift || true
+CLIENT=${SERENITY_BUILD_DIR:-build}/client/serenity-client
+MODELS=${SERENITY_MODELS_DIR:-../shared/bench/models}
+echo "| model | ops | file order | kahn | greedy | serenity | lower bound | certificate | solve ms | states | peak RSS MiB |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+for f in "$MODELS"/*.onnx; do
+  out=$(mktemp)
+  /usr/bin/time -f "%M" -o "$out.rss" "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" "$@" >"$out"
+  python3 - "$out" "$(cat "$out.rss")" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = d["baselines"]; s = d["stats"]
+print(f"| {d['model']} | {d['nodes']} | {b['file_order']['peak_bytes']:,} | {b['kahn']['peak_bytes']:,} | "
+      f"{b['greedy']['peak_bytes']:,} | {d['peak_bytes']:,} | {d['lower_bound_bytes']:,} | {d['certificate']} | "
+      f"{s['solve_ms']:.1f} | {s['states_explored']:,} | {int(sys.argv[2]) / 1024:.0f} |")
+PY
+  rm -f "$out" "$out.rss"
+done
