@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "health.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "reflection.grpc.pb.h"
@@ -47,13 +48,6 @@ CommandResult RunCommand(const std::string& command) {
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Rebuilds a Plan message from the documented JSON format (every key must
@@ -160,7 +154,7 @@ TEST_F(ServerTest, PlansSharedModelsThroughTheClient) {
     CommandResult r = RunCommand(kClient + " plan " + path + " --server " + address_ + " --json");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     v1::Plan plan = PlanFromJson(nlohmann::json::parse(r.output));
-    absl::StatusOr<Graph> graph = ImportOnnxModel(ReadFile(path), {});
+    absl::StatusOr<Graph> graph = ImportOnnxModel(testing::ReadFile(path), {});
     ASSERT_TRUE(graph.ok()) << graph.status();
     EXPECT_EQ(plan.model(), m.name);
     absl::Status verified = testing::VerifyPlan(*graph, plan);
@@ -186,7 +180,7 @@ TEST_F(ServerTest, LocalModeGivesTheServersAnswer) {
     EXPECT_EQ(a["peak_bytes"], b["peak_bytes"]);
     EXPECT_EQ(a["arena"], b["arena"]);
     v1::Plan plan = PlanFromJson(a);
-    absl::StatusOr<Graph> graph = ImportOnnxModel(ReadFile(path), {});
+    absl::StatusOr<Graph> graph = ImportOnnxModel(testing::ReadFile(path), {});
     ASSERT_TRUE(graph.ok());
     EXPECT_TRUE(testing::VerifyPlan(*graph, plan).ok()) << testing::VerifyPlan(*graph, plan);
     if (!flags.empty()) {
@@ -229,7 +223,7 @@ TEST_F(ServerTest, BadInputsGetInvalidArgumentAndTheServerKeepsServing) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
   v1::PlanRequest truncated;
-  std::string model = ReadFile(kModels + "tv_googlenet.onnx");
+  std::string model = testing::ReadFile(kModels + "tv_googlenet.onnx");
   truncated.set_onnx_model(model.substr(0, model.size() / 2));
   s = call(truncated);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -254,7 +248,7 @@ TEST_F(ServerTest, BadInputsGetInvalidArgumentAndTheServerKeepsServing) {
   EXPECT_THAT(s.error_message(), HasSubstr("cycle"));
 
   v1::PlanRequest bad_algorithm;
-  bad_algorithm.set_onnx_model(ReadFile(kModels + "darts_v2_cifar10_reduce_cell.onnx"));
+  bad_algorithm.set_onnx_model(testing::ReadFile(kModels + "darts_v2_cifar10_reduce_cell.onnx"));
   bad_algorithm.mutable_options()->set_algorithm("nope");
   s = call(bad_algorithm);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/test_graph.h"
 
@@ -148,26 +149,6 @@ TEST(SimulatorTest, RejectsNonTopologicalOrder) {
   EXPECT_EQ(Simulate(buffers, {0, 0}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// A random topological order of `g`.
-std::vector<OpId> RandomOrder(const Graph& g, std::mt19937& rng) {
-  std::vector<int> indegree(g.num_ops());
-  std::vector<OpId> ready, order;
-  for (OpId u = 0; u < g.num_ops(); ++u) {
-    indegree[u] = static_cast<int>(g.op(u).predecessors.size());
-    if (indegree[u] == 0) ready.push_back(u);
-  }
-  while (!ready.empty()) {
-    size_t i = std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
-    OpId u = ready[i];
-    ready.erase(ready.begin() + static_cast<long>(i));
-    order.push_back(u);
-    for (OpId v : g.op(u).successors) {
-      if (--indegree[v] == 0) ready.push_back(v);
-    }
-  }
-  return order;
-}
-
 // The simulator, the incremental tracker and the verifier's naive
 // re-simulation agree on random graphs, orders and switches.
 TEST(SimulatorTest, AgreesWithNaiveResimulationOnRandomGraphs) {
@@ -177,32 +158,13 @@ TEST(SimulatorTest, AgreesWithNaiveResimulationOnRandomGraphs) {
     for (int switches = 0; switches < 4; ++switches) {
       MemoryModel model{(switches & 1) != 0, (switches & 2) != 0};
       BufferModel buffers(g, model);
-      std::vector<OpId> order = RandomOrder(g, rng);
+      std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
       absl::StatusOr<MemoryProfile> p = Simulate(buffers, order);
       ASSERT_TRUE(p.ok());
       ASSERT_EQ(p->peak_bytes, testing::NaivePeak(g, order, model.alias_views, model.count_weights))
           << "trial " << trial << " switches " << switches;
       ASSERT_EQ(PeakOf(buffers, order), p->peak_bytes);
     }
-  }
-}
-
-// Enumerates every topological order of a small graph.
-void AllOrders(const Graph& g, std::vector<OpId>& prefix, std::vector<int>& indegree,
-               const std::function<void(const std::vector<OpId>&)>& visit) {
-  if (static_cast<int>(prefix.size()) == g.num_ops()) {
-    visit(prefix);
-    return;
-  }
-  for (OpId u = 0; u < g.num_ops(); ++u) {
-    if (indegree[u] != 0) continue;
-    indegree[u] = -1;
-    for (OpId v : g.op(u).successors) --indegree[v];
-    prefix.push_back(u);
-    AllOrders(g, prefix, indegree, visit);
-    prefix.pop_back();
-    for (OpId v : g.op(u).successors) ++indegree[v];
-    indegree[u] = 0;
   }
 }
 
@@ -216,10 +178,7 @@ TEST(LowerBoundTest, NeverAboveTheOptimumOnRandomGraphs) {
     for (bool alias : {false, true}) {
       BufferModel buffers(g, MemoryModel{alias, false});
       int64_t best = INT64_MAX;
-      std::vector<OpId> prefix;
-      std::vector<int> indegree(g.num_ops());
-      for (OpId u = 0; u < g.num_ops(); ++u) indegree[u] = static_cast<int>(g.op(u).predecessors.size());
-      AllOrders(g, prefix, indegree, [&](const std::vector<OpId>& order) {
+      testing::ForEachTopologicalOrder(g, [&](const std::vector<OpId>& order) {
         best = std::min(best, PeakOf(buffers, order));
       });
       int64_t bound = LowerBoundBytes(buffers);

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "onnx/onnx_pb.h"
 
 namespace serenity {
@@ -14,13 +15,6 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kModels = SERENITY_SHARED_DIR "/bench/models/";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A small model builder: float tensors, shapes given per value.
 class ModelBuilder {
@@ -126,7 +120,7 @@ TEST(OnnxImportTest, ImportsEverySharedModel) {
   for (const auto& entry : std::filesystem::directory_iterator(kModels)) {
     if (entry.path().extension() != ".onnx") continue;
     SCOPED_TRACE(entry.path().filename().string());
-    std::string bytes = ReadFile(entry.path().string());
+    std::string bytes = testing::ReadFile(entry.path().string());
     onnx::ModelProto model;
     ASSERT_TRUE(model.ParseFromString(bytes));
     absl::StatusOr<Graph> g = ImportOnnxModel(bytes, {});
@@ -142,7 +136,7 @@ TEST(OnnxImportTest, ImportsEverySharedModel) {
     ++count;
   }
   EXPECT_EQ(count, 22);
-  absl::StatusOr<Graph> stage1 = ImportOnnxModel(ReadFile(kModels + "randwire_ws_cifar10_stage1.onnx"), {});
+  absl::StatusOr<Graph> stage1 = ImportOnnxModel(testing::ReadFile(kModels + "randwire_ws_cifar10_stage1.onnx"), {});
   ASSERT_TRUE(stage1.ok());
   EXPECT_EQ(stage1->num_ops(), 190);
 }
@@ -152,7 +146,7 @@ absl::Status ImportError(const std::string& bytes, const OnnxImportOptions& opti
 }
 
 TEST(OnnxImportTest, RejectsTruncatedAndGarbageBytes) {
-  std::string model = ReadFile(kModels + "tv_googlenet.onnx");
+  std::string model = testing::ReadFile(kModels + "tv_googlenet.onnx");
   absl::Status truncated = ImportError(model.substr(0, model.size() / 2));
   EXPECT_EQ(truncated.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(truncated.message(), HasSubstr("ONNX"));
@@ -275,7 +269,7 @@ TEST(OnnxImportTest, StripWeightDataKeepsSmallTensorsAndShapes) {
   EXPECT_EQ(g->op(*g->FindOp("mm")).macs, 64 * 64);
 
   // A shared model strips to at most its size and imports to the same sizes.
-  std::string shared = ReadFile(kModels + "nasnet_a_cifar10_normal_cell.onnx");
+  std::string shared = testing::ReadFile(kModels + "nasnet_a_cifar10_normal_cell.onnx");
   absl::StatusOr<std::string> shared_stripped = StripWeightData(shared);
   ASSERT_TRUE(shared_stripped.ok());
   EXPECT_LE(shared_stripped->size(), shared.size());

@@ -1,15 +1,13 @@
 #include "core/schedule/budget_search.h"
 
 #include <algorithm>
-#include <fstream>
-#include <functional>
 #include <random>
-#include <sstream>
 
 #include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/schedule/baselines.h"
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/test_graph.h"
 
@@ -18,28 +16,10 @@ namespace {
 
 // The smallest peak over every topological order, by enumeration.
 int64_t BruteForceOptimum(const BufferModel& buffers) {
-  const Graph& g = buffers.graph();
-  std::vector<int> indegree(g.num_ops());
-  for (OpId u = 0; u < g.num_ops(); ++u) indegree[u] = static_cast<int>(g.op(u).predecessors.size());
-  std::vector<OpId> prefix;
   int64_t best = INT64_MAX;
-  std::function<void()> visit = [&] {
-    if (static_cast<int>(prefix.size()) == g.num_ops()) {
-      best = std::min(best, PeakOf(buffers, prefix));
-      return;
-    }
-    for (OpId u = 0; u < g.num_ops(); ++u) {
-      if (indegree[u] != 0) continue;
-      indegree[u] = -1;
-      for (OpId v : g.op(u).successors) --indegree[v];
-      prefix.push_back(u);
-      visit();
-      prefix.pop_back();
-      for (OpId v : g.op(u).successors) ++indegree[v];
-      indegree[u] = 0;
-    }
-  };
-  visit();
+  testing::ForEachTopologicalOrder(buffers.graph(), [&](const std::vector<OpId>& order) {
+    best = std::min(best, PeakOf(buffers, order));
+  });
   return best;
 }
 
@@ -111,13 +91,6 @@ TEST(BudgetSearchTest, ALimitStillReturnsAValidOrderAndAnHonestBound) {
   EXPECT_GT(unproven, 0);  // the limit did bite somewhere
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Proven optima of shared models (../shared/bench/README.md).
 TEST(BudgetSearchTest, MatchesProvenOptimaOfSharedCells) {
   const std::pair<const char*, int64_t> cells[] = {
@@ -128,7 +101,7 @@ TEST(BudgetSearchTest, MatchesProvenOptimaOfSharedCells) {
       {"tv_inception_v3", 6083072},                {"randwire_ws_cifar10_stage1", 1118208}};
   for (const auto& [name, optimum] : cells) {
     SCOPED_TRACE(name);
-    absl::StatusOr<Graph> g = ImportOnnxModel(ReadFile(std::string(SERENITY_SHARED_DIR "/bench/models/") + name + ".onnx"), {});
+    absl::StatusOr<Graph> g = ImportOnnxModel(testing::ReadFile(std::string(SERENITY_SHARED_DIR "/bench/models/") + name + ".onnx"), {});
     ASSERT_TRUE(g.ok());
     BufferModel buffers(*g, {});
     MinimizeResult result = Minimize(buffers);

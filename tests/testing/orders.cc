@@ -1,0 +1,66 @@
+#include "tests/testing/orders.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace serenity::testing {
+namespace {
+
+void Extend(const Graph& g, std::vector<OpId>& prefix, std::vector<int>& indegree,
+            const std::function<void(const std::vector<OpId>&)>& visit) {
+  if (static_cast<int>(prefix.size()) == g.num_ops()) {
+    visit(prefix);
+    return;
+  }
+  for (OpId u = 0; u < g.num_ops(); ++u) {
+    if (indegree[u] != 0) continue;
+    indegree[u] = -1;
+    for (OpId v : g.op(u).successors) --indegree[v];
+    prefix.push_back(u);
+    Extend(g, prefix, indegree, visit);
+    prefix.pop_back();
+    for (OpId v : g.op(u).successors) ++indegree[v];
+    indegree[u] = 0;
+  }
+}
+
+std::vector<int> Indegrees(const Graph& g) {
+  std::vector<int> indegree(g.num_ops());
+  for (OpId u = 0; u < g.num_ops(); ++u) indegree[u] = static_cast<int>(g.op(u).predecessors.size());
+  return indegree;
+}
+
+}  // namespace
+
+void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const std::vector<OpId>&)>& visit) {
+  std::vector<OpId> prefix;
+  std::vector<int> indegree = Indegrees(graph);
+  Extend(graph, prefix, indegree, visit);
+}
+
+std::vector<OpId> RandomTopologicalOrder(const Graph& graph, std::mt19937& rng) {
+  std::vector<int> indegree = Indegrees(graph);
+  std::vector<OpId> ready, order;
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    if (indegree[u] == 0) ready.push_back(u);
+  }
+  while (!ready.empty()) {
+    size_t i = std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
+    OpId u = ready[i];
+    ready.erase(ready.begin() + static_cast<long>(i));
+    order.push_back(u);
+    for (OpId v : graph.op(u).successors) {
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  return order;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+}  // namespace serenity::testing
