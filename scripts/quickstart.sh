@@ -27,8 +27,9 @@ models=(
 paths=()
 for m in "${models[@]}"; do paths+=("$MODELS_DIR/$m.onnx"); done
 
+echo "Planning ${#models[@]} models (search limit 3 s each; RandWire stages 2 and 3 use all of it)..."
 echo "Peak activation bytes per order (no view aliasing, weights excluded):"
-"$BUILD_DIR/client/serenity-client" plan "${paths[@]}" --server "127.0.0.1:$port"
+"$BUILD_DIR/client/serenity-client" plan "${paths[@]}" --server "127.0.0.1:$port" --time-limit 3
 echo
 echo "One model in detail:"
 "$BUILD_DIR/client/serenity-client" plan "$MODELS_DIR/randwire_ws_cifar10_stage1.onnx" --server "127.0.0.1:$port"
