@@ -43,6 +43,7 @@ struct PlanFlags {
   std::string workspace_file;
   double time_limit = 0;
   std::string algorithm = "auto";
+  std::string objective = "min_peak";
   double timeout = 120;
 };
 
@@ -53,6 +54,7 @@ absl::Status FillOptions(const PlanFlags& flags, v1::PlanOptions& options) {
   options.set_memory_budget_bytes(flags.budget);
   options.set_time_limit_seconds(flags.time_limit);
   options.set_algorithm(flags.algorithm);
+  options.set_objective(flags.objective);
   for (const std::string& dim : flags.dims) {
     std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));
     int64_t value = 0;
@@ -119,6 +121,9 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddString("algorithm", &flags.algorithm, "NAME",
                      "auto (exact search; certificate optimal when proven), baseline (best of the\n"
                      "      baselines), file_order, kahn or greedy.");
+  flag_set.AddString("objective", &flags.objective, "NAME",
+                     "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"
+                     "      when none fits).");
   flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {

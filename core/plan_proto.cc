@@ -48,6 +48,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   if (options.time_limit_seconds() < 0) return absl::InvalidArgumentError("time limit must not be negative");
   out.time_limit_seconds = options.time_limit_seconds();
   if (!options.algorithm().empty()) out.algorithm = options.algorithm();
+  if (!options.objective().empty()) out.objective = options.objective();
   return out;
 }
 

@@ -65,6 +65,13 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
                                                    "'; choose one of: ", absl::StrJoin(algorithms, ", ")));
   }
   if (options.alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1 byte");
+  if (options.objective != "min_peak" && options.objective != "fit") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown objective '", options.objective, "'; choose min_peak or fit"));
+  }
+  if (options.objective == "fit" && options.memory_budget_bytes <= 0) {
+    return absl::InvalidArgumentError("objective fit needs a memory budget");
+  }
   if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
 
   BufferModel buffers(graph, options.memory_model);
@@ -95,7 +102,8 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
     SearchLimits limits;
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
-    MinimizeResult result = MinimizePeak(buffers, plan.order, plan.lower_bound_bytes, limits);
+    const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
+    MinimizeResult result = MinimizePeak(buffers, plan.order, plan.lower_bound_bytes, limits, good_enough);
     plan.order = std::move(result.order);
     plan.lower_bound_bytes = result.lower_bound_bytes;
     plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;

@@ -28,6 +28,9 @@ struct PlanOptions {
   // "baseline": the best of the baselines; "file_order", "kahn", "greedy":
   // that baseline.
   std::string algorithm = "auto";
+  // "min_peak": the smallest peak; "fit": the first order found whose peak
+  // fits memory_budget_bytes (the minimum when none fits).
+  std::string objective = "min_peak";
 };
 
 enum class Certificate { kOptimal, kBestFound, kBaseline };

@@ -113,3 +113,42 @@ TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+TEST(PlannerTest, FitObjectiveStopsAtTheBudget) {
+  std::mt19937 rng(23);
+  int stopped_early = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(12 + trial % 20, rng));
+    PlanOptions min_peak;
+    absl::StatusOr<Plan> best = PlanGraph(g, min_peak);
+    ASSERT_TRUE(best.ok());
+    const int64_t optimum = best->profile.peak_bytes;
+    PlanOptions fit;
+    fit.objective = "fit";
+    fit.memory_budget_bytes = optimum + (trial % 3) * 10;  // fits, with some slack
+    absl::StatusOr<Plan> fitted = PlanGraph(g, fit);
+    ASSERT_TRUE(fitted.ok());
+    EXPECT_TRUE(fitted->feasible);
+    EXPECT_LE(fitted->profile.peak_bytes, fit.memory_budget_bytes);
+    if (fitted->profile.peak_bytes > optimum) ++stopped_early;
+    fit.memory_budget_bytes = optimum - 1;  // cannot fit: the minimum comes back
+    fitted = PlanGraph(g, fit);
+    ASSERT_TRUE(fitted.ok());
+    EXPECT_FALSE(fitted->feasible);
+    EXPECT_EQ(fitted->profile.peak_bytes, optimum);
+    EXPECT_EQ(fitted->certificate, Certificate::kOptimal);
+  }
+  EXPECT_GT(stopped_early, 0);  // fit really stops before the minimum
+  PlanOptions bad;
+  bad.objective = "fit";
+  Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").Build();
+  EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("needs a memory budget"));
+  bad.objective = "fastest";
+  EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("unknown objective"));
+}
+
+}  // namespace
+}  // namespace serenity

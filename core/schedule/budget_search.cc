@@ -208,7 +208,7 @@ Feasibility BudgetSearch::Check(int64_t budget, Clock::time_point deadline, int6
 }
 
 MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initial_order, int64_t lower_bound,
-                            const SearchLimits& limits) {
+                            const SearchLimits& limits, int64_t good_enough) {
   const Clock::time_point deadline =
       limits.time_limit_seconds > 0
           ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(limits.time_limit_seconds * 1e6))
@@ -222,8 +222,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // tight), then bisect.
   int64_t lo = result.lower_bound_bytes;
   bool first = true;
-  while (lo < result.peak_bytes) {
-    const int64_t budget = first ? lo : lo + (result.peak_bytes - 1 - lo) / 2;
+  while (lo < result.peak_bytes && result.peak_bytes > good_enough) {
+    int64_t budget = first ? lo : lo + (result.peak_bytes - 1 - lo) / 2;
+    if (first && good_enough > lo) budget = good_enough;
     first = false;
     std::vector<OpId> order;
     int64_t next_budget = INT64_MAX;

@@ -72,10 +72,11 @@ struct MinimizeResult {
 };
 
 // Minimises the peak starting from `initial_order` (a valid order, e.g. the
-// best baseline) and a proven `lower_bound`. Deterministic for a given input
-// when no limit is hit.
+// best baseline) and a proven `lower_bound`; stops early once the peak is at
+// most `good_enough` (0: never; the "fit" objective passes the budget, which
+// is then tried first). Deterministic for a given input when no limit is hit.
 MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initial_order, int64_t lower_bound,
-                            const SearchLimits& limits);
+                            const SearchLimits& limits, int64_t good_enough = 0);
 
 }  // namespace serenity
 
