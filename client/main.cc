@@ -119,7 +119,8 @@ int RunPlan(const std::vector<std::string>& args) {
                      "Search time limit; when it runs out the best order found so far is returned\n"
                      "      with certificate best_found and a proven lower bound. 0: 10 s.");
   flag_set.AddString("algorithm", &flags.algorithm, "NAME",
-                     "auto (exact search; certificate optimal when proven), baseline (best of the\n"
+                     "auto (exact search; certificate optimal when proven), dp (the paper's\n"
+                     "      signature DP, exponential in width), baseline (best of the\n"
                      "      baselines), file_order, kahn or greedy.");
   flag_set.AddString("objective", &flags.objective, "NAME",
                      "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/budget_search.h"
+#include "core/schedule/signature_dp.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -53,7 +54,7 @@ const char* CertificateName(Certificate certificate) {
 }
 
 const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {"auto", "baseline", "file_order", "kahn", "greedy"};
+  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "baseline", "file_order", "kahn", "greedy"};
   return kAlgorithms;
 }
 
@@ -84,7 +85,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
   // The best baseline (ties in the order file_order, kahn, greedy), or the
   // one asked for.
   const bool search = options.algorithm == "auto";
-  const bool best_baseline = search || options.algorithm == "baseline";
+  const bool best_baseline = search || options.algorithm == "baseline" || options.algorithm == "dp";
   const OrderSummary* chosen = &plan.file_order;
   plan.algorithm = "file_order";
   if (options.algorithm == "kahn" || (best_baseline && plan.kahn.peak_bytes < chosen->peak_bytes)) {
@@ -109,6 +110,20 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
     plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
     plan.search_stats = result.stats;
     plan.algorithm = "auto";
+  } else if (options.algorithm == "dp") {
+    SearchLimits limits;
+    limits.time_limit_seconds =
+        options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
+    MinimizeResult result = SignatureDp(buffers, limits);
+    plan.search_stats = result.stats;
+    plan.algorithm = "dp";
+    if (!result.order.empty()) {
+      plan.order = std::move(result.order);
+      plan.lower_bound_bytes = result.lower_bound_bytes;
+      plan.certificate = Certificate::kOptimal;
+    } else {
+      plan.certificate = Certificate::kBestFound;  // the best baseline; the DP ran out
+    }
   }
   plan.solve_ms = MillisSince(solve_start);
 

@@ -25,6 +25,7 @@ struct PlanOptions {
   int64_t memory_budget_bytes = 0;  // 0: none
   double time_limit_seconds = 0;    // 0: kDefaultTimeLimitSeconds
   // "auto": exact budget search from the best baseline (budget_search.h);
+  // "dp": the paper's signature DP (signature_dp.h), for ablation;
   // "baseline": the best of the baselines; "file_order", "kahn", "greedy":
   // that baseline.
   std::string algorithm = "auto";

@@ -6,6 +6,7 @@
 #include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/schedule/baselines.h"
+#include "core/schedule/signature_dp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
@@ -28,7 +29,7 @@ MinimizeResult Minimize(const BufferModel& buffers) {
   return MinimizePeak(buffers, start, LowerBoundBytes(buffers), SearchLimits());
 }
 
-// The search equals brute force on thousands of random small DAGs, under
+// The search and the DP equal brute force on thousands of random small DAGs, under
 // every memory-model switch, and its order really has the reported peak.
 TEST(BudgetSearchTest, EqualsBruteForceOnRandomDags) {
   std::mt19937 rng(2024);
@@ -42,6 +43,14 @@ TEST(BudgetSearchTest, EqualsBruteForceOnRandomDags) {
     ASSERT_TRUE(result.optimal);
     ASSERT_EQ(result.peak_bytes, BruteForceOptimum(buffers)) << "trial " << trial;
     ASSERT_EQ(result.lower_bound_bytes, result.peak_bytes);
+    MinimizeResult dp = SignatureDp(buffers, SearchLimits());
+    ASSERT_TRUE(dp.optimal);
+    ASSERT_TRUE(IsTopologicalOrder(g, dp.order));
+    ASSERT_EQ(dp.peak_bytes, result.peak_bytes) << "trial " << trial;
+    ASSERT_EQ(PeakOf(buffers, dp.order), dp.peak_bytes);
+    // The budgeted DP finds the optimum at the optimum and nothing below it.
+    ASSERT_EQ(SignatureDp(buffers, SearchLimits(), result.peak_bytes).peak_bytes, result.peak_bytes);
+    ASSERT_TRUE(SignatureDp(buffers, SearchLimits(), result.peak_bytes - 1).order.empty());
   }
 }
 
