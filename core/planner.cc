@@ -100,7 +100,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
   plan.lower_bound_bytes = LowerBoundBytes(buffers);
   plan.certificate = Certificate::kBaseline;
   if (search) {
-    SearchLimits limits;
+    SearchOptions limits;
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
     const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
@@ -111,7 +111,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
     plan.search_stats = result.stats;
     plan.algorithm = "auto";
   } else if (options.algorithm == "dp") {
-    SearchLimits limits;
+    SearchOptions limits;
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
     MinimizeResult result = SignatureDp(buffers, limits);

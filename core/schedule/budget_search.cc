@@ -15,8 +15,9 @@ using Clock = std::chrono::steady_clock;
 // in place with an undo trail for backtracking.
 class BudgetSearch::Impl {
  public:
-  explicit Impl(const BufferModel& buffers)
-      : buffers_(buffers),
+  Impl(const BufferModel& buffers, const SearchOptions& options)
+      : options_(options),
+        buffers_(buffers),
         graph_(buffers.graph()),
         n_(graph_.num_ops()),
         words_((static_cast<size_t>(n_) + 63) / 64),
@@ -35,12 +36,11 @@ class BudgetSearch::Impl {
     }
   }
 
-  Feasibility Check(int64_t budget, Clock::time_point deadline, int64_t max_states, std::vector<OpId>* order,
-                    int64_t* next_budget, SearchStats* stats) {
+  Feasibility Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order, int64_t* next_budget,
+                    SearchStats* stats) {
     Reset();
     budget_ = budget;
     deadline_ = deadline;
-    max_states_ = max_states;
     aborted_ = false;
     expanded_ = 0;
     next_budget_ = INT64_MAX;
@@ -124,17 +124,40 @@ class BudgetSearch::Impl {
     while (trail_.size() > mark) Undo();
   }
 
-  // Runs forced transitions until none applies.
+  // Runs forced transitions until none applies: single ops that fit the
+  // budget and do not raise the live bytes, then pairs (u, v) where v becomes
+  // ready with u, both fit, v does not raise the live bytes after u, and the
+  // pair together does not raise them. Moving such a pair to the front of a
+  // completion that fits the budget lowers or keeps every later step: before
+  // u's old position by the pair's delta, between u and v by v's.
   void RunForced() {
     bool progress = true;
     while (progress) {
       progress = false;
-      for (OpId u : ready_) {
+      for (size_t i = 0; i < ready_.size() && options_.forced_transitions; ++i) {
+        const OpId u = ready_[i];
         if (StepBytes(u) <= budget_ && OwnDelta(u) <= 0) {
           Apply(u);
           progress = true;
           break;
         }
+      }
+      if (progress || !options_.forced_pairs) continue;
+      for (size_t i = 0; i < ready_.size() && !progress; ++i) {
+        const OpId u = ready_[i];
+        if (StepBytes(u) > budget_) continue;
+        const int64_t delta_u = OwnDelta(u);
+        Apply(u);
+        for (OpId v : graph_.op(u).successors) {
+          if (indegree_[v] != 0) continue;
+          const int64_t delta_v = OwnDelta(v);
+          if (StepBytes(v) <= budget_ && delta_v <= 0 && delta_u + delta_v <= 0) {
+            Apply(v);
+            progress = true;
+            break;
+          }
+        }
+        if (!progress) Undo();
       }
     }
   }
@@ -148,7 +171,7 @@ class BudgetSearch::Impl {
       return false;
     }
     if (++expanded_ % 1024 == 0 &&
-        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > max_states_)) {
+        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > options_.max_states)) {
       aborted_ = true;
       UndoTo(mark);
       return false;
@@ -174,6 +197,7 @@ class BudgetSearch::Impl {
     return false;
   }
 
+  const SearchOptions options_;
   const BufferModel& buffers_;
   const Graph& graph_;
   const int n_;
@@ -184,7 +208,6 @@ class BudgetSearch::Impl {
 
   int64_t budget_ = 0;
   Clock::time_point deadline_;
-  int64_t max_states_ = 0;
   bool aborted_ = false;
   int64_t expanded_ = 0;
   int64_t next_budget_ = INT64_MAX;  // smallest step the budget cut off
@@ -199,25 +222,26 @@ class BudgetSearch::Impl {
   SignatureSet visited_;
 };
 
-BudgetSearch::BudgetSearch(const BufferModel& buffers) : impl_(std::make_unique<Impl>(buffers)) {}
+BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& options)
+    : impl_(std::make_unique<Impl>(buffers, options)) {}
 BudgetSearch::~BudgetSearch() = default;
 
-Feasibility BudgetSearch::Check(int64_t budget, Clock::time_point deadline, int64_t max_states,
-                                std::vector<OpId>* order, int64_t* next_budget, SearchStats* stats) {
-  return impl_->Check(budget, deadline, max_states, order, next_budget, stats);
+Feasibility BudgetSearch::Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order,
+                                int64_t* next_budget, SearchStats* stats) {
+  return impl_->Check(budget, deadline, order, next_budget, stats);
 }
 
 MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initial_order, int64_t lower_bound,
-                            const SearchLimits& limits, int64_t good_enough) {
+                            const SearchOptions& options, int64_t good_enough) {
   const Clock::time_point deadline =
-      limits.time_limit_seconds > 0
-          ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(limits.time_limit_seconds * 1e6))
+      options.time_limit_seconds > 0
+          ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 1e6))
           : Clock::time_point::max();
   MinimizeResult result;
   result.order = std::move(initial_order);
   result.peak_bytes = PeakOf(buffers, result.order);
   result.lower_bound_bytes = std::min(lower_bound, result.peak_bytes);
-  BudgetSearch search(buffers);
+  BudgetSearch search(buffers, options);
   // lo: smallest budget not yet refuted. Try it first (the bound is often
   // tight), then bisect.
   int64_t lo = result.lower_bound_bytes;
@@ -228,7 +252,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     first = false;
     std::vector<OpId> order;
     int64_t next_budget = INT64_MAX;
-    Feasibility answer = search.Check(budget, deadline, limits.max_states, &order, &next_budget, &result.stats);
+    Feasibility answer = search.Check(budget, deadline, &order, &next_budget, &result.stats);
     if (answer == Feasibility::kFeasible) {
       result.order = std::move(order);
       result.peak_bytes = PeakOf(buffers, result.order);

@@ -10,7 +10,10 @@
 //  - forced transitions: a ready op whose step fits B and that does not raise
 //    the live bytes is run at once, without branching. Moving such an op to
 //    the front of any completion that fits B lowers or keeps every later
-//    step, so some completion that fits B starts with it.
+//    step, so some completion that fits B starts with it. The same holds for
+//    a pair (u, v) that v becomes ready with, when v does not raise the live
+//    bytes after u and the pair together does not raise them (a Mul feeding
+//    the Add of a weighted sum, say).
 // MinimizePeak binary-searches B between a lower bound and the best known
 // peak; each infeasible budget raises the proven lower bound, each feasible
 // one lowers the best peak, and when they meet the order is optimal.
@@ -26,12 +29,15 @@
 
 namespace serenity {
 
-struct SearchLimits {
+struct SearchOptions {
   // Wall-clock limit of the whole minimisation; <= 0 means none.
   double time_limit_seconds = 0;
   // Cap on signatures remembered by one feasibility check (memory of the
   // search is about (ops / 8 + 8) bytes per signature).
   int64_t max_states = 20'000'000;
+  // Pruning rules, on by default; off only to measure what they save.
+  bool forced_transitions = true;  // single ops
+  bool forced_pairs = true;        // an op and a successor it makes ready
 };
 
 struct SearchStats {
@@ -46,7 +52,7 @@ enum class Feasibility { kFeasible, kInfeasible, kUnknown };
 // Answers "is there an order with peak <= budget?" for one graph.
 class BudgetSearch {
  public:
-  explicit BudgetSearch(const BufferModel& buffers);
+  BudgetSearch(const BufferModel& buffers, const SearchOptions& options);
   ~BudgetSearch();
   BudgetSearch(const BudgetSearch&) = delete;
   BudgetSearch& operator=(const BudgetSearch&) = delete;
@@ -55,8 +61,8 @@ class BudgetSearch {
   // kInfeasible sets `next_budget` to the smallest step bytes the budget cut
   // off: every budget below it is infeasible too (INT64_MAX: none was cut).
   // kUnknown when `deadline` passed or the state cap was hit first.
-  Feasibility Check(int64_t budget, std::chrono::steady_clock::time_point deadline, int64_t max_states,
-                    std::vector<OpId>* order, int64_t* next_budget, SearchStats* stats);
+  Feasibility Check(int64_t budget, std::chrono::steady_clock::time_point deadline, std::vector<OpId>* order,
+                    int64_t* next_budget, SearchStats* stats);
 
  private:
   class Impl;
@@ -76,7 +82,7 @@ struct MinimizeResult {
 // most `good_enough` (0: never; the "fit" objective passes the budget, which
 // is then tried first). Deterministic for a given input when no limit is hit.
 MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initial_order, int64_t lower_bound,
-                            const SearchLimits& limits, int64_t good_enough = 0);
+                            const SearchOptions& options, int64_t good_enough = 0);
 
 }  // namespace serenity
 

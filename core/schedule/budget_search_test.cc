@@ -26,7 +26,7 @@ int64_t BruteForceOptimum(const BufferModel& buffers) {
 
 MinimizeResult Minimize(const BufferModel& buffers) {
   std::vector<OpId> start = KahnOrder(buffers.graph());
-  return MinimizePeak(buffers, start, LowerBoundBytes(buffers), SearchLimits());
+  return MinimizePeak(buffers, start, LowerBoundBytes(buffers), SearchOptions());
 }
 
 // The search and the DP equal brute force on thousands of random small DAGs, under
@@ -43,15 +43,38 @@ TEST(BudgetSearchTest, EqualsBruteForceOnRandomDags) {
     ASSERT_TRUE(result.optimal);
     ASSERT_EQ(result.peak_bytes, BruteForceOptimum(buffers)) << "trial " << trial;
     ASSERT_EQ(result.lower_bound_bytes, result.peak_bytes);
-    MinimizeResult dp = SignatureDp(buffers, SearchLimits());
+    MinimizeResult dp = SignatureDp(buffers, SearchOptions());
     ASSERT_TRUE(dp.optimal);
     ASSERT_TRUE(IsTopologicalOrder(g, dp.order));
     ASSERT_EQ(dp.peak_bytes, result.peak_bytes) << "trial " << trial;
     ASSERT_EQ(PeakOf(buffers, dp.order), dp.peak_bytes);
     // The budgeted DP finds the optimum at the optimum and nothing below it.
-    ASSERT_EQ(SignatureDp(buffers, SearchLimits(), result.peak_bytes).peak_bytes, result.peak_bytes);
-    ASSERT_TRUE(SignatureDp(buffers, SearchLimits(), result.peak_bytes - 1).order.empty());
+    ASSERT_EQ(SignatureDp(buffers, SearchOptions(), result.peak_bytes).peak_bytes, result.peak_bytes);
+    ASSERT_TRUE(SignatureDp(buffers, SearchOptions(), result.peak_bytes - 1).order.empty());
   }
+}
+
+// Every combination of the pruning rules reaches the same optimum; the
+// rules only change how many states are explored.
+TEST(BudgetSearchTest, PruningRulesKeepTheOptimum) {
+  std::mt19937 rng(31);
+  int64_t states_with = 0, states_without = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(4 + trial % 9, rng));
+    BufferModel buffers(g, MemoryModel{trial % 2 == 0, false});
+    const int64_t optimum = BruteForceOptimum(buffers);
+    for (int rules = 0; rules < 4; ++rules) {
+      SearchOptions options;
+      options.forced_transitions = (rules & 1) != 0;
+      options.forced_pairs = (rules & 2) != 0;
+      MinimizeResult result = MinimizePeak(buffers, KahnOrder(g), LowerBoundBytes(buffers), options);
+      ASSERT_TRUE(result.optimal);
+      ASSERT_EQ(result.peak_bytes, optimum) << "trial " << trial << " rules " << rules;
+      if (rules == 3) states_with += result.stats.states;
+      if (rules == 0) states_without += result.stats.states;
+    }
+  }
+  EXPECT_LT(states_with, states_without);
 }
 
 TEST(BudgetSearchTest, FeasibilityFlipsAtTheOptimum) {
@@ -60,14 +83,14 @@ TEST(BudgetSearchTest, FeasibilityFlipsAtTheOptimum) {
     Graph g = *Graph::Build(testing::RandomDag(3 + trial % 8, rng));
     BufferModel buffers(g, {});
     const int64_t optimum = BruteForceOptimum(buffers);
-    BudgetSearch search(buffers);
+    BudgetSearch search(buffers, SearchOptions());
     SearchStats stats;
     std::vector<OpId> order;
     int64_t next = 0;
     const auto forever = std::chrono::steady_clock::time_point::max();
-    ASSERT_EQ(search.Check(optimum, forever, 1 << 20, &order, &next, &stats), Feasibility::kFeasible);
+    ASSERT_EQ(search.Check(optimum, forever, &order, &next, &stats), Feasibility::kFeasible);
     ASSERT_LE(PeakOf(buffers, order), optimum);
-    ASSERT_EQ(search.Check(optimum - 1, forever, 1 << 20, &order, &next, &stats), Feasibility::kInfeasible);
+    ASSERT_EQ(search.Check(optimum - 1, forever, &order, &next, &stats), Feasibility::kInfeasible);
     // The budget to try next is never above the optimum.
     ASSERT_LE(next, optimum);
     ASSERT_GT(next, optimum - 1);
@@ -80,7 +103,7 @@ TEST(BudgetSearchTest, ALimitStillReturnsAValidOrderAndAnHonestBound) {
   for (int trial = 0; trial < 50; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(60, rng));
     BufferModel buffers(g, {});
-    SearchLimits limits;
+    SearchOptions limits;
     limits.max_states = 1;  // stops at the first check that needs to remember a state
     std::vector<OpId> start = KahnOrder(g);
     MinimizeResult result = MinimizePeak(buffers, start, LowerBoundBytes(buffers), limits);

@@ -23,11 +23,11 @@ bool Has(const std::string& signature, OpId u) {
 
 }  // namespace
 
-MinimizeResult SignatureDp(const BufferModel& buffers, const SearchLimits& limits, int64_t budget) {
+MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& options, int64_t budget) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline =
-      limits.time_limit_seconds > 0
-          ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(limits.time_limit_seconds * 1e6))
+      options.time_limit_seconds > 0
+          ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 1e6))
           : Clock::time_point::max();
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
@@ -85,7 +85,7 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchLimits& limit
     result.stats.peak_memo_bytes =
         std::max<int64_t>(result.stats.peak_memo_bytes,
                           static_cast<int64_t>(next.size() * (sizeof(Entry) + root.signature.size())));
-    if (next.empty() || static_cast<int64_t>(next.size()) > limits.max_states || out_of_time ||
+    if (next.empty() || static_cast<int64_t>(next.size()) > options.max_states || out_of_time ||
         Clock::now() > deadline) {
       result.stats.hit_limit = !next.empty();
       return result;  // empty order: no answer

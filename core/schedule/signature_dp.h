@@ -15,10 +15,10 @@ namespace serenity {
 
 // Runs the DP. Entries whose peak would exceed `budget` are dropped (the
 // budgeted DP of the paper's soft budgeting; pass INT64_MAX for none). When a
-// level outgrows limits.max_states or time runs out, or the budget empties a
+// level outgrows options.max_states or time runs out, or the budget empties a
 // level, the result has an empty order and optimal == false; otherwise the
 // order is optimal.
-MinimizeResult SignatureDp(const BufferModel& buffers, const SearchLimits& limits, int64_t budget = INT64_MAX);
+MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& options, int64_t budget = INT64_MAX);
 
 }  // namespace serenity
 
