@@ -44,6 +44,7 @@ struct PlanFlags {
   double time_limit = 0;
   std::string algorithm = "auto";
   std::string objective = "min_peak";
+  double step_time_limit = 1;
   double timeout = 120;
 };
 
@@ -55,6 +56,7 @@ absl::Status FillOptions(const PlanFlags& flags, v1::PlanOptions& options) {
   options.set_time_limit_seconds(flags.time_limit);
   options.set_algorithm(flags.algorithm);
   options.set_objective(flags.objective);
+  options.set_step_time_limit_seconds(flags.step_time_limit);
   for (const std::string& dim : flags.dims) {
     std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));
     int64_t value = 0;
@@ -119,9 +121,12 @@ int RunPlan(const std::vector<std::string>& args) {
                      "Search time limit; when it runs out the best order found so far is returned\n"
                      "      with certificate best_found and a proven lower bound. 0: 10 s.");
   flag_set.AddString("algorithm", &flags.algorithm, "NAME",
-                     "auto (exact search; certificate optimal when proven), dp (the paper's\n"
-                     "      signature DP, exponential in width), baseline (best of the\n"
+                     "auto (exact search; certificate optimal when proven), dp, dp+dc,\n"
+                     "      dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
+                     "      adaptive soft budgeting; exponential in width), baseline (best of the\n"
                      "      baselines), file_order, kahn or greedy.");
+  flag_set.AddDouble("step-time-limit", &flags.step_time_limit, "SECONDS",
+                     "Time one budgeted DP may take under --algorithm dp+dc+asb.");
   flag_set.AddString("objective", &flags.objective, "NAME",
                      "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"
                      "      when none fits).");

@@ -49,6 +49,10 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   out.time_limit_seconds = options.time_limit_seconds();
   if (!options.algorithm().empty()) out.algorithm = options.algorithm();
   if (!options.objective().empty()) out.objective = options.objective();
+  if (options.step_time_limit_seconds() < 0) {
+    return absl::InvalidArgumentError("step time limit must not be negative");
+  }
+  if (options.step_time_limit_seconds() > 0) out.step_time_limit_seconds = options.step_time_limit_seconds();
   return out;
 }
 

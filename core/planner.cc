@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/budget_search.h"
+#include "core/schedule/divide_and_conquer.h"
 #include "core/schedule/signature_dp.h"
 #include "core/util/status_macros.h"
 
@@ -54,7 +55,7 @@ const char* CertificateName(Certificate certificate) {
 }
 
 const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "baseline", "file_order", "kahn", "greedy"};
+  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "dp+dc", "dp+dc+asb", "baseline", "file_order", "kahn", "greedy"};
   return kAlgorithms;
 }
 
@@ -74,6 +75,9 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
     return absl::InvalidArgumentError("objective fit needs a memory budget");
   }
   if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
+  if (options.step_time_limit_seconds <= 0) {
+    return absl::InvalidArgumentError("the per-step time limit must be positive");
+  }
 
   BufferModel buffers(graph, options.memory_model);
   Plan plan;
@@ -85,7 +89,9 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
   // The best baseline (ties in the order file_order, kahn, greedy), or the
   // one asked for.
   const bool search = options.algorithm == "auto";
-  const bool best_baseline = search || options.algorithm == "baseline" || options.algorithm == "dp";
+  const bool paper_dp =
+      options.algorithm == "dp" || options.algorithm == "dp+dc" || options.algorithm == "dp+dc+asb";
+  const bool best_baseline = search || paper_dp || options.algorithm == "baseline";
   const OrderSummary* chosen = &plan.file_order;
   plan.algorithm = "file_order";
   if (options.algorithm == "kahn" || (best_baseline && plan.kahn.peak_bytes < chosen->peak_bytes)) {
@@ -110,13 +116,15 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
     plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
     plan.search_stats = result.stats;
     plan.algorithm = "auto";
-  } else if (options.algorithm == "dp") {
-    SearchOptions limits;
-    limits.time_limit_seconds =
+  } else if (paper_dp) {
+    SegmentedDpOptions dp;
+    dp.search.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
-    MinimizeResult result = SignatureDp(buffers, limits);
+    dp.soft_budget = options.algorithm == "dp+dc+asb";
+    dp.step_time_limit_seconds = options.step_time_limit_seconds;
+    MinimizeResult result = options.algorithm == "dp" ? SignatureDp(buffers, dp.search) : SegmentedDp(buffers, dp);
     plan.search_stats = result.stats;
-    plan.algorithm = "dp";
+    plan.algorithm = options.algorithm;
     if (!result.order.empty()) {
       plan.order = std::move(result.order);
       plan.lower_bound_bytes = result.lower_bound_bytes;

@@ -25,13 +25,17 @@ struct PlanOptions {
   int64_t memory_budget_bytes = 0;  // 0: none
   double time_limit_seconds = 0;    // 0: kDefaultTimeLimitSeconds
   // "auto": exact budget search from the best baseline (budget_search.h);
-  // "dp": the paper's signature DP (signature_dp.h), for ablation;
+  // "dp", "dp+dc", "dp+dc+asb": the paper's signature DP alone, after
+  // divide-and-conquer, and with adaptive soft budgeting
+  // (divide_and_conquer.h), for ablation;
   // "baseline": the best of the baselines; "file_order", "kahn", "greedy":
   // that baseline.
   std::string algorithm = "auto";
   // "min_peak": the smallest peak; "fit": the first order found whose peak
   // fits memory_budget_bytes (the minimum when none fits).
   std::string objective = "min_peak";
+  // T of adaptive soft budgeting: the time one budgeted DP may take.
+  double step_time_limit_seconds = 1;
 };
 
 enum class Certificate { kOptimal, kBestFound, kBaseline };

@@ -117,6 +117,24 @@ TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {
 namespace serenity {
 namespace {
 
+TEST(PlannerTest, PaperVariantsFallBackToTheBestBaselineHonestly) {
+  std::mt19937 rng(29);
+  Graph g = *Graph::Build(testing::RandomDag(150, rng));
+  PlanOptions options;
+  options.algorithm = "dp+dc+asb";
+  options.step_time_limit_seconds = 1e-6;
+  options.time_limit_seconds = 0.2;
+  absl::StatusOr<Plan> plan = PlanGraph(g, options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(IsTopologicalOrder(g, plan->order));
+  EXPECT_EQ(plan->algorithm, "dp+dc+asb");
+  if (plan->profile.peak_bytes > plan->lower_bound_bytes) {
+    EXPECT_EQ(plan->certificate, Certificate::kBestFound);
+  }
+  EXPECT_LE(plan->profile.peak_bytes, std::min({plan->file_order.peak_bytes, plan->kahn.peak_bytes,
+                                                plan->greedy.peak_bytes}));
+}
+
 TEST(PlannerTest, FitObjectiveStopsAtTheBudget) {
   std::mt19937 rng(23);
   int stopped_early = 0;

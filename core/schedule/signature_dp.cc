@@ -23,14 +23,19 @@ bool Has(const std::string& signature, OpId u) {
 
 }  // namespace
 
-MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& options, int64_t budget) {
+MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& options, int64_t budget,
+                           const Subproblem& part) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline =
       options.time_limit_seconds > 0
           ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 1e6))
           : Clock::time_point::max();
   const Graph& graph = buffers.graph();
-  const int n = graph.num_ops();
+  std::vector<OpId> ops = part.ops;
+  if (ops.empty()) {
+    for (OpId u = 0; u < graph.num_ops(); ++u) ops.push_back(u);
+  }
+  const int n = static_cast<int>(ops.size());
   int64_t unused_inputs = 0;
   for (const ActivationBuffer& b : buffers.buffers()) {
     if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) unused_inputs += b.bytes;
@@ -39,8 +44,13 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& opti
   MinimizeResult result;
   std::vector<std::vector<Entry>> levels(1);
   Entry root;
-  root.signature.assign((static_cast<size_t>(n) + 7) / 8, '\0');
-  root.live = buffers.resident_bytes() + buffers.input_bytes();
+  root.signature.assign((static_cast<size_t>(graph.num_ops()) + 7) / 8, '\0');
+  MemoryTracker prefix(buffers);
+  for (OpId u : part.done) {
+    prefix.Run(u);
+    root.signature[u / 8] = static_cast<char>(root.signature[u / 8] | (1 << (u % 8)));
+  }
+  root.live = prefix.live_bytes();
   levels[0].push_back(root);
   for (int level = 0; level < n; ++level) {
     std::vector<Entry> next;
@@ -49,14 +59,14 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& opti
     for (int32_t e = 0; e < static_cast<int32_t>(levels[level].size()) && !out_of_time; ++e) {
       if (e % 1024 == 1023) out_of_time = Clock::now() > deadline;
       const Entry& entry = levels[level][e];
-      for (OpId u = 0; u < n; ++u) {
+      for (OpId u : ops) {
         if (Has(entry.signature, u)) continue;
         const Op& op = graph.op(u);
         bool ready = true;
         for (OpId p : op.predecessors) ready = ready && Has(entry.signature, p);
         if (!ready) continue;
         int64_t step = entry.live + op.workspace_bytes;
-        int64_t after = entry.live - (level == 0 ? unused_inputs : 0);
+        int64_t after = entry.live - (level == 0 && part.done.empty() ? unused_inputs : 0);
         for (BufferId b : buffers.allocates(u)) {
           const ActivationBuffer& buffer = buffers.buffers()[b];
           step += buffer.bytes;

@@ -7,18 +7,28 @@
 #define SERENITY_CORE_SCHEDULE_SIGNATURE_DP_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "core/memory/buffer_model.h"
 #include "core/schedule/budget_search.h"
 
 namespace serenity {
 
-// Runs the DP. Entries whose peak would exceed `budget` are dropped (the
-// budgeted DP of the paper's soft budgeting; pass INT64_MAX for none). When a
-// level outgrows options.max_states or time runs out, or the budget empties a
-// level, the result has an empty order and optimal == false; otherwise the
-// order is optimal.
-MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& options, int64_t budget = INT64_MAX);
+// A part of the graph to order: `ops` (a segment, see partition.h) after the
+// ops of `done` (already run, in this valid order). Empty `ops`: all ops.
+struct Subproblem {
+  std::vector<OpId> done;
+  std::vector<OpId> ops;
+};
+
+// Runs the DP on `part`. Entries whose peak would exceed `budget` are dropped
+// (the budgeted DP of the paper's soft budgeting; INT64_MAX for none). The
+// result's order holds the part's ops only and its peak is the largest step
+// among them. When a level outgrows options.max_states or time runs out
+// (stats.hit_limit), or the budget empties a level, the order is empty;
+// otherwise it is optimal for the part.
+MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& options, int64_t budget = INT64_MAX,
+                           const Subproblem& part = Subproblem());
 
 }  // namespace serenity
 

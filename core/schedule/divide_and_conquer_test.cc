@@ -1,0 +1,93 @@
+#include "core/schedule/divide_and_conquer.h"
+
+#include <random>
+
+#include "core/memory/simulator.h"
+#include "core/schedule/baselines.h"
+#include "core/schedule/partition.h"
+#include "core/schedule/signature_dp.h"
+#include "gtest/gtest.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+using testing::TestGraph;
+
+int64_t BruteForceOptimum(const BufferModel& buffers) {
+  int64_t best = INT64_MAX;
+  testing::ForEachTopologicalOrder(buffers.graph(), [&](const std::vector<OpId>& order) {
+    best = std::min(best, PeakOf(buffers, order));
+  });
+  return best;
+}
+
+TEST(PartitionTest, SplitsAChainOfDiamondsAtTheirJoins) {
+  // in -> a -> {b, c} -> d -> {e, f} -> g: cut points a, d, g.
+  Graph g = TestGraph()
+                .Input("in", 1)
+                .Op("a", "Op", {"in"}, {{"x", 1}})
+                .Op("b", "Op", {"x"}, {{"y", 1}})
+                .Op("c", "Op", {"x"}, {{"z", 1}})
+                .Op("d", "Op", {"y", "z"}, {{"w", 1}})
+                .Op("e", "Op", {"w"}, {{"p", 1}})
+                .Op("f", "Op", {"w"}, {{"q", 1}})
+                .Op("g", "Op", {"p", "q"}, {{"out", 1}})
+                .Output("out")
+                .Build();
+  std::vector<std::vector<OpId>> segments = SplitAtCutPoints(g);
+  EXPECT_EQ(segments, (std::vector<std::vector<OpId>>{{0}, {1, 2, 3}, {4, 5, 6}}));
+}
+
+TEST(PartitionTest, SegmentsConcatenateToATopologicalOrder) {
+  std::mt19937 rng(41);
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 30, rng));
+    std::vector<OpId> order;
+    for (const std::vector<OpId>& segment : SplitAtCutPoints(g)) {
+      ASSERT_FALSE(segment.empty());
+      order.insert(order.end(), segment.begin(), segment.end());
+    }
+    ASSERT_TRUE(IsTopologicalOrder(g, order)) << "trial " << trial;
+  }
+}
+
+// dp, dp+dc and dp+dc+asb all reach the brute-force optimum.
+TEST(SegmentedDpTest, EveryPaperVariantEqualsBruteForce) {
+  std::mt19937 rng(43);
+  for (int trial = 0; trial < 600; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 10, rng));
+    BufferModel buffers(g, MemoryModel{trial % 2 == 0, trial % 3 == 0});
+    const int64_t optimum = BruteForceOptimum(buffers);
+    MinimizeResult dp = SignatureDp(buffers, SearchOptions());
+    ASSERT_EQ(dp.peak_bytes, optimum);
+    for (bool soft_budget : {false, true}) {
+      SegmentedDpOptions options;
+      options.soft_budget = soft_budget;
+      MinimizeResult result = SegmentedDp(buffers, options);
+      ASSERT_TRUE(result.optimal) << "trial " << trial << " asb " << soft_budget;
+      ASSERT_TRUE(IsTopologicalOrder(g, result.order));
+      ASSERT_EQ(result.peak_bytes, optimum) << "trial " << trial << " asb " << soft_budget;
+    }
+  }
+}
+
+TEST(SegmentedDpTest, ATinyStepLimitEndsWithoutAFalseClaim) {
+  std::mt19937 rng(47);
+  Graph g = *Graph::Build(testing::RandomDag(200, rng));
+  BufferModel buffers(g, {});
+  SegmentedDpOptions options;
+  options.soft_budget = true;
+  options.step_time_limit_seconds = 1e-6;
+  options.search.time_limit_seconds = 0.5;
+  options.search.max_states = 50;
+  MinimizeResult result = SegmentedDp(buffers, options);
+  EXPECT_TRUE(result.order.empty());
+  EXPECT_FALSE(result.optimal);
+  EXPECT_TRUE(result.stats.hit_limit);
+  EXPECT_GT(result.stats.checks, 1);  // Algorithm 2 lowered the budget and retried
+}
+
+}  // namespace
+}  // namespace serenity
