@@ -54,6 +54,27 @@ TEST(PartitionTest, SegmentsConcatenateToATopologicalOrder) {
 }
 
 // dp, dp+dc and dp+dc+asb all reach the brute-force optimum.
+// The paper's Figure 8(a): the current peak is 32 and the soft budget 36; the
+// transition to 35 is kept and the one to 38 pruned.
+TEST(SignatureDpTest, SoftBudgetPrunesTransitionsAboveIt) {
+  Graph g = TestGraph()
+                .Input("in", 20)
+                .Op("a", "Op", {"in"}, {{"t", 12}})    // peak 32
+                .Op("b", "Op", {"in"}, {{"u", 3}})     // from {a}: 35, then frees in
+                .Op("c", "Op", {"t"}, {{"v", 6}})      // from {a}: 38; from {a, b}: 21
+                .Op("d", "Op", {"u", "v"}, {{"out", 1}})
+                .Output("out")
+                .Build();
+  BufferModel buffers(g, {});
+  MinimizeResult within = SignatureDp(buffers, SearchOptions(), /*budget=*/36);
+  EXPECT_EQ(within.order, (std::vector<OpId>{0, 1, 2, 3}));
+  EXPECT_EQ(within.peak_bytes, 35);
+  MinimizeResult unbudgeted = SignatureDp(buffers, SearchOptions());
+  EXPECT_EQ(unbudgeted.peak_bytes, 35);
+  EXPECT_LT(within.stats.states, unbudgeted.stats.states);  // {a, c} was never kept
+  EXPECT_TRUE(SignatureDp(buffers, SearchOptions(), /*budget=*/34).order.empty());
+}
+
 TEST(SegmentedDpTest, EveryPaperVariantEqualsBruteForce) {
   std::mt19937 rng(43);
   for (int trial = 0; trial < 600; ++trial) {
