@@ -242,28 +242,38 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   result.peak_bytes = PeakOf(buffers, result.order);
   result.lower_bound_bytes = std::min(lower_bound, result.peak_bytes);
   BudgetSearch search(buffers, options);
-  // lo: smallest budget not yet refuted. Try it first (the bound is often
-  // tight), then bisect.
+  // lo: the smallest budget not refuted (the proven bound). floor: the
+  // smallest budget still worth trying; a check that runs out of time or
+  // states raises it without proving anything, so the search goes on looking
+  // for better orders above a region it cannot settle. Each check may use half
+  // of the remaining time (the first a tenth), the last possible one all of it.
   int64_t lo = result.lower_bound_bytes;
+  int64_t floor = lo;
   bool first = true;
-  while (lo < result.peak_bytes && result.peak_bytes > good_enough) {
-    int64_t budget = first ? lo : lo + (result.peak_bytes - 1 - lo) / 2;
+  while (floor < result.peak_bytes && result.peak_bytes > good_enough && Clock::now() < deadline) {
+    int64_t budget = first ? lo : floor + (result.peak_bytes - 1 - floor) / 2;
     if (first && good_enough > lo) budget = good_enough;
+    Clock::time_point check_deadline = deadline;
+    if (deadline != Clock::time_point::max() && budget + 1 < result.peak_bytes) {
+      // The first check only tests whether the bound is tight: a tenth.
+      check_deadline = Clock::now() + (deadline - Clock::now()) / (first ? 10 : 2);
+    }
     first = false;
     std::vector<OpId> order;
     int64_t next_budget = INT64_MAX;
-    Feasibility answer = search.Check(budget, deadline, &order, &next_budget, &result.stats);
+    Feasibility answer = search.Check(budget, check_deadline, &order, &next_budget, &result.stats);
     if (answer == Feasibility::kFeasible) {
       result.order = std::move(order);
       result.peak_bytes = PeakOf(buffers, result.order);
     } else if (answer == Feasibility::kInfeasible) {
       // Every budget below the smallest step the search cut off explores
       // the same sets, so all of them are infeasible too.
-      lo = std::max(budget + 1, next_budget);
-      result.lower_bound_bytes = std::min(lo, result.peak_bytes);
+      lo = std::max(lo, std::max(budget + 1, next_budget));
+      floor = std::max(floor, lo);
     } else {
-      break;  // out of time or memory: keep the best order and the proven bound
+      floor = budget + 1;
     }
+    result.lower_bound_bytes = std::min(lo, result.peak_bytes);
   }
   result.optimal = result.lower_bound_bytes >= result.peak_bytes;
   if (result.optimal) result.lower_bound_bytes = result.peak_bytes;

@@ -16,7 +16,9 @@
 //    the Add of a weighted sum, say).
 // MinimizePeak binary-searches B between a lower bound and the best known
 // peak; each infeasible budget raises the proven lower bound, each feasible
-// one lowers the best peak, and when they meet the order is optimal.
+// one lowers the best peak, and when they meet the order is optimal. A check
+// that runs out of its time slice (half the remaining time) leaves the bound
+// where it is and the search goes on above that budget.
 #ifndef SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
 #define SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
 

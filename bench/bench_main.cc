@@ -1,0 +1,131 @@
+// serenity-bench: measurements behind bench/RESULTS.md that the CLI does not
+// print.
+//   serenity-bench random-orders MODEL.onnx [SAMPLES] [SEED]
+//     peaks of random topological orders (at every step a uniformly chosen
+//     ready op): percentiles, and the shares that reach the optimum and that
+//     fit the greedy and file-order peaks (the paper's Figure 3).
+//   serenity-bench budget-sweep MODEL.onnx [POINTS]
+//     states and time of one feasibility check and of the budgeted DP at
+//     budgets from the optimum to the Kahn peak (the paper's Figure 8).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/memory/simulator.h"
+#include "core/onnx/onnx_import.h"
+#include "core/schedule/baselines.h"
+#include "core/schedule/budget_search.h"
+#include "core/schedule/signature_dp.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/plan_verifier.h"
+
+namespace serenity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MillisSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+int64_t Optimum(const BufferModel& buffers) {
+  SearchOptions options;
+  options.time_limit_seconds = 60;
+  MinimizeResult result = MinimizePeak(buffers, GreedyOrder(buffers), LowerBoundBytes(buffers), options);
+  if (!result.optimal) {
+    std::fprintf(stderr, "warning: optimum not proven (lower bound %lld); using best found %lld\n",
+                 static_cast<long long>(result.lower_bound_bytes), static_cast<long long>(result.peak_bytes));
+  }
+  // Re-simulated independently, so a figure here never rests on the search alone.
+  if (!IsTopologicalOrder(buffers.graph(), result.order) ||
+      testing::NaivePeak(buffers.graph(), result.order, false, false) != result.peak_bytes) {
+    std::fprintf(stderr, "error: the search's order does not re-simulate to its peak\n");
+    std::abort();
+  }
+  return result.peak_bytes;
+}
+
+int RandomOrders(const Graph& graph, int samples, unsigned seed) {
+  BufferModel buffers(graph, {});
+  const int64_t optimum = Optimum(buffers);
+  const int64_t greedy = PeakOf(buffers, GreedyOrder(buffers));
+  const int64_t file = PeakOf(buffers, FileOrder(graph));
+  std::mt19937 rng(seed);
+  std::vector<int64_t> peaks;
+  peaks.reserve(samples);
+  for (int i = 0; i < samples; ++i) peaks.push_back(PeakOf(buffers, testing::RandomTopologicalOrder(graph, rng)));
+  std::sort(peaks.begin(), peaks.end());
+  auto share = [&](int64_t limit) {
+    return 100.0 * static_cast<double>(std::upper_bound(peaks.begin(), peaks.end(), limit) - peaks.begin()) /
+           static_cast<double>(samples);
+  };
+  auto pct = [&](double p) { return static_cast<long long>(peaks[static_cast<size_t>(p * (samples - 1))]); };
+  std::printf("| %s | %d | %lld | %lld | %lld | %lld | %lld | %lld | %.2f%% | %.2f%% | %.2f%% |\n",
+              graph.name().c_str(), samples, static_cast<long long>(optimum), pct(0), pct(0.10), pct(0.50), pct(0.90),
+              pct(1.0), share(optimum), share(greedy), share(file));
+  return 0;
+}
+
+int BudgetSweep(const Graph& graph, int points) {
+  BufferModel buffers(graph, {});
+  const int64_t optimum = Optimum(buffers);
+  const int64_t kahn = PeakOf(buffers, KahnOrder(graph));
+  std::printf("| budget | budget / optimum | search states | search ms | DP states | DP ms |\n|---:|---:|---:|---:|---:|---:|\n");
+  for (int i = 0; i < points; ++i) {
+    const int64_t budget = optimum + (kahn - optimum) * i / std::max(1, points - 1);
+    BudgetSearch search(buffers, SearchOptions());
+    SearchStats stats;
+    std::vector<OpId> order;
+    int64_t next = 0;
+    Clock::time_point start = Clock::now();
+    search.Check(budget, Clock::now() + std::chrono::seconds(60), &order, &next, &stats);
+    const double search_ms = MillisSince(start);
+    SearchOptions dp_options;
+    dp_options.time_limit_seconds = 10;
+    start = Clock::now();
+    MinimizeResult dp = SignatureDp(buffers, dp_options, budget);
+    const double dp_ms = MillisSince(start);
+    std::printf("| %lld | %.3f | %lld | %.1f | %lld%s | %.1f |\n", static_cast<long long>(budget),
+                static_cast<double>(budget) / static_cast<double>(optimum), static_cast<long long>(stats.states),
+                search_ms, static_cast<long long>(dp.stats.states), dp.order.empty() ? " (no answer)" : "", dp_ms);
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The ONNX model at `path`, named after its file.
+absl::StatusOr<Graph> LoadModel(const std::string& path) {
+  absl::StatusOr<GraphSpec> spec = OnnxToGraphSpec(testing::ReadFile(path), OnnxImportOptions());
+  if (!spec.ok()) return spec.status();
+  spec->name = std::filesystem::path(path).stem().string();
+  return Graph::Build(*std::move(spec));
+}
+
+}  // namespace serenity
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: serenity-bench random-orders MODEL.onnx [SAMPLES] [SEED]\n"
+                         "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n");
+    return 2;
+  }
+  const std::string command = argv[1];
+  absl::StatusOr<serenity::Graph> graph = serenity::LoadModel(argv[2]);
+  if (!graph.ok()) {
+    std::fprintf(stderr, "%s: %s\n", argv[2], std::string(graph.status().message()).c_str());
+    return 1;
+  }
+  if (command == "random-orders") {
+    return serenity::RandomOrders(*graph, argc > 3 ? std::stoi(argv[3]) : 10000,
+                                  argc > 4 ? static_cast<unsigned>(std::stoul(argv[4])) : 1);
+  }
+  if (command == "budget-sweep") return serenity::BudgetSweep(*graph, argc > 3 ? std::stoi(argv[3]) : 8);
+  std::fprintf(stderr, "unknown command '%s'\n", command.c_str());
+  return 2;
+}
