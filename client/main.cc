@@ -1,5 +1,7 @@
 // serenity-client: plans models through a serenity-server or in-process.
+#include <algorithm>
 #include <iostream>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "client/model_file.h"
 #include "client/plan_output.h"
 #include "common/command_line.h"
+#include "common/thread_pool.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
 #include "core/util/status_macros.h"
@@ -90,7 +93,9 @@ absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOption
                                    const PlanFlags& flags, v1::Scheduler::Stub* stub) {
   ASSIGN_OR_RETURN(v1::PlanRequest request, ReadModelFile(path));
   *request.mutable_options() = options;
-  return stub == nullptr ? ExecutePlanRequest(request) : PlanRemote(*stub, request, flags);
+  if (stub != nullptr) return PlanRemote(*stub, request, flags);
+  static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return ExecutePlanRequest(request, &pool);
 }
 
 int RunPlan(const std::vector<std::string>& args) {

@@ -154,11 +154,11 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   return out;
 }
 
-absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request) {
+absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
   ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
-  ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, options));
+  ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, options, executor));
   v1::Plan out = PlanToProto(graph, plan, options);
   out.mutable_stats()->set_total_ms(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());

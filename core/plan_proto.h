@@ -28,7 +28,8 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
 
 // Imports, validates and plans a request: the whole job behind the Plan RPC.
 // stats.total_ms covers import through arena planning.
-absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request);
+// Independent parts of the search run on `executor` (null: this thread).
+absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor = nullptr);
 
 }  // namespace serenity
 

@@ -59,7 +59,7 @@ const std::vector<std::string>& PlanAlgorithms() {
   return kAlgorithms;
 }
 
-absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
   const Clock::time_point start = Clock::now();
   const std::vector<std::string>& algorithms = PlanAlgorithms();
   if (std::find(algorithms.begin(), algorithms.end(), options.algorithm) == algorithms.end()) {
@@ -110,7 +110,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options) {
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
     const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
-    MinimizeResult result = MinimizePeak(buffers, plan.order, plan.lower_bound_bytes, limits, good_enough);
+    MinimizeResult result = MinimizePeak(buffers, plan.order, plan.lower_bound_bytes, limits, good_enough, executor);
     plan.order = std::move(result.order);
     plan.lower_bound_bytes = result.lower_bound_bytes;
     plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;

@@ -12,6 +12,7 @@
 #include "core/graph/graph.h"
 #include "core/memory/simulator.h"
 #include "core/schedule/budget_search.h"
+#include "core/util/executor.h"
 
 namespace serenity {
 
@@ -72,7 +73,8 @@ const std::vector<std::string>& PlanAlgorithms();
 // proved it or the peak meets the lower bound; `best_found` when a search
 // stopped on a limit; `baseline` for a baseline order) and plans the arena. InvalidArgument for an
 // unknown algorithm or an alignment below 1.
-absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options);
+// Independent parts of the search run on `executor` (null: this thread).
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor = nullptr);
 
 }  // namespace serenity
 

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "common/thread_pool.h"
+
 #include "core/plan_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -166,6 +168,57 @@ TEST(PlannerTest, FitObjectiveStopsAtTheBudget) {
   EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("needs a memory budget"));
   bad.objective = "fastest";
   EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("unknown objective"));
+}
+
+}  // namespace
+}  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// The same request gives the same order on one thread and on a pool.
+TEST(PlannerTest, DeterministicAcrossThreadCounts) {
+  std::mt19937 rng(53);
+  ThreadPool pool(4);
+  for (int trial = 0; trial < 100; ++trial) {
+    // Chains of random blocks have cut points, so segments run in parallel.
+    testing::TestGraph chain;
+    chain.Input("in0", 10);
+    std::string last = "in0";
+    for (int block = 0; block < 3; ++block) {
+      GraphSpec part = testing::RandomDag(6, rng);
+      std::string prefix = "b" + std::to_string(block) + "_";
+      for (OpSpec& op : part.ops) {
+        std::vector<std::pair<std::string, int64_t>> outputs;
+        for (const std::string& out : op.outputs) {
+          for (const TensorSpec& t : part.tensors) {
+            if (t.name == out) outputs.push_back({prefix + out, t.bytes});
+          }
+        }
+        std::vector<std::string> inputs;
+        for (const std::string& in : op.inputs) {
+          bool is_graph_input = in.rfind("in", 0) == 0;
+          bool is_weight = in == "w";
+          if (!is_weight) inputs.push_back(is_graph_input ? last : prefix + in);
+        }
+        chain.Op(prefix + op.name, op.type, inputs, outputs, op.workspace_bytes);
+      }
+      std::vector<std::string> joined;
+      for (const OpSpec& op : part.ops) joined.push_back(prefix + op.outputs[0]);
+      chain.Op(prefix + "join", "Concat", joined, {{prefix + "out", 10}});
+      last = prefix + "out";
+    }
+    chain.Output(last);
+    Graph g = chain.Build();
+    PlanOptions options;
+    absl::StatusOr<Plan> alone = PlanGraph(g, options);
+    absl::StatusOr<Plan> pooled = PlanGraph(g, options, &pool);
+    ASSERT_TRUE(alone.ok() && pooled.ok());
+    ASSERT_EQ(alone->certificate, Certificate::kOptimal);
+    EXPECT_EQ(alone->order, pooled->order) << "trial " << trial;
+    EXPECT_EQ(alone->profile.peak_bytes, pooled->profile.peak_bytes);
+    EXPECT_EQ(pooled->certificate, Certificate::kOptimal);
+  }
 }
 
 }  // namespace

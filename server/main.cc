@@ -1,4 +1,5 @@
 // serenity-server: serves the Scheduler service, gRPC health and reflection.
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
+#include "common/thread_pool.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/grpcpp.h"
@@ -21,6 +23,7 @@ struct ServerFlags {
   std::string port_file;
   int64_t max_message_mb = 64;
   double shutdown_grace_seconds = 5;
+  int64_t threads = std::max(1u, std::thread::hardware_concurrency());
 };
 
 int Run(int argc, char** argv) {
@@ -36,6 +39,8 @@ int Run(int argc, char** argv) {
   flag_set.AddString("port-file", &flags.port_file, "PATH",
                      "Write the bound port number to PATH once serving (useful with --port 0).");
   flag_set.AddInt("max-message-mb", &flags.max_message_mb, "MB", "Largest request or reply accepted.");
+  flag_set.AddInt("threads", &flags.threads, "N",
+                  "Worker threads for the parallel parts of searches (default: the core count).");
   flag_set.AddDouble("shutdown-grace-seconds", &flags.shutdown_grace_seconds, "S",
                      "How long running calls may take to finish after SIGTERM.");
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -51,8 +56,8 @@ int Run(int argc, char** argv) {
               << "\n";
     return 2;
   }
-  if (flags.port < 0 || flags.port > 65535 || flags.max_message_mb < 1) {
-    std::cerr << "serenity-server: --port must be 0..65535 and --max-message-mb at least 1\n";
+  if (flags.port < 0 || flags.port > 65535 || flags.max_message_mb < 1 || flags.threads < 1 || flags.threads > 1024) {
+    std::cerr << "serenity-server: --port must be 0..65535, --max-message-mb at least 1, --threads 1..1024\n";
     return 2;
   }
 
@@ -65,7 +70,8 @@ int Run(int argc, char** argv) {
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  serenity::SchedulerService service;
+  serenity::ThreadPool pool(static_cast<int>(flags.threads));
+  serenity::SchedulerService service(&pool);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   const std::string address = absl::StrCat(flags.host, ":", flags.port);

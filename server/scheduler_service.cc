@@ -34,7 +34,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 grpc::Status SchedulerService::Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                                     v1::Plan* response) {
   try {
-    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(*request);
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(*request, executor_);
     if (!plan.ok()) {
       std::cerr << "plan peer=" << context->peer() << " model='" << request->model_name()
                 << "' error=" << plan.status() << "\n";

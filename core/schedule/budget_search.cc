@@ -1,9 +1,12 @@
 #include "core/schedule/budget_search.h"
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <tuple>
 
 #include "core/memory/simulator.h"
+#include "core/schedule/partition.h"
 #include "core/schedule/signature_set.h"
 
 namespace serenity {
@@ -15,13 +18,18 @@ using Clock = std::chrono::steady_clock;
 // in place with an undo trail for backtracking.
 class BudgetSearch::Impl {
  public:
-  Impl(const BufferModel& buffers, const SearchOptions& options)
+  Impl(const BufferModel& buffers, const SearchOptions& options, const Subproblem& part)
       : options_(options),
         buffers_(buffers),
         graph_(buffers.graph()),
         n_(graph_.num_ops()),
         words_((static_cast<size_t>(n_) + 63) / 64),
+        done_(part.done),
+        goal_(part.ops.empty() ? n_ : static_cast<int>(part.done.size() + part.ops.size())),
+        in_scope_(n_, part.ops.empty()),
         visited_(words_) {
+    for (OpId u : part.ops) in_scope_[u] = true;
+    for (OpId u : part.done) in_scope_[u] = true;
     alloc_bytes_.assign(n_, 0);
     dead_bytes_.assign(n_, 0);
     for (OpId u = 0; u < n_; ++u) {
@@ -49,7 +57,7 @@ class BudgetSearch::Impl {
     stats->peak_memo_bytes = std::max<int64_t>(stats->peak_memo_bytes, static_cast<int64_t>(visited_.MemoryBytes()));
     ++stats->checks;
     if (found) {
-      *order = trail_;
+      order->assign(trail_.begin() + static_cast<long>(done_.size()), trail_.end());
       return Feasibility::kFeasible;
     }
     if (aborted_) stats->hit_limit = true;
@@ -68,13 +76,15 @@ class BudgetSearch::Impl {
     indegree_.resize(n_);
     ready_.clear();
     for (OpId u = 0; u < n_; ++u) {
-      indegree_[u] = static_cast<int32_t>(graph_.op(u).predecessors.size());
+      // Ops outside the part never become ready.
+      indegree_[u] = in_scope_[u] ? static_cast<int32_t>(graph_.op(u).predecessors.size()) : INT32_MAX / 2;
       if (indegree_[u] == 0) ready_.push_back(u);
     }
     live_ = buffers_.resident_bytes() + buffers_.input_bytes();
     trail_.clear();
     live_trail_.clear();
     visited_.Clear();
+    for (OpId u : done_) Apply(u);
   }
 
   int64_t StepBytes(OpId u) const { return live_ + alloc_bytes_[u] + graph_.op(u).workspace_bytes; }
@@ -165,7 +175,7 @@ class BudgetSearch::Impl {
   bool Explore() {
     const size_t mark = trail_.size();
     RunForced();
-    if (static_cast<int>(trail_.size()) == n_) return true;
+    if (static_cast<int>(trail_.size()) == goal_) return true;
     if (aborted_ || !visited_.Insert(scheduled_.data())) {
       UndoTo(mark);
       return false;
@@ -202,6 +212,9 @@ class BudgetSearch::Impl {
   const Graph& graph_;
   const int n_;
   const size_t words_;
+  const std::vector<OpId> done_;  // run before the part, in this order
+  const int goal_;                // trail length when the part is done
+  std::vector<bool> in_scope_;    // the part's ops and done_
   std::vector<int64_t> alloc_bytes_;
   std::vector<int64_t> dead_bytes_;
   int64_t unused_input_bytes_ = 0;
@@ -222,8 +235,8 @@ class BudgetSearch::Impl {
   SignatureSet visited_;
 };
 
-BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& options)
-    : impl_(std::make_unique<Impl>(buffers, options)) {}
+BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& options, const Subproblem& part)
+    : impl_(std::make_unique<Impl>(buffers, options, part)) {}
 BudgetSearch::~BudgetSearch() = default;
 
 Feasibility BudgetSearch::Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order,
@@ -231,52 +244,144 @@ Feasibility BudgetSearch::Check(int64_t budget, Clock::time_point deadline, std:
   return impl_->Check(budget, deadline, order, next_budget, stats);
 }
 
+namespace {
+
+// One segment of the graph (partition.h) and what is known about it.
+struct Segment {
+  std::vector<OpId> ops;
+  std::unique_ptr<BudgetSearch> search;
+  std::vector<OpId> best;  // best order of the segment's ops
+  int64_t best_peak = 0;   // its largest step
+  int64_t lower = 0;       // proven: no order of the segment has a smaller largest step
+  // The last check's outcome.
+  Feasibility answer = Feasibility::kUnknown;
+  std::vector<OpId> order;
+  int64_t next_budget = INT64_MAX;
+  SearchStats stats;
+};
+
+}  // namespace
+
 MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initial_order, int64_t lower_bound,
-                            const SearchOptions& options, int64_t good_enough) {
+                            const SearchOptions& options, int64_t good_enough, Executor* executor) {
+  const Graph& graph = buffers.graph();
   const Clock::time_point deadline =
       options.time_limit_seconds > 0
           ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 1e6))
           : Clock::time_point::max();
+
+  // Step bytes of the initial order by op, and per-op bounds.
+  std::vector<int64_t> step_of(graph.num_ops());
+  {
+    MemoryTracker tracker(buffers);
+    for (OpId u : initial_order) step_of[u] = tracker.Run(u);
+  }
+  const std::vector<int64_t> op_bounds = StepLowerBounds(buffers, Reachability(graph));
+  std::vector<int> position(graph.num_ops());
+  for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
+
+  std::vector<Segment> segments;
+  Subproblem part;
+  for (std::vector<OpId>& ops : SplitAtCutPoints(graph)) {
+    Segment segment;
+    segment.best = ops;
+    std::sort(segment.best.begin(), segment.best.end(), [&](OpId a, OpId b) { return position[a] < position[b]; });
+    for (OpId u : ops) {
+      segment.best_peak = std::max(segment.best_peak, step_of[u]);
+      segment.lower = std::max(segment.lower, op_bounds[u]);
+    }
+    part.ops = ops;
+    segment.search = std::make_unique<BudgetSearch>(buffers, options, part);
+    part.done.insert(part.done.end(), ops.begin(), ops.end());
+    segment.ops = std::move(ops);
+    segments.push_back(std::move(segment));
+  }
+
   MinimizeResult result;
-  result.order = std::move(initial_order);
-  result.peak_bytes = PeakOf(buffers, result.order);
-  result.lower_bound_bytes = std::min(lower_bound, result.peak_bytes);
-  BudgetSearch search(buffers, options);
-  // lo: the smallest budget not refuted (the proven bound). floor: the
-  // smallest budget still worth trying; a check that runs out of time or
-  // states raises it without proving anything, so the search goes on looking
-  // for better orders above a region it cannot settle. Each check may use half
-  // of the remaining time (the first a tenth), the last possible one all of it.
-  int64_t lo = result.lower_bound_bytes;
-  int64_t floor = lo;
+  auto peak = [&] {
+    int64_t p = 0;
+    for (const Segment& s : segments) p = std::max(p, s.best_peak);
+    return p;
+  };
+  auto proven = [&] {
+    int64_t p = std::min(lower_bound, peak());
+    for (const Segment& s : segments) p = std::max(p, std::min(s.lower, s.best_peak));
+    return p;
+  };
+
+  // lo: the proven bound. floor: the smallest budget still worth trying; a
+  // round that runs out of time or states raises it without proving
+  // anything, so the search goes on looking for better orders above a region
+  // it cannot settle. Each round may use half of the remaining time (the
+  // first a tenth: it only tests whether the bound is tight), the last
+  // possible one all of it.
+  int64_t floor = proven();
   bool first = true;
-  while (floor < result.peak_bytes && result.peak_bytes > good_enough && Clock::now() < deadline) {
-    int64_t budget = first ? lo : floor + (result.peak_bytes - 1 - floor) / 2;
-    if (first && good_enough > lo) budget = good_enough;
-    Clock::time_point check_deadline = deadline;
-    if (deadline != Clock::time_point::max() && budget + 1 < result.peak_bytes) {
-      // The first check only tests whether the bound is tight: a tenth.
-      check_deadline = Clock::now() + (deadline - Clock::now()) / (first ? 10 : 2);
+  while (floor < peak() && peak() > good_enough && Clock::now() < deadline) {
+    const int64_t lo = proven();
+    floor = std::max(floor, lo);
+    if (floor >= peak()) break;
+    int64_t budget = first ? lo : floor + (peak() - 1 - floor) / 2;
+    if (first && good_enough > lo) budget = std::min(good_enough, peak() - 1);
+    Clock::time_point round_deadline = deadline;
+    if (deadline != Clock::time_point::max() && budget + 1 < peak()) {
+      round_deadline = Clock::now() + (deadline - Clock::now()) / (first ? 10 : 2);
     }
     first = false;
-    std::vector<OpId> order;
-    int64_t next_budget = INT64_MAX;
-    Feasibility answer = search.Check(budget, check_deadline, &order, &next_budget, &result.stats);
-    if (answer == Feasibility::kFeasible) {
-      result.order = std::move(order);
-      result.peak_bytes = PeakOf(buffers, result.order);
-    } else if (answer == Feasibility::kInfeasible) {
-      // Every budget below the smallest step the search cut off explores
-      // the same sets, so all of them are infeasible too.
-      lo = std::max(lo, std::max(budget + 1, next_budget));
-      floor = std::max(floor, lo);
-    } else {
-      floor = budget + 1;
+
+    // Segments already known to fit, or known not to, need no search.
+    std::vector<std::function<void()>> tasks;
+    bool refuted = false;
+    for (Segment& s : segments) {
+      s.answer = Feasibility::kUnknown;
+      if (s.best_peak <= budget) {
+        s.answer = Feasibility::kFeasible;
+      } else if (budget < s.lower) {
+        refuted = true;
+      } else {
+        tasks.push_back([&s, budget, round_deadline] {
+          s.stats = SearchStats();
+          s.answer = s.search->Check(budget, round_deadline, &s.order, &s.next_budget, &s.stats);
+        });
+      }
     }
-    result.lower_bound_bytes = std::min(lo, result.peak_bytes);
+    if (refuted) {
+      floor = budget + 1;  // proven() has risen past it
+      continue;
+    }
+    RunAll(executor, tasks);
+
+    bool all_fit = true, any_unknown = false;
+    for (Segment& s : segments) {
+      if (s.answer == Feasibility::kFeasible && s.best_peak > budget) {
+        s.best = std::move(s.order);
+        MemoryTracker tracker(buffers);
+        for (const Segment& t : segments) {
+          if (&t == &s) break;
+          for (OpId u : t.ops) tracker.Run(u);
+        }
+        s.best_peak = 0;
+        for (OpId u : s.best) s.best_peak = std::max(s.best_peak, tracker.Run(u));
+      } else if (s.answer == Feasibility::kInfeasible) {
+        // Every budget below the smallest step the search cut off explores
+        // the same sets, so all of them are infeasible too.
+        s.lower = std::max(s.lower, std::max(budget + 1, s.next_budget));
+      }
+      all_fit = all_fit && s.answer == Feasibility::kFeasible;
+      any_unknown = any_unknown || s.answer == Feasibility::kUnknown;
+      result.stats.states += s.stats.states;
+      result.stats.peak_memo_bytes = std::max(result.stats.peak_memo_bytes, s.stats.peak_memo_bytes);
+      result.stats.checks += s.stats.checks;
+      result.stats.hit_limit = result.stats.hit_limit || s.stats.hit_limit;
+      s.stats = SearchStats();
+    }
+    if (!all_fit && any_unknown) floor = budget + 1;
   }
+
+  for (Segment& s : segments) result.order.insert(result.order.end(), s.best.begin(), s.best.end());
+  result.peak_bytes = PeakOf(buffers, result.order);
+  result.lower_bound_bytes = std::min(proven(), result.peak_bytes);
   result.optimal = result.lower_bound_bytes >= result.peak_bytes;
-  if (result.optimal) result.lower_bound_bytes = result.peak_bytes;
   return result;
 }
 

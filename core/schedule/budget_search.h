@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/memory/buffer_model.h"
+#include "core/util/executor.h"
 
 namespace serenity {
 
@@ -51,15 +52,25 @@ struct SearchStats {
 
 enum class Feasibility { kFeasible, kInfeasible, kUnknown };
 
+// A part of the graph to order: `ops` (a segment, see partition.h) after the
+// ops of `done` (already run, in this valid order). Empty `ops`: all ops.
+struct Subproblem {
+  std::vector<OpId> done;
+  std::vector<OpId> ops;
+};
+
 // Answers "is there an order with peak <= budget?" for one graph.
 class BudgetSearch {
  public:
-  BudgetSearch(const BufferModel& buffers, const SearchOptions& options);
+  // Searches orders of `part` only (by default the whole graph); the step
+  // bytes it compares with the budget are those of the part's own steps.
+  BudgetSearch(const BufferModel& buffers, const SearchOptions& options, const Subproblem& part = Subproblem());
   ~BudgetSearch();
   BudgetSearch(const BudgetSearch&) = delete;
   BudgetSearch& operator=(const BudgetSearch&) = delete;
 
-  // kFeasible fills `order` with an order whose peak is <= budget.
+  // kFeasible fills `order` with an order of the part's ops whose steps all
+  // fit the budget.
   // kInfeasible sets `next_budget` to the smallest step bytes the budget cut
   // off: every budget below it is infeasible too (INT64_MAX: none was cut).
   // kUnknown when `deadline` passed or the state cap was hit first.
@@ -82,9 +93,12 @@ struct MinimizeResult {
 // Minimises the peak starting from `initial_order` (a valid order, e.g. the
 // best baseline) and a proven `lower_bound`; stops early once the peak is at
 // most `good_enough` (0: never; the "fit" objective passes the budget, which
-// is then tried first). Deterministic for a given input when no limit is hit.
+// is then tried first). The graph is split at cut points (partition.h); a
+// budget is feasible when every segment fits it, and the segments that need a
+// search run as parallel tasks on `executor` (null: on this thread).
+// Deterministic for a given input when no limit is hit.
 MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initial_order, int64_t lower_bound,
-                            const SearchOptions& options, int64_t good_enough = 0);
+                            const SearchOptions& options, int64_t good_enough = 0, Executor* executor = nullptr);
 
 }  // namespace serenity
 

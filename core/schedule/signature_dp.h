@@ -14,13 +14,6 @@
 
 namespace serenity {
 
-// A part of the graph to order: `ops` (a segment, see partition.h) after the
-// ops of `done` (already run, in this valid order). Empty `ops`: all ops.
-struct Subproblem {
-  std::vector<OpId> done;
-  std::vector<OpId> ops;
-};
-
 // Runs the DP on `part`. Entries whose peak would exceed `budget` are dropped
 // (the budgeted DP of the paper's soft budgeting; INT64_MAX for none). The
 // result's order holds the part's ops only and its peak is the largest step
