@@ -3,7 +3,6 @@
 #include <random>
 
 #include "common/thread_pool.h"
-
 #include "core/plan_proto.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
