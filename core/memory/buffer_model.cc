@@ -83,6 +83,7 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
     b.live_to_end = graph.tensor(b.tensor).is_graph_output;
     for (TensorId a : b.aliases) b.live_to_end = b.live_to_end || graph.tensor(a).is_graph_output;
     if (b.producer == kNoOp) input_bytes_ += b.bytes;
+    if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) unused_input_bytes_ += b.bytes;
   }
 }
 
@@ -109,12 +110,7 @@ int64_t MemoryTracker::FreedBy(OpId u) const {
   for (BufferId b : model_->allocates(u)) {
     if (buffers[b].users.empty() && !buffers[b].live_to_end) freed += buffers[b].bytes;
   }
-  if (steps_ == 0) {
-    // Graph inputs nobody reads are live at step 0 only.
-    for (const ActivationBuffer& b : buffers) {
-      if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) freed += b.bytes;
-    }
-  }
+  if (steps_ == 0) freed += model_->unused_input_bytes();
   return freed;
 }
 

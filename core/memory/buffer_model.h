@@ -63,6 +63,9 @@ class BufferModel {
   int64_t resident_bytes() const { return resident_bytes_; }
   // Bytes of the graph-input buffers, live at the start.
   int64_t input_bytes() const { return input_bytes_; }
+  // Bytes of graph inputs nobody reads (and not outputs): they are live at
+  // the first step only, whichever op runs it.
+  int64_t unused_input_bytes() const { return unused_input_bytes_; }
 
  private:
   const Graph* graph_;
@@ -73,6 +76,7 @@ class BufferModel {
   std::vector<std::vector<BufferId>> reads_;
   int64_t resident_bytes_ = 0;
   int64_t input_bytes_ = 0;
+  int64_t unused_input_bytes_ = 0;
 };
 
 // Incremental replay of an order under a BufferModel: the state a scheduler

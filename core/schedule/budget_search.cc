@@ -39,9 +39,6 @@ class BudgetSearch::Impl {
         if (buffer.users.empty() && !buffer.live_to_end) dead_bytes_[u] += buffer.bytes;
       }
     }
-    for (const ActivationBuffer& b : buffers.buffers()) {
-      if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) unused_input_bytes_ += b.bytes;
-    }
   }
 
   Feasibility Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order, int64_t* next_budget,
@@ -102,7 +99,7 @@ class BudgetSearch::Impl {
   // Live bytes after running `u` next. Graph inputs nobody reads die after
   // the first step whichever op runs it, so they are no part of OwnDelta.
   int64_t BytesAfter(OpId u) const {
-    return live_ + OwnDelta(u) - (trail_.empty() ? unused_input_bytes_ : 0);
+    return live_ + OwnDelta(u) - (trail_.empty() ? buffers_.unused_input_bytes() : 0);
   }
 
   void Apply(OpId u) {
@@ -217,7 +214,6 @@ class BudgetSearch::Impl {
   std::vector<bool> in_scope_;    // the part's ops and done_
   std::vector<int64_t> alloc_bytes_;
   std::vector<int64_t> dead_bytes_;
-  int64_t unused_input_bytes_ = 0;
 
   int64_t budget_ = 0;
   Clock::time_point deadline_;

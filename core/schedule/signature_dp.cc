@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/schedule/signature.h"
 
 namespace serenity {
 namespace {
@@ -16,10 +17,6 @@ struct Entry {
   int32_t parent = -1;    // index in the previous level
   OpId op = kNoOp;        // the op that led here
 };
-
-bool Has(const std::string& signature, OpId u) {
-  return (static_cast<unsigned char>(signature[u / 8]) >> (u % 8)) & 1;
-}
 
 }  // namespace
 
@@ -36,19 +33,15 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& opti
     for (OpId u = 0; u < graph.num_ops(); ++u) ops.push_back(u);
   }
   const int n = static_cast<int>(ops.size());
-  int64_t unused_inputs = 0;
-  for (const ActivationBuffer& b : buffers.buffers()) {
-    if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) unused_inputs += b.bytes;
-  }
 
   MinimizeResult result;
   std::vector<std::vector<Entry>> levels(1);
   Entry root;
-  root.signature.assign((static_cast<size_t>(graph.num_ops()) + 7) / 8, '\0');
+  root.signature = EmptySignature(graph.num_ops());
   MemoryTracker prefix(buffers);
   for (OpId u : part.done) {
     prefix.Run(u);
-    root.signature[u / 8] = static_cast<char>(root.signature[u / 8] | (1 << (u % 8)));
+    Insert(root.signature, u);
   }
   root.live = prefix.live_bytes();
   levels[0].push_back(root);
@@ -60,29 +53,13 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& opti
       if (e % 1024 == 1023) out_of_time = Clock::now() > deadline;
       const Entry& entry = levels[level][e];
       for (OpId u : ops) {
-        if (Has(entry.signature, u)) continue;
-        const Op& op = graph.op(u);
-        bool ready = true;
-        for (OpId p : op.predecessors) ready = ready && Has(entry.signature, p);
-        if (!ready) continue;
-        int64_t step = entry.live + op.workspace_bytes;
-        int64_t after = entry.live - (level == 0 && part.done.empty() ? unused_inputs : 0);
-        for (BufferId b : buffers.allocates(u)) {
-          const ActivationBuffer& buffer = buffers.buffers()[b];
-          step += buffer.bytes;
-          if (!buffer.users.empty() || buffer.live_to_end) after += buffer.bytes;
-        }
-        for (BufferId b : buffers.reads(u)) {
-          const ActivationBuffer& buffer = buffers.buffers()[b];
-          if (buffer.live_to_end) continue;
-          bool last = true;
-          for (OpId user : buffer.users) last = last && (user == u || Has(entry.signature, user));
-          if (last) after -= buffer.bytes;
-        }
+        if (!IsReady(graph, entry.signature, u)) continue;
+        const StepCost cost = CostOfRunning(buffers, entry.signature, entry.live, u, level == 0 && part.done.empty());
+        const int64_t step = cost.step, after = cost.after;
         const int64_t peak = std::max(entry.peak, step);
         if (peak > budget) continue;
         Entry child{entry.signature, peak, after, e, u};
-        child.signature[u / 8] = static_cast<char>(child.signature[u / 8] | (1 << (u % 8)));
+        Insert(child.signature, u);
         auto [it, inserted] = index.emplace(child.signature, static_cast<int32_t>(next.size()));
         if (inserted) {
           next.push_back(std::move(child));
