@@ -128,7 +128,8 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddString("algorithm", &flags.algorithm, "NAME",
                      "auto (exact search; certificate optimal when proven), dp, dp+dc,\n"
                      "      dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
-                     "      adaptive soft budgeting; exponential in width), baseline (best of the\n"
+                     "      adaptive soft budgeting; exponential in width), exhaustive, best_first\n"
+                     "      (reference searches for small graphs), baseline (best of the\n"
                      "      baselines), file_order, kahn or greedy.");
   flag_set.AddDouble("step-time-limit", &flags.step_time_limit, "SECONDS",
                      "Time one budgeted DP may take under --algorithm dp+dc+asb.");

@@ -8,6 +8,7 @@
 #include "core/schedule/baselines.h"
 #include "core/schedule/budget_search.h"
 #include "core/schedule/divide_and_conquer.h"
+#include "core/schedule/reference_search.h"
 #include "core/schedule/signature_dp.h"
 #include "core/util/status_macros.h"
 
@@ -55,7 +56,7 @@ const char* CertificateName(Certificate certificate) {
 }
 
 const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "dp+dc", "dp+dc+asb", "baseline", "file_order", "kahn", "greedy"};
+  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "dp+dc", "dp+dc+asb", "exhaustive", "best_first", "baseline", "file_order", "kahn", "greedy"};
   return kAlgorithms;
 }
 
@@ -89,8 +90,9 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   // The best baseline (ties in the order file_order, kahn, greedy), or the
   // one asked for.
   const bool search = options.algorithm == "auto";
-  const bool paper_dp =
-      options.algorithm == "dp" || options.algorithm == "dp+dc" || options.algorithm == "dp+dc+asb";
+  const bool paper_dp = options.algorithm == "dp" || options.algorithm == "dp+dc" ||
+                        options.algorithm == "dp+dc+asb" || options.algorithm == "exhaustive" ||
+                        options.algorithm == "best_first";
   const bool best_baseline = search || paper_dp || options.algorithm == "baseline";
   const OrderSummary* chosen = &plan.file_order;
   plan.algorithm = "file_order";
@@ -122,15 +124,17 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
     dp.soft_budget = options.algorithm == "dp+dc+asb";
     dp.step_time_limit_seconds = options.step_time_limit_seconds;
-    MinimizeResult result = options.algorithm == "dp" ? SignatureDp(buffers, dp.search) : SegmentedDp(buffers, dp);
+    MinimizeResult result = options.algorithm == "dp"           ? SignatureDp(buffers, dp.search)
+                            : options.algorithm == "exhaustive" ? ExhaustiveSearch(buffers, dp.search)
+                            : options.algorithm == "best_first" ? BestFirstSearch(buffers, dp.search)
+                                                                : SegmentedDp(buffers, dp);
     plan.search_stats = result.stats;
     plan.algorithm = options.algorithm;
-    if (!result.order.empty()) {
+    // A search that gave up keeps the best baseline unless it found better.
+    plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+    if (!result.order.empty() && (result.optimal || result.peak_bytes < chosen->peak_bytes)) {
       plan.order = std::move(result.order);
-      plan.lower_bound_bytes = result.lower_bound_bytes;
-      plan.certificate = Certificate::kOptimal;
-    } else {
-      plan.certificate = Certificate::kBestFound;  // the best baseline; the DP ran out
+      plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, result.lower_bound_bytes);
     }
   }
   plan.solve_ms = MillisSince(solve_start);

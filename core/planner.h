@@ -28,7 +28,8 @@ struct PlanOptions {
   // "auto": exact budget search from the best baseline (budget_search.h);
   // "dp", "dp+dc", "dp+dc+asb": the paper's signature DP alone, after
   // divide-and-conquer, and with adaptive soft budgeting
-  // (divide_and_conquer.h), for ablation;
+  // (divide_and_conquer.h), for ablation; "exhaustive", "best_first":
+  // enumeration and Dijkstra-style search (reference_search.h);
   // "baseline": the best of the baselines; "file_order", "kahn", "greedy":
   // that baseline.
   std::string algorithm = "auto";

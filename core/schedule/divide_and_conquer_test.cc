@@ -5,6 +5,7 @@
 #include "core/memory/simulator.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/partition.h"
+#include "core/schedule/reference_search.h"
 #include "core/schedule/signature_dp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"
@@ -53,7 +54,8 @@ TEST(PartitionTest, SegmentsConcatenateToATopologicalOrder) {
   }
 }
 
-// dp, dp+dc and dp+dc+asb all reach the brute-force optimum.
+// dp, dp+dc, dp+dc+asb, exhaustive and best-first all reach the brute-force
+// optimum.
 // The paper's Figure 8(a): the current peak is 32 and the soft budget 36; the
 // transition to 35 is kept and the one to 38 pruned.
 TEST(SignatureDpTest, SoftBudgetPrunesTransitionsAboveIt) {
@@ -83,6 +85,13 @@ TEST(SegmentedDpTest, EveryPaperVariantEqualsBruteForce) {
     const int64_t optimum = BruteForceOptimum(buffers);
     MinimizeResult dp = SignatureDp(buffers, SearchOptions());
     ASSERT_EQ(dp.peak_bytes, optimum);
+    for (const MinimizeResult& reference : {ExhaustiveSearch(buffers, SearchOptions()),
+                                            BestFirstSearch(buffers, SearchOptions())}) {
+      ASSERT_TRUE(reference.optimal);
+      ASSERT_TRUE(IsTopologicalOrder(g, reference.order));
+      ASSERT_EQ(reference.peak_bytes, optimum) << "trial " << trial;
+      ASSERT_EQ(PeakOf(buffers, reference.order), optimum);
+    }
     for (bool soft_budget : {false, true}) {
       SegmentedDpOptions options;
       options.soft_budget = soft_budget;
