@@ -141,7 +141,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
 
   ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
   if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
-  ASSIGN_OR_RETURN(plan.arena, PlanArenaGreedyBySize(ArenaBuffersOf(plan.profile), options.alignment));
+  ASSIGN_OR_RETURN(plan.arena, PlanArena(ArenaBuffersOf(plan.profile), options.alignment));
   plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
   plan.total_ms = MillisSince(start);
   return plan;

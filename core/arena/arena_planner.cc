@@ -41,44 +41,36 @@ int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers) {
   return bound;
 }
 
-absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers,
-                                                int64_t alignment) {
-  if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
-  absl::Status valid = CheckBuffers(buffers);
-  if (!valid.ok()) return valid;
+namespace {
 
-  std::vector<size_t> by_size(buffers.size());
-  std::iota(by_size.begin(), by_size.end(), 0);
-  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
-    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
-    return buffers[a].first_step < buffers[b].first_step;
-  });
+enum class Fit { kBest, kFirst };
 
+// Places buffers one by one in `order`, each into a gap between the already
+// placed buffers that share a step with it (the tightest gap for kBest, the
+// lowest for kFirst) or above them all.
+ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& order, int64_t alignment,
+                       Fit fit) {
   ArenaPlan plan;
   plan.alignment = alignment;
   plan.offsets.assign(buffers.size(), 0);
   std::vector<size_t> placed;  // kept sorted by offset
-  std::vector<size_t> overlapping;
-  for (size_t i : by_size) {
+  for (size_t i : order) {
     const ArenaBuffer& b = buffers[i];
-    overlapping.clear();
+    int64_t best_offset = -1, best_waste = 0, cursor = 0;
     for (size_t j : placed) {
       const ArenaBuffer& o = buffers[j];
-      if (o.size > 0 && o.first_step <= b.last_step && b.first_step <= o.last_step) overlapping.push_back(j);
-    }
-    // Scan the gaps between overlapping buffers in offset order.
-    int64_t best_offset = -1, best_waste = 0, cursor = 0;
-    for (size_t j : overlapping) {
+      if (o.size == 0 || o.first_step > b.last_step || b.first_step > o.last_step) continue;
       int64_t gap_start = AlignUp(cursor, alignment);
       int64_t gap_end = plan.offsets[j];
       if (gap_end - gap_start >= b.size) {
         int64_t waste = gap_end - gap_start - b.size;
-        if (best_offset < 0 || waste < best_waste) {
+        if (best_offset < 0 || (fit == Fit::kBest && waste < best_waste)) {
           best_offset = gap_start;
           best_waste = waste;
         }
+        if (fit == Fit::kFirst) break;
       }
-      cursor = std::max(cursor, plan.offsets[j] + buffers[j].size);
+      cursor = std::max(cursor, plan.offsets[j] + o.size);
     }
     if (best_offset < 0) best_offset = AlignUp(cursor, alignment);
     plan.offsets[i] = best_offset;
@@ -88,6 +80,85 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
                   i);
   }
   return plan;
+}
+
+// Buffer indices sorted by `less`, ties by index.
+template <typename Less>
+std::vector<size_t> SortedBy(size_t n, Less less) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), less);
+  return order;
+}
+
+}  // namespace
+
+absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+  if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
+  absl::Status valid = CheckBuffers(buffers);
+  if (!valid.ok()) return valid;
+  std::vector<size_t> by_size = SortedBy(buffers.size(), [&](size_t a, size_t b) {
+    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+    return buffers[a].first_step < buffers[b].first_step;
+  });
+  return PlaceInOrder(buffers, by_size, alignment, Fit::kBest);
+}
+
+absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+  if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
+  absl::Status valid = CheckBuffers(buffers);
+  if (!valid.ok()) return valid;
+  const size_t n = buffers.size();
+  auto length = [&](size_t i) { return int64_t{buffers[i].last_step} - buffers[i].first_step + 1; };
+  // The live bytes of each buffer's busiest step ("breadth").
+  std::vector<int64_t> breadth(n, 0);
+  {
+    std::map<int32_t, int64_t> delta;
+    for (const ArenaBuffer& b : buffers) {
+      delta[b.first_step] += b.size;
+      delta[b.last_step + 1] -= b.size;
+    }
+    std::vector<std::pair<int32_t, int64_t>> live;  // step -> live bytes from that step on
+    int64_t running = 0;
+    for (const auto& [step, change] : delta) live.emplace_back(step, running += change);
+    for (size_t i = 0; i < n; ++i) {
+      auto it = std::upper_bound(live.begin(), live.end(), std::make_pair(buffers[i].first_step, INT64_MAX));
+      for (--it; it != live.end() && it->first <= buffers[i].last_step; ++it) breadth[i] = std::max(breadth[i], it->second);
+    }
+  }
+  const std::vector<std::vector<size_t>> orders = {
+      SortedBy(n, [&](size_t a, size_t b) {
+        if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+        return buffers[a].first_step < buffers[b].first_step;
+      }),
+      SortedBy(n, [&](size_t a, size_t b) {
+        if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
+        return buffers[a].size > buffers[b].size;
+      }),
+      SortedBy(n, [&](size_t a, size_t b) {
+        if (length(a) != length(b)) return length(a) > length(b);
+        return buffers[a].size > buffers[b].size;
+      }),
+      SortedBy(n, [&](size_t a, size_t b) { return buffers[a].size * length(a) > buffers[b].size * length(b); }),
+      SortedBy(n, [&](size_t a, size_t b) {
+        if (buffers[a].first_step != buffers[b].first_step) return buffers[a].first_step < buffers[b].first_step;
+        return buffers[a].size > buffers[b].size;
+      }),
+  };
+  const int64_t bound = ArenaLowerBound(buffers);
+  ArenaPlan best;
+  bool have = false;
+  for (const std::vector<size_t>& order : orders) {
+    for (Fit fit : {Fit::kBest, Fit::kFirst}) {
+      ArenaPlan plan = PlaceInOrder(buffers, order, alignment, fit);
+      if (!have || plan.size_bytes < best.size_bytes) {
+        best = std::move(plan);
+        have = true;
+      }
+      if (best.size_bytes <= bound) return best;
+    }
+  }
+  return best;
 }
 
 }  // namespace serenity

@@ -35,6 +35,13 @@ int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
 absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers,
                                                 int64_t alignment);
 
+// The planner every plan uses: the smallest of several greedy placements
+// (buffers ordered by size, by the live bytes of their busiest step, by
+// lifetime, by size times lifetime, and by start; each placed best-fit and
+// first-fit), stopping as soon as one reaches ArenaLowerBound. Never larger
+// than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.
+absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_ARENA_ARENA_PLANNER_H_

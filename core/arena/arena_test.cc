@@ -93,6 +93,29 @@ TEST(ArenaPlannerTest, RandomInstancesAreValidAndAboveTheBound) {
   }
 }
 
+TEST(PlanArenaTest, NeverWorseThanGreedyBySizeAndValid) {
+  std::mt19937 rng(8);
+  int better = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<ArenaBuffer> buffers;
+    const int n = 1 + trial % 60;
+    for (int i = 0; i < n; ++i) {
+      int first = std::uniform_int_distribution<int>(0, 30)(rng);
+      int last = first + std::uniform_int_distribution<int>(0, 8)(rng);
+      buffers.push_back({std::uniform_int_distribution<int64_t>(1, 64)(rng) * 16, first, last});
+    }
+    const int64_t alignment = trial % 3 == 0 ? 64 : 16;
+    absl::StatusOr<ArenaPlan> plan = PlanArena(buffers, alignment);
+    ASSERT_TRUE(plan.ok());
+    ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
+    ArenaPlan greedy = PlanOk(buffers, alignment);
+    ASSERT_LE(plan->size_bytes, greedy.size_bytes);
+    ASSERT_GE(plan->size_bytes, ArenaLowerBound(buffers));
+    if (plan->size_bytes < greedy.size_bytes) ++better;
+  }
+  EXPECT_GT(better, 0);
+}
+
 // The peers' unit-test cases: every plan is valid and at least the bound.
 TEST(ArenaPlannerTest, PeerCasesAreValid) {
   std::ifstream in(SERENITY_SHARED_DIR "/bench/arena/peer_cases.json");
@@ -108,6 +131,17 @@ TEST(ArenaPlannerTest, PeerCasesAreValid) {
     const int64_t alignment = c["alignment"].is_number() ? c["alignment"].get<int64_t>() : 1;
     ArenaPlan plan = PlanOk(buffers, alignment);
     EXPECT_GE(plan.size_bytes, ArenaLowerBound(buffers)) << c["id"];
+    absl::StatusOr<ArenaPlan> ours = PlanArena(buffers, alignment);
+    ASSERT_TRUE(ours.ok());
+    ASSERT_TRUE(VerifyArena(buffers, *ours).ok());
+    // Never larger than TFLM's greedy planner on its own test cases.
+    if (c.contains("measured") && c["measured"].contains("tflm_greedy_arena")) {
+      EXPECT_LE(ours->size_bytes, c["measured"]["tflm_greedy_arena"].get<int64_t>()) << c["id"];
+    }
+    // And never larger than MiniMalloc's exact search where it was measured.
+    if (c.contains("measured") && c["measured"].contains("minimalloc_min_capacity")) {
+      EXPECT_LE(ours->size_bytes, c["measured"]["minimalloc_min_capacity"].get<int64_t>()) << c["id"];
+    }
     ++checked;
   }
   EXPECT_GE(checked, 19);  // the inclusive-lifetime cases of peer_cases.json
