@@ -4,6 +4,8 @@
 //     peaks of random topological orders (at every step a uniformly chosen
 //     ready op): percentiles, and the shares that reach the optimum and that
 //     fit the greedy and file-order peaks (the paper's Figure 3).
+//   serenity-bench arena INSTANCE.csv...
+//     arena planning of MiniMalloc-format instances against the lower bound.
 //   serenity-bench budget-sweep MODEL.onnx [POINTS]
 //     states and time of one feasibility check and of the budgeted DP at
 //     budgets from the optimum to the Kahn peak (the paper's Figure 8).
@@ -13,9 +15,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/arena/arena_planner.h"
+#include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/schedule/baselines.h"
@@ -71,6 +76,36 @@ int RandomOrders(const Graph& graph, int samples, unsigned seed) {
   return 0;
 }
 
+// MiniMalloc's CSV (id,lower,upper,size; live on [lower, upper)).
+int ArenaInstances(int argc, char** argv) {
+  std::printf("| instance | buffers | lower bound | greedy by size | ours | ours / bound | ms |\n"
+              "|---|---:|---:|---:|---:|---:|---:|\n");
+  for (int i = 2; i < argc; ++i) {
+    std::vector<ArenaBuffer> buffers;
+    std::istringstream csv(testing::ReadFile(argv[i]));
+    std::string line;
+    std::getline(csv, line);  // header
+    while (std::getline(csv, line)) {
+      long long id, lower, upper, size;
+      if (std::sscanf(line.c_str(), "%lld,%lld,%lld,%lld", &id, &lower, &upper, &size) != 4) continue;
+      buffers.push_back({size, static_cast<int32_t>(lower), static_cast<int32_t>(upper - 1)});
+    }
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<ArenaPlan> ours = PlanArena(buffers, 1);
+    const double ms = MillisSince(start);
+    absl::StatusOr<ArenaPlan> greedy = PlanArenaGreedyBySize(buffers, 1);
+    if (!ours.ok() || !greedy.ok() || !VerifyArena(buffers, *ours).ok()) {
+      std::fprintf(stderr, "%s: invalid instance or plan\n", argv[i]);
+      return 1;
+    }
+    const int64_t bound = ArenaLowerBound(buffers);
+    std::printf("| %s | %zu | %lld | %lld | %lld | %.3f | %.1f |\n", std::filesystem::path(argv[i]).stem().c_str(),
+                buffers.size(), static_cast<long long>(bound), static_cast<long long>(greedy->size_bytes),
+                static_cast<long long>(ours->size_bytes), static_cast<double>(ours->size_bytes) / bound, ms);
+  }
+  return 0;
+}
+
 int BudgetSweep(const Graph& graph, int points) {
   BufferModel buffers(graph, {});
   const int64_t optimum = Optimum(buffers);
@@ -116,6 +151,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string command = argv[1];
+  if (command == "arena") return serenity::ArenaInstances(argc, argv);
   absl::StatusOr<serenity::Graph> graph = serenity::LoadModel(argv[2]);
   if (!graph.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[2], std::string(graph.status().message()).c_str());
