@@ -5,9 +5,13 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/arena/skyline_search.h"
 
 namespace serenity {
 namespace {
+
+// Search nodes per skyline attempt: tens of milliseconds at most.
+constexpr int64_t kSkylineNodes = 10000;
 
 int64_t AlignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
@@ -156,6 +160,17 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
         have = true;
       }
       if (best.size_bytes <= bound) return best;
+    }
+  }
+  // Then a bounded skyline search for a packing at the bound itself, with
+  // large buffers first and with long-lived ones first.
+  for (SkylineOrder order : {SkylineOrder::kSizeFirst, SkylineOrder::kLifetimeFirst}) {
+    std::vector<int64_t> offsets;
+    if (PackWithinCapacity(buffers, alignment, bound, kSkylineNodes, order, &offsets) == PackingResult::kPacked) {
+      best.offsets = std::move(offsets);
+      best.size_bytes = 0;
+      for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);
+      break;
     }
   }
   return best;

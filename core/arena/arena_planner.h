@@ -38,7 +38,8 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // The planner every plan uses: the smallest of several greedy placements
 // (buffers ordered by size, by the live bytes of their busiest step, by
 // lifetime, by size times lifetime, and by start; each placed best-fit and
-// first-fit), stopping as soon as one reaches ArenaLowerBound. Never larger
+// first-fit), stopping as soon as one reaches ArenaLowerBound, then a bounded
+// skyline search (skyline_search.h) for a packing at the bound. Never larger
 // than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
 

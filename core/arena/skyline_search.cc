@@ -1,0 +1,169 @@
+#include "core/arena/skyline_search.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace serenity {
+namespace {
+
+int64_t AlignUp(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+class SkylineSearch {
+ public:
+  SkylineSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
+                SkylineOrder order)
+      : buffers_(buffers), alignment_(alignment), capacity_(capacity), max_nodes_(max_nodes) {
+    // Compress time to the sections between lifetime boundaries.
+    std::vector<int64_t> cuts;
+    for (const ArenaBuffer& b : buffers) {
+      cuts.push_back(b.first_step);
+      cuts.push_back(int64_t{b.last_step} + 1);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    sections_ = cuts.empty() ? 0 : static_cast<int>(cuts.size()) - 1;
+    for (const ArenaBuffer& b : buffers) {
+      int from = static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), b.first_step) - cuts.begin());
+      int to = static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), int64_t{b.last_step} + 1) - cuts.begin());
+      span_.push_back({from, to});  // sections [from, to)
+    }
+    height_.assign(sections_, 0);
+    pending_bytes_.assign(sections_, 0);
+    pending_count_.assign(sections_, 0);
+    placed_.assign(buffers.size(), false);
+    offsets_.assign(buffers.size(), 0);
+    by_size_.resize(buffers.size());
+    std::iota(by_size_.begin(), by_size_.end(), 0);
+    std::stable_sort(by_size_.begin(), by_size_.end(), [&](size_t a, size_t b) {
+      const int64_t length_a = int64_t{buffers[a].last_step} - buffers[a].first_step;
+      const int64_t length_b = int64_t{buffers[b].last_step} - buffers[b].first_step;
+      if (order == SkylineOrder::kLifetimeFirst && length_a != length_b) return length_a > length_b;
+      if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+      return length_a > length_b;
+    });
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (buffers[i].size == 0) {
+        placed_[i] = true;  // zero-size buffers take no room
+        continue;
+      }
+      for (int s = span_[i].first; s < span_[i].second; ++s) {
+        pending_bytes_[s] += buffers[i].size;
+        ++pending_count_[s];
+      }
+    }
+  }
+
+  PackingResult Run(std::vector<int64_t>* offsets) {
+    for (int s = 0; s < sections_; ++s) {
+      if (pending_bytes_[s] > capacity_) return PackingResult::kImpossible;
+    }
+    const bool found = Explore();
+    if (found) {
+      *offsets = offsets_;
+      return PackingResult::kPacked;
+    }
+    return gave_up_ ? PackingResult::kGaveUp : PackingResult::kImpossible;
+  }
+
+ private:
+  bool Explore() {
+    if (++nodes_ > max_nodes_) {
+      gave_up_ = true;
+      return false;
+    }
+    // The leftmost lowest section with unplaced buffers.
+    int t0 = -1;
+    for (int s = 0; s < sections_; ++s) {
+      if (pending_count_[s] > 0 && (t0 < 0 || height_[s] < height_[t0])) t0 = s;
+    }
+    if (t0 < 0) return true;  // everything placed
+    const int64_t h0 = height_[t0];
+
+    // Place a buffer live at t0 whose whole lifetime is at height h0.
+    for (size_t i : by_size_) {
+      if (placed_[i] || span_[i].first > t0 || span_[i].second <= t0) continue;
+      const int64_t size = buffers_[i].size;
+      if (h0 + size > capacity_) continue;
+      bool flat = true;
+      for (int s = span_[i].first; s < span_[i].second && flat; ++s) flat = height_[s] == h0;
+      if (!flat) continue;
+      const int64_t top = AlignUp(h0 + size, alignment_);
+      bool fits = true;  // the rest of each section's buffers must still fit above
+      for (int s = span_[i].first; s < span_[i].second && fits; ++s) {
+        fits = pending_bytes_[s] - size <= capacity_ - std::min(top, capacity_);
+      }
+      if (!fits) continue;
+      Place(i, h0, top);
+      if (Explore()) return true;
+      Unplace(i, h0);
+      if (gave_up_) return false;
+    }
+
+    // Nothing starts at h0 in section t0: raise it to the lowest height a
+    // buffer live there could still rest on: a section of its lifetime that
+    // is higher already, or h0 plus the smallest unplaced buffer (the least
+    // a section at h0 can rise by).
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (placed_[i]) continue;
+      next = std::min(next, AlignUp(h0 + buffers_[i].size, alignment_));
+      if (span_[i].first > t0 || span_[i].second <= t0) continue;
+      for (int s = span_[i].first; s < span_[i].second; ++s) {
+        if (height_[s] > h0) next = std::min(next, height_[s]);
+      }
+    }
+    if (next == INT64_MAX || pending_bytes_[t0] > capacity_ - std::min(next, capacity_)) return false;
+    height_[t0] = next;
+    const bool found = Explore();
+    height_[t0] = h0;
+    return found;
+  }
+
+  void Place(size_t i, int64_t offset, int64_t top) {
+    placed_[i] = true;
+    offsets_[i] = offset;
+    saved_.push_back({});
+    for (int s = span_[i].first; s < span_[i].second; ++s) {
+      saved_.back().push_back(height_[s]);
+      height_[s] = top;
+      pending_bytes_[s] -= buffers_[i].size;
+      --pending_count_[s];
+    }
+  }
+
+  void Unplace(size_t i, int64_t) {
+    placed_[i] = false;
+    for (int s = span_[i].first; s < span_[i].second; ++s) {
+      height_[s] = saved_.back()[static_cast<size_t>(s - span_[i].first)];
+      pending_bytes_[s] += buffers_[i].size;
+      ++pending_count_[s];
+    }
+    saved_.pop_back();
+  }
+
+  absl::Span<const ArenaBuffer> buffers_;
+  const int64_t alignment_;
+  const int64_t capacity_;
+  const int64_t max_nodes_;
+  int sections_ = 0;
+  std::vector<std::pair<int, int>> span_;
+  std::vector<int64_t> height_;
+  std::vector<int64_t> pending_bytes_;
+  std::vector<int> pending_count_;
+  std::vector<bool> placed_;
+  std::vector<int64_t> offsets_;
+  std::vector<size_t> by_size_;
+  std::vector<std::vector<int64_t>> saved_;
+  int64_t nodes_ = 0;
+  bool gave_up_ = false;
+};
+
+}  // namespace
+
+PackingResult PackWithinCapacity(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
+                                 int64_t max_nodes, SkylineOrder order, std::vector<int64_t>* offsets) {
+  SkylineSearch search(buffers, alignment, capacity, max_nodes, order);
+  return search.Run(offsets);
+}
+
+}  // namespace serenity
