@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arena/arena_csv.h"
 #include "core/arena/arena_planner.h"
 #include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
@@ -81,15 +82,12 @@ int ArenaInstances(int argc, char** argv) {
   std::printf("| instance | buffers | lower bound | greedy by size | ours | ours / bound | ms |\n"
               "|---|---:|---:|---:|---:|---:|---:|\n");
   for (int i = 2; i < argc; ++i) {
-    std::vector<ArenaBuffer> buffers;
-    std::istringstream csv(testing::ReadFile(argv[i]));
-    std::string line;
-    std::getline(csv, line);  // header
-    while (std::getline(csv, line)) {
-      long long id, lower, upper, size;
-      if (std::sscanf(line.c_str(), "%lld,%lld,%lld,%lld", &id, &lower, &upper, &size) != 4) continue;
-      buffers.push_back({size, static_cast<int32_t>(lower), static_cast<int32_t>(upper - 1)});
+    absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(testing::ReadFile(argv[i]));
+    if (!instance.ok()) {
+      std::fprintf(stderr, "%s: %s\n", argv[i], std::string(instance.status().message()).c_str());
+      return 1;
     }
+    const std::vector<ArenaBuffer>& buffers = instance->buffers;
     const Clock::time_point start = Clock::now();
     absl::StatusOr<ArenaPlan> ours = PlanArena(buffers, 1);
     const double ms = MillisSince(start);

@@ -1,5 +1,8 @@
 // serenity-client: plans models through a serenity-server or in-process.
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 #include <memory>
@@ -7,12 +10,15 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/model_file.h"
 #include "client/plan_output.h"
 #include "common/command_line.h"
 #include "common/thread_pool.h"
+#include "core/arena/arena_csv.h"
+#include "core/arena/arena_planner.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
 #include "core/util/status_macros.h"
@@ -31,6 +37,8 @@ constexpr char kTopHelp[] =
     "Commands:\n"
     "  plan MODEL...   plan one or more models (ONNX, or a serenity.v1.Graph as\n"
     "                  .pb binary or .pbtxt text) on a server or with --local\n"
+    "  arena CSV...    plan arena offsets for bare instances (MiniMalloc CSV),\n"
+    "                  in this process\n"
     "\n"
     "Run 'serenity-client COMMAND --help' for the flags of a command.\n";
 
@@ -186,6 +194,75 @@ int RunPlan(const std::vector<std::string>& args) {
   return failures == 0 ? 0 : 1;
 }
 
+int RunArena(const std::vector<std::string>& args) {
+  bool json = false;
+  int64_t alignment = 1;
+  FlagSet flag_set("serenity-client arena INSTANCE.csv... [flags]",
+                   "Plans offsets for each instance, in this process: CSV with the header\n"
+                   "id,lower,upper,size, one buffer per line, live on [lower, upper). Prints the\n"
+                   "arena size against the lower bound (the most bytes live at one time).\n"
+                   "Exit status: 0 when every file was planned, 1 when one failed, 2 on usage errors.");
+  flag_set.AddBool("json", &json,
+                   "Print {\"size_bytes\", \"lower_bound_bytes\", \"solve_ms\", \"buffers\": [{\"id\", \"offset\"}]}\n"
+                   "      per instance (one per line for several).");
+  flag_set.AddInt("alignment", &alignment, "BYTES", "Offset alignment.");
+  absl::Status parsed = flag_set.Parse(args);
+  if (flag_set.help_requested()) {
+    std::cout << flag_set.Help();
+    return 0;
+  }
+  if (!parsed.ok() || flag_set.positionals().empty() || alignment < 1) {
+    std::cerr << "serenity-client arena: "
+              << (!parsed.ok() ? std::string(parsed.message())
+                  : alignment < 1 ? std::string("--alignment must be at least 1")
+                                  : std::string("give at least one INSTANCE.csv (see --help)"))
+              << "\n";
+    return 2;
+  }
+  int failures = 0;
+  for (const std::string& path : flag_set.positionals()) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::cerr << path << ": cannot open '" << path << "'\n";
+      ++failures;
+      continue;
+    }
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(text);
+    if (!instance.ok()) {
+      std::cerr << path << ": " << instance.status().message() << "\n";
+      ++failures;
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<ArenaPlan> plan = PlanArena(instance->buffers, alignment);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!plan.ok()) {
+      std::cerr << path << ": " << plan.status().message() << "\n";
+      ++failures;
+      continue;
+    }
+    const int64_t bound = ArenaLowerBound(instance->buffers);
+    if (json) {
+      nlohmann::ordered_json j;
+      j["size_bytes"] = plan->size_bytes;
+      j["lower_bound_bytes"] = bound;
+      j["solve_ms"] = ms;
+      j["buffers"] = nlohmann::ordered_json::array();
+      for (size_t i = 0; i < instance->ids.size(); ++i) {
+        j["buffers"].push_back({{"id", instance->ids[i]}, {"offset", plan->offsets[i]}});
+      }
+      std::cout << (flag_set.positionals().size() > 1 ? j.dump() : j.dump(2)) << std::endl;
+    } else {
+      std::cout << std::filesystem::path(path).stem().string() << ": " << instance->buffers.size()
+                << " buffers, arena " << WithCommas(plan->size_bytes) << " bytes, lower bound " << WithCommas(bound)
+                << absl::StrFormat(" (%.3fx), %.1f ms\n",
+                                   bound > 0 ? static_cast<double>(plan->size_bytes) / bound : 1.0, ms);
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace serenity
 
@@ -198,6 +275,7 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "plan") return serenity::RunPlan(args);
+  if (command == "arena") return serenity::RunArena(args);
   std::cerr << "serenity-client: unknown command '" << command << "'\n\n" << serenity::kTopHelp;
   return 2;
 }

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/arena/arena_csv.h"
+#include "core/arena/arena_verifier.h"
 #include "core/onnx/onnx_import.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -301,6 +303,35 @@ TEST(ClientTest, ReportsUsageAndFileErrors) {
   EXPECT_THAT(no_server.output, HasSubstr("--local"));
 }
 
+TEST(ClientTest, ArenaCommandPlansMiniMallocInstances) {
+  const std::string path = SERENITY_SHARED_DIR "/bench/arena/minimalloc/challenging_C.csv";
+  CommandResult r = RunCommand(kClient + " arena " + path + " --json --alignment 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(testing::ReadFile(path));
+  ASSERT_TRUE(instance.ok());
+  ArenaPlan plan;
+  plan.alignment = 64;
+  plan.size_bytes = j.at("size_bytes").get<int64_t>();
+  ASSERT_EQ(j.at("buffers").size(), instance->buffers.size());
+  for (size_t i = 0; i < instance->buffers.size(); ++i) {
+    EXPECT_EQ(j["buffers"][i].at("id").get<std::string>(), instance->ids[i]);
+    plan.offsets.push_back(j["buffers"][i].at("offset").get<int64_t>());
+  }
+  EXPECT_TRUE(VerifyArena(instance->buffers, plan).ok()) << VerifyArena(instance->buffers, plan);
+  EXPECT_EQ(j.at("lower_bound_bytes").get<int64_t>(), 1039360);
+  EXPECT_GE(plan.size_bytes, 1039360);
+  EXPECT_GE(j.at("solve_ms").get<double>(), 0);
+
+  CommandResult bad = RunCommand(kClient + " arena " + kModels + "tv_googlenet.onnx");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("header"));
+  CommandResult help = RunCommand(kClient + " arena --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.output, HasSubstr("--json"));
+  EXPECT_THAT(help.output, HasSubstr("--alignment"));
+}
+
 TEST(ClientTest, HelpExplainsEveryFlag) {
   CommandResult top = RunCommand(kClient + " --help");
   EXPECT_EQ(top.exit_code, 0);
@@ -308,12 +339,14 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   CommandResult plan = RunCommand(kClient + " plan --help");
   EXPECT_EQ(plan.exit_code, 0);
   for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--alignment",
-                           "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout"}) {
+                           "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout",
+                           "--objective", "--step-time-limit"}) {
     EXPECT_THAT(plan.output, HasSubstr(flag));
   }
   CommandResult server = RunCommand(kServer + " --help");
   EXPECT_EQ(server.exit_code, 0);
-  for (const char* flag : {"--host", "--port", "--port-file", "--max-message-mb", "--shutdown-grace-seconds"}) {
+  for (const char* flag : {"--host", "--port", "--port-file", "--max-message-mb", "--shutdown-grace-seconds",
+                           "--threads"}) {
     EXPECT_THAT(server.output, HasSubstr(flag));
   }
 }

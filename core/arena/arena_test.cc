@@ -1,6 +1,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/arena/arena_csv.h"
 #include "core/arena/arena_planner.h"
 #include "core/arena/arena_verifier.h"
 #include "gmock/gmock.h"
@@ -145,6 +146,37 @@ TEST(ArenaPlannerTest, PeerCasesAreValid) {
     ++checked;
   }
   EXPECT_GE(checked, 19);  // the inclusive-lifetime cases of peer_cases.json
+}
+
+}  // namespace
+}  // namespace serenity
+
+namespace serenity {
+namespace {
+
+TEST(ArenaCsvTest, ParsesMiniMallocFiles) {
+  absl::StatusOr<ArenaInstance> instance = ParseArenaCsv("id,lower,upper,size\n0,0,3,100\nb,2,4,50\n");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(instance->ids, (std::vector<std::string>{"0", "b"}));
+  ASSERT_EQ(instance->buffers.size(), 2u);
+  EXPECT_EQ(instance->buffers[0].last_step, 2);  // [0, 3) is steps 0..2
+  EXPECT_EQ(instance->buffers[1].size, 50);
+  std::ifstream in(SERENITY_SHARED_DIR "/bench/arena/minimalloc/challenging_A.csv");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<ArenaInstance> a = ParseArenaCsv(text);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->buffers.size(), 154u);
+  EXPECT_EQ(ArenaLowerBound(a->buffers), 1048576);
+}
+
+TEST(ArenaCsvTest, NamesTheBadLine) {
+  EXPECT_THAT(ParseArenaCsv("").status().message(), HasSubstr("header"));
+  EXPECT_THAT(ParseArenaCsv("a,b\n").status().message(), HasSubstr("line 1"));
+  EXPECT_THAT(ParseArenaCsv("id,lower,upper,size\n0,1,2\n").status().message(), HasSubstr("line 2: expected 4 fields"));
+  EXPECT_THAT(ParseArenaCsv("id,lower,upper,size\n0,1,2,x\n").status().message(), HasSubstr("integers"));
+  EXPECT_THAT(ParseArenaCsv("id,lower,upper,size\n0,1,2,3\n0,5,5,3\n").status().message(),
+              HasSubstr("line 3: upper must exceed lower"));
+  EXPECT_THAT(ParseArenaCsv("id,lower,upper,size\n0,1,2,-3\n").status().message(), HasSubstr("negative"));
 }
 
 }  // namespace
