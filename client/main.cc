@@ -138,7 +138,7 @@ int RunPlan(const std::vector<std::string>& args) {
                      "      dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
                      "      adaptive soft budgeting; exponential in width), exhaustive, best_first\n"
                      "      (reference searches for small graphs), baseline (best of the\n"
-                     "      baselines), file_order, kahn or greedy.");
+                     "      baselines), file_order, kahn, greedy, inductor or xla (compilers' orders).");
   flag_set.AddDouble("step-time-limit", &flags.step_time_limit, "SECONDS",
                      "Time one budgeted DP may take under --algorithm dp+dc+asb.");
   flag_set.AddString("objective", &flags.objective, "NAME",

@@ -85,7 +85,9 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
                 {"buffers", std::move(buffers)}};
   j["baselines"] = {{"file_order", SummaryJson(plan.baselines().file_order())},
                     {"kahn", SummaryJson(plan.baselines().kahn())},
-                    {"greedy", SummaryJson(plan.baselines().greedy())}};
+                    {"greedy", SummaryJson(plan.baselines().greedy())},
+                    {"inductor", SummaryJson(plan.baselines().inductor())},
+                    {"xla", SummaryJson(plan.baselines().xla())}};
   j["memory_budget_bytes"] = plan.memory_budget_bytes();
   j["feasible"] = plan.feasible();
   j["stats"] = {{"solve_ms", plan.stats().solve_ms()},
@@ -124,6 +126,8 @@ std::string PlanSummary(const v1::Plan& plan) {
   row("file order", plan.baselines().file_order().peak_bytes(), plan.baselines().file_order().arena_bytes());
   row("kahn", plan.baselines().kahn().peak_bytes(), plan.baselines().kahn().arena_bytes());
   row("greedy", plan.baselines().greedy().peak_bytes(), plan.baselines().greedy().arena_bytes());
+  row("inductor", plan.baselines().inductor().peak_bytes(), plan.baselines().inductor().arena_bytes());
+  row("xla", plan.baselines().xla().peak_bytes(), plan.baselines().xla().arena_bytes());
   absl::StrAppend(&out, absl::StrFormat("\ntime         solve %.2f ms, total %.2f ms\n", plan.stats().solve_ms(),
                                         plan.stats().total_ms()));
   if (plan.stats().states_explored() > 0) {
@@ -135,11 +139,13 @@ std::string PlanSummary(const v1::Plan& plan) {
 
 std::string PlanTable(const std::vector<v1::Plan>& plans) {
   std::vector<std::vector<std::string>> rows = {
-      {"model", "ops", "serenity", "file order", "kahn", "greedy", "arena", "lower bound", "cert", "total ms"}};
+      {"model", "ops", "serenity", "file order", "kahn", "greedy", "inductor", "xla", "arena", "lower bound", "cert",
+       "total ms"}};
   for (const v1::Plan& p : plans) {
     rows.push_back({p.model(), absl::StrCat(p.nodes()), WithCommas(p.peak_bytes()),
                     WithCommas(p.baselines().file_order().peak_bytes()),
                     WithCommas(p.baselines().kahn().peak_bytes()), WithCommas(p.baselines().greedy().peak_bytes()),
+                    WithCommas(p.baselines().inductor().peak_bytes()), WithCommas(p.baselines().xla().peak_bytes()),
                     WithCommas(p.arena().size_bytes()), WithCommas(p.lower_bound_bytes()),
                     CertificateText(p.certificate()), absl::StrFormat("%.1f", p.stats().total_ms())});
   }
@@ -151,7 +157,7 @@ std::string PlanTable(const std::vector<v1::Plan>& plans) {
   for (const auto& row : rows) {
     for (size_t c = 0; c < row.size(); ++c) {
       // Text columns (model, certificate) align left, numbers right.
-      const bool left = c == 0 || c == 8;
+      const bool left = c == 0 || c == 10;
       const std::string pad(width[c] - row[c].size(), ' ');
       absl::StrAppend(&out, c == 0 ? "" : "  ", left ? row[c] + pad : pad + row[c]);
     }

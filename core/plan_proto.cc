@@ -143,6 +143,8 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   summary(plan.file_order, out.mutable_baselines()->mutable_file_order());
   summary(plan.kahn, out.mutable_baselines()->mutable_kahn());
   summary(plan.greedy, out.mutable_baselines()->mutable_greedy());
+  summary(plan.inductor, out.mutable_baselines()->mutable_inductor());
+  summary(plan.xla, out.mutable_baselines()->mutable_xla());
 
   out.mutable_stats()->set_solve_ms(plan.solve_ms);
   out.mutable_stats()->set_total_ms(plan.total_ms);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/schedule/baselines.h"
+#include "core/schedule/compiler_baselines.h"
 #include "core/schedule/budget_search.h"
 #include "core/schedule/divide_and_conquer.h"
 #include "core/schedule/reference_search.h"
@@ -56,7 +57,7 @@ const char* CertificateName(Certificate certificate) {
 }
 
 const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "dp+dc", "dp+dc+asb", "exhaustive", "best_first", "baseline", "file_order", "kahn", "greedy"};
+  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "dp+dc", "dp+dc+asb", "exhaustive", "best_first", "baseline", "file_order", "kahn", "greedy", "inductor", "xla"};
   return kAlgorithms;
 }
 
@@ -86,9 +87,11 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   ASSIGN_OR_RETURN(plan.file_order, Summarize(buffers, FileOrder(graph), options.alignment));
   ASSIGN_OR_RETURN(plan.kahn, Summarize(buffers, KahnOrder(graph), options.alignment));
   ASSIGN_OR_RETURN(plan.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment));
+  ASSIGN_OR_RETURN(plan.inductor, Summarize(buffers, InductorOrder(buffers), options.alignment));
+  ASSIGN_OR_RETURN(plan.xla, Summarize(buffers, XlaOrder(buffers), options.alignment));
 
-  // The best baseline (ties in the order file_order, kahn, greedy), or the
-  // one asked for.
+  // The best baseline (ties in the order file_order, kahn, greedy, inductor,
+  // xla), or the one asked for.
   const bool search = options.algorithm == "auto";
   const bool paper_dp = options.algorithm == "dp" || options.algorithm == "dp+dc" ||
                         options.algorithm == "dp+dc+asb" || options.algorithm == "exhaustive" ||
@@ -103,6 +106,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   if (options.algorithm == "greedy" || (best_baseline && plan.greedy.peak_bytes < chosen->peak_bytes)) {
     chosen = &plan.greedy;
     plan.algorithm = "greedy";
+  }
+  if (options.algorithm == "inductor" || (best_baseline && plan.inductor.peak_bytes < chosen->peak_bytes)) {
+    chosen = &plan.inductor;
+    plan.algorithm = "inductor";
+  }
+  if (options.algorithm == "xla" || (best_baseline && plan.xla.peak_bytes < chosen->peak_bytes)) {
+    chosen = &plan.xla;
+    plan.algorithm = "xla";
   }
   plan.order = chosen->order;
   plan.lower_bound_bytes = LowerBoundBytes(buffers);

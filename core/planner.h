@@ -30,8 +30,8 @@ struct PlanOptions {
   // divide-and-conquer, and with adaptive soft budgeting
   // (divide_and_conquer.h), for ablation; "exhaustive", "best_first":
   // enumeration and Dijkstra-style search (reference_search.h);
-  // "baseline": the best of the baselines; "file_order", "kahn", "greedy":
-  // that baseline.
+  // "baseline": the best of the baselines; "file_order", "kahn", "greedy",
+  // "inductor", "xla": that baseline (compiler_baselines.h for the last two).
   std::string algorithm = "auto";
   // "min_peak": the smallest peak; "fit": the first order found whose peak
   // fits memory_budget_bytes (the minimum when none fits).
@@ -58,7 +58,7 @@ struct Plan {
   int64_t lower_bound_bytes = 0;
   Certificate certificate = Certificate::kBaseline;
   ArenaPlan arena;                   // offsets parallel to profile.buffers
-  OrderSummary file_order, kahn, greedy;
+  OrderSummary file_order, kahn, greedy, inductor, xla;
   std::string algorithm;             // the algorithm that produced `order`
   SearchStats search_stats;          // zero unless a search ran
   double solve_ms = 0;

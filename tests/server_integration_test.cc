@@ -84,11 +84,14 @@ v1::Plan PlanFromJson(const nlohmann::json& j) {
     buffer->set_last_step(b.at("last_step").get<int>());
     for (const nlohmann::json& a : b.at("aliases")) buffer->add_aliases(a.get<std::string>());
   }
-  for (const char* name : {"file_order", "kahn", "greedy"}) {
+  for (const char* name : {"file_order", "kahn", "greedy", "inductor", "xla"}) {
     const nlohmann::json& s = j.at("baselines").at(name);
-    v1::OrderSummary* summary = std::string(name) == "file_order" ? p.mutable_baselines()->mutable_file_order()
-                                : std::string(name) == "kahn"     ? p.mutable_baselines()->mutable_kahn()
-                                                                  : p.mutable_baselines()->mutable_greedy();
+    const std::string key = name;
+    v1::OrderSummary* summary = key == "file_order" ? p.mutable_baselines()->mutable_file_order()
+                                : key == "kahn"     ? p.mutable_baselines()->mutable_kahn()
+                                : key == "greedy"   ? p.mutable_baselines()->mutable_greedy()
+                                : key == "inductor" ? p.mutable_baselines()->mutable_inductor()
+                                                    : p.mutable_baselines()->mutable_xla();
     summary->set_peak_bytes(s.at("peak_bytes").get<int64_t>());
     summary->set_arena_bytes(s.at("arena_bytes").get<int64_t>());
   }
@@ -167,6 +170,8 @@ TEST_F(ServerTest, PlansSharedModelsThroughTheClient) {
     EXPECT_LE(plan.peak_bytes(), plan.baselines().file_order().peak_bytes());
     EXPECT_LE(plan.peak_bytes(), plan.baselines().kahn().peak_bytes());
     EXPECT_LE(plan.peak_bytes(), plan.baselines().greedy().peak_bytes());
+    EXPECT_LE(plan.peak_bytes(), plan.baselines().inductor().peak_bytes());
+    EXPECT_LE(plan.peak_bytes(), plan.baselines().xla().peak_bytes());
   }
 }
 

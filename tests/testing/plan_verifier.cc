@@ -112,7 +112,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   if (plan.lower_bound_bytes() > peak) {
     return absl::FailedPreconditionError(absl::StrCat("lower bound ", plan.lower_bound_bytes(), " exceeds peak ", peak));
   }
-  for (const v1::OrderSummary* s : {&plan.baselines().file_order(), &plan.baselines().kahn(), &plan.baselines().greedy()}) {
+  for (const v1::OrderSummary* s : {&plan.baselines().file_order(), &plan.baselines().kahn(), &plan.baselines().greedy(),
+                                    &plan.baselines().inductor(), &plan.baselines().xla()}) {
     if (s->peak_bytes() < plan.lower_bound_bytes() || s->arena_bytes() < s->peak_bytes()) {
       return absl::FailedPreconditionError("a baseline beats the lower bound or its arena is below its peak");
     }
