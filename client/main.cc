@@ -56,6 +56,7 @@ struct PlanFlags {
   std::string algorithm = "auto";
   std::string objective = "min_peak";
   double step_time_limit = 1;
+  int64_t max_states = 20'000'000;
   double timeout = 120;
 };
 
@@ -68,6 +69,7 @@ absl::Status FillOptions(const PlanFlags& flags, v1::PlanOptions& options) {
   options.set_algorithm(flags.algorithm);
   options.set_objective(flags.objective);
   options.set_step_time_limit_seconds(flags.step_time_limit);
+  options.set_max_search_states(flags.max_states);
   for (const std::string& dim : flags.dims) {
     std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));
     int64_t value = 0;
@@ -141,6 +143,8 @@ int RunPlan(const std::vector<std::string>& args) {
                      "      baselines), file_order, kahn, greedy, inductor or xla (compilers' orders).");
   flag_set.AddDouble("step-time-limit", &flags.step_time_limit, "SECONDS",
                      "Time one budgeted DP may take under --algorithm dp+dc+asb.");
+  flag_set.AddInt("max-states", &flags.max_states, "N",
+                  "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
   flag_set.AddString("objective", &flags.objective, "NAME",
                      "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"
                      "      when none fits).");

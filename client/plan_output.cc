@@ -90,6 +90,7 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
                     {"xla", SummaryJson(plan.baselines().xla())}};
   j["memory_budget_bytes"] = plan.memory_budget_bytes();
   j["feasible"] = plan.feasible();
+  j["headroom_bytes"] = plan.headroom_bytes();
   j["stats"] = {{"solve_ms", plan.stats().solve_ms()},
                 {"total_ms", plan.stats().total_ms()},
                 {"algorithm", plan.stats().algorithm()},
@@ -112,7 +113,8 @@ std::string PlanSummary(const v1::Plan& plan) {
                   plan.arena().buffers_size(), " buffers, alignment ", plan.arena().alignment(), "\n");
   if (plan.memory_budget_bytes() > 0) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()), " bytes: ",
-                    plan.feasible() ? "fits" : "DOES NOT FIT", "\n");
+                    plan.feasible() ? "fits, " : "DOES NOT FIT, ", WithCommas(plan.headroom_bytes()),
+                    " bytes of headroom\n");
   }
   absl::StrAppend(&out, "memory model alias_views=", plan.memory_model().alias_views() ? "on" : "off",
                   " count_weights=", plan.memory_model().count_weights() ? "on" : "off", "\n\n");

@@ -53,6 +53,8 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
     return absl::InvalidArgumentError("step time limit must not be negative");
   }
   if (options.step_time_limit_seconds() > 0) out.step_time_limit_seconds = options.step_time_limit_seconds();
+  if (options.max_search_states() < 0) return absl::InvalidArgumentError("max_search_states must not be negative");
+  if (options.max_search_states() > 0) out.max_search_states = options.max_search_states();
   return out;
 }
 
@@ -153,6 +155,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   out.mutable_stats()->set_search_memory_bytes(plan.search_stats.peak_memo_bytes);
   out.set_memory_budget_bytes(options.memory_budget_bytes);
   out.set_feasible(plan.feasible);
+  if (options.memory_budget_bytes > 0) out.set_headroom_bytes(options.memory_budget_bytes - plan.profile.peak_bytes);
   return out;
 }
 

@@ -77,6 +77,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     return absl::InvalidArgumentError("objective fit needs a memory budget");
   }
   if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
+  if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");
   if (options.step_time_limit_seconds <= 0) {
     return absl::InvalidArgumentError("the per-step time limit must be positive");
   }
@@ -120,6 +121,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   plan.certificate = Certificate::kBaseline;
   if (search) {
     SearchOptions limits;
+    limits.max_states = options.max_search_states;
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
     const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
@@ -131,6 +133,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     plan.algorithm = "auto";
   } else if (paper_dp) {
     SegmentedDpOptions dp;
+    dp.search.max_states = options.max_search_states;
     dp.search.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
     dp.soft_budget = options.algorithm == "dp+dc+asb";

@@ -38,6 +38,8 @@ struct PlanOptions {
   std::string objective = "min_peak";
   // T of adaptive soft budgeting: the time one budgeted DP may take.
   double step_time_limit_seconds = 1;
+  // Most states one search may remember (its memory cap).
+  int64_t max_search_states = SearchOptions().max_states;
 };
 
 enum class Certificate { kOptimal, kBestFound, kBaseline };

@@ -67,6 +67,11 @@ TEST(PlannerTest, ReportsWhetherTheBudgetFits) {
   EXPECT_TRUE(PlanGraph(g, options)->feasible);
   options.memory_budget_bytes = 19;
   EXPECT_FALSE(PlanGraph(g, options)->feasible);
+  absl::StatusOr<Plan> plan = PlanGraph(g, options);
+  EXPECT_EQ(PlanToProto(g, *plan, options).headroom_bytes(), -1);
+  options.memory_budget_bytes = 25;
+  plan = PlanGraph(g, options);
+  EXPECT_EQ(PlanToProto(g, *plan, options).headroom_bytes(), 5);
 }
 
 TEST(PlanRequestTest, GraphMessageRoundTrip) {

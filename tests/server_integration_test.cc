@@ -345,7 +345,7 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(plan.exit_code, 0);
   for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--alignment",
                            "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout",
-                           "--objective", "--step-time-limit"}) {
+                           "--objective", "--step-time-limit", "--max-states"}) {
     EXPECT_THAT(plan.output, HasSubstr(flag));
   }
   CommandResult server = RunCommand(kServer + " --help");
