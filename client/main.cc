@@ -57,6 +57,7 @@ struct PlanFlags {
   std::string objective = "min_peak";
   double step_time_limit = 1;
   int64_t max_states = 20'000'000;
+  std::string onchip;
   double timeout = 120;
 };
 
@@ -70,6 +71,14 @@ absl::Status FillOptions(const PlanFlags& flags, v1::PlanOptions& options) {
   options.set_objective(flags.objective);
   options.set_step_time_limit_seconds(flags.step_time_limit);
   options.set_max_search_states(flags.max_states);
+  for (absl::string_view size : absl::StrSplit(flags.onchip, ',', absl::SkipEmpty())) {
+    int64_t bytes = 0;
+    if (!absl::SimpleAtoi(size, &bytes) || bytes <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--onchip takes positive byte counts separated by commas, not '", size, "'"));
+    }
+    options.add_onchip_bytes(bytes);
+  }
   for (const std::string& dim : flags.dims) {
     std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));
     int64_t value = 0;
@@ -143,6 +152,9 @@ int RunPlan(const std::vector<std::string>& args) {
                      "      baselines), file_order, kahn, greedy, inductor or xla (compilers' orders).");
   flag_set.AddDouble("step-time-limit", &flags.step_time_limit, "SECONDS",
                      "Time one budgeted DP may take under --algorithm dp+dc+asb.");
+  flag_set.AddString("onchip", &flags.onchip, "BYTES,...",
+                     "On-chip memory sizes for the off-chip traffic estimate of every order\n"
+                     "      (Belady eviction; e.g. 65536,131072,262144).");
   flag_set.AddInt("max-states", &flags.max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
   flag_set.AddString("objective", &flags.objective, "NAME",

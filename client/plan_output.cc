@@ -91,6 +91,19 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
   j["memory_budget_bytes"] = plan.memory_budget_bytes();
   j["feasible"] = plan.feasible();
   j["headroom_bytes"] = plan.headroom_bytes();
+  nlohmann::ordered_json traffic = nlohmann::ordered_json::array();
+  for (const v1::OrderTraffic& t : plan.traffic()) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const v1::TrafficPoint& p : t.points()) {
+      points.push_back({{"onchip_bytes", p.onchip_bytes()},
+                        {"read_bytes", p.read_bytes()},
+                        {"write_bytes", p.write_bytes()},
+                        {"feasible", p.feasible()},
+                        {"infeasible_op", p.infeasible_op()}});
+    }
+    traffic.push_back({{"order", t.order()}, {"points", std::move(points)}});
+  }
+  j["traffic"] = std::move(traffic);
   j["stats"] = {{"solve_ms", plan.stats().solve_ms()},
                 {"total_ms", plan.stats().total_ms()},
                 {"algorithm", plan.stats().algorithm()},
@@ -130,6 +143,24 @@ std::string PlanSummary(const v1::Plan& plan) {
   row("greedy", plan.baselines().greedy().peak_bytes(), plan.baselines().greedy().arena_bytes());
   row("inductor", plan.baselines().inductor().peak_bytes(), plan.baselines().inductor().arena_bytes());
   row("xla", plan.baselines().xla().peak_bytes(), plan.baselines().xla().arena_bytes());
+  if (plan.traffic_size() > 0) {
+    absl::StrAppend(&out, "\noff-chip traffic (bytes read + written; Belady eviction)\n");
+    absl::StrAppend(&out, absl::StrFormat("  %-12s", "on-chip"));
+    for (const v1::TrafficPoint& p : plan.traffic(0).points()) {
+      absl::StrAppend(&out, absl::StrFormat(" %14s", WithCommas(p.onchip_bytes())));
+    }
+    absl::StrAppend(&out, "\n");
+    for (const v1::OrderTraffic& t : plan.traffic()) {
+      absl::StrAppend(&out, absl::StrFormat("  %-12s", t.order()));
+      for (const v1::TrafficPoint& p : t.points()) {
+        const std::string cell = !p.feasible()                                ? "op too big"
+                                 : p.read_bytes() + p.write_bytes() == 0 ? "none"
+                                                                          : WithCommas(p.read_bytes() + p.write_bytes());
+        absl::StrAppend(&out, absl::StrFormat(" %14s", cell));
+      }
+      absl::StrAppend(&out, "\n");
+    }
+  }
   absl::StrAppend(&out, absl::StrFormat("\ntime         solve %.2f ms, total %.2f ms\n", plan.stats().solve_ms(),
                                         plan.stats().total_ms()));
   if (plan.stats().states_explored() > 0) {

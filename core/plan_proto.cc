@@ -55,6 +55,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   if (options.step_time_limit_seconds() > 0) out.step_time_limit_seconds = options.step_time_limit_seconds();
   if (options.max_search_states() < 0) return absl::InvalidArgumentError("max_search_states must not be negative");
   if (options.max_search_states() > 0) out.max_search_states = options.max_search_states();
+  out.onchip_bytes.assign(options.onchip_bytes().begin(), options.onchip_bytes().end());
   return out;
 }
 
@@ -156,6 +157,18 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   out.set_memory_budget_bytes(options.memory_budget_bytes);
   out.set_feasible(plan.feasible);
   if (options.memory_budget_bytes > 0) out.set_headroom_bytes(options.memory_budget_bytes - plan.profile.peak_bytes);
+  for (const auto& [name, points] : plan.traffic) {
+    v1::OrderTraffic* traffic = out.add_traffic();
+    traffic->set_order(name);
+    for (const TrafficResult& r : points) {
+      v1::TrafficPoint* point = traffic->add_points();
+      point->set_onchip_bytes(r.onchip_bytes);
+      point->set_read_bytes(r.read_bytes);
+      point->set_write_bytes(r.write_bytes);
+      point->set_feasible(r.feasible);
+      if (!r.feasible) point->set_infeasible_op(graph.op(r.infeasible_op).name);
+    }
+  }
   return out;
 }
 

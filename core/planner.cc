@@ -78,6 +78,9 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   }
   if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
   if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");
+  for (int64_t onchip : options.onchip_bytes) {
+    if (onchip <= 0) return absl::InvalidArgumentError("on-chip sizes must be positive");
+  }
   if (options.step_time_limit_seconds <= 0) {
     return absl::InvalidArgumentError("the per-step time limit must be positive");
   }
@@ -157,6 +160,16 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
   ASSIGN_OR_RETURN(plan.arena, PlanArena(ArenaBuffersOf(plan.profile), options.alignment));
   plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
+  if (!options.onchip_bytes.empty()) {
+    const std::pair<const char*, const std::vector<OpId>*> orders[] = {
+        {"serenity", &plan.order},          {"file_order", &plan.file_order.order}, {"kahn", &plan.kahn.order},
+        {"greedy", &plan.greedy.order},     {"inductor", &plan.inductor.order},     {"xla", &plan.xla.order}};
+    for (const auto& [name, order] : orders) {
+      std::vector<TrafficResult> points;
+      for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, *order, onchip));
+      plan.traffic.emplace_back(name, std::move(points));
+    }
+  }
   plan.total_ms = MillisSince(start);
   return plan;
 }

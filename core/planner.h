@@ -12,6 +12,7 @@
 #include "core/graph/graph.h"
 #include "core/memory/simulator.h"
 #include "core/schedule/budget_search.h"
+#include "core/traffic/belady.h"
 #include "core/util/executor.h"
 
 namespace serenity {
@@ -40,6 +41,8 @@ struct PlanOptions {
   double step_time_limit_seconds = 1;
   // Most states one search may remember (its memory cap).
   int64_t max_search_states = SearchOptions().max_states;
+  // On-chip sizes for the off-chip traffic estimate (traffic/belady.h).
+  std::vector<int64_t> onchip_bytes;
 };
 
 enum class Certificate { kOptimal, kBestFound, kBaseline };
@@ -63,6 +66,9 @@ struct Plan {
   OrderSummary file_order, kahn, greedy, inductor, xla;
   std::string algorithm;             // the algorithm that produced `order`
   SearchStats search_stats;          // zero unless a search ran
+  // Per order ("serenity" first, then the baselines), one result per
+  // options.onchip_bytes entry.
+  std::vector<std::pair<std::string, std::vector<TrafficResult>>> traffic;
   double solve_ms = 0;
   double total_ms = 0;
   bool feasible = true;              // peak within the budget (or no budget)

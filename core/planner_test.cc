@@ -141,6 +141,33 @@ TEST(PlannerTest, PaperVariantsFallBackToTheBestBaselineHonestly) {
                                                 plan->greedy.peak_bytes}));
 }
 
+TEST(PlannerTest, ReportsTrafficForEveryOrder) {
+  std::mt19937 rng(83);
+  for (int trial = 0; trial < 50; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(10 + trial % 20, rng));
+    PlanOptions options;
+    absl::StatusOr<Plan> first = PlanGraph(g, options);
+    ASSERT_TRUE(first.ok());
+    const int64_t peak = first->profile.peak_bytes;
+    options.onchip_bytes = {peak, std::max<int64_t>(1, peak / 2)};
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok());
+    ASSERT_EQ(plan->traffic.size(), 6u);
+    EXPECT_EQ(plan->traffic[0].first, "serenity");
+    const TrafficResult& at_peak = plan->traffic[0].second[0];
+    EXPECT_TRUE(at_peak.feasible);
+    EXPECT_EQ(at_peak.read_bytes + at_peak.write_bytes, 0);  // the peak fits: nothing moves
+    for (const auto& [name, points] : plan->traffic) {
+      ASSERT_EQ(points.size(), 2u) << name;
+      EXPECT_EQ(points[1].onchip_bytes, options.onchip_bytes[1]);
+    }
+  }
+  PlanOptions bad;
+  bad.onchip_bytes = {0};
+  Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").Build();
+  EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("on-chip"));
+}
+
 TEST(PlannerTest, FitObjectiveStopsAtTheBudget) {
   std::mt19937 rng(23);
   int stopped_early = 0;

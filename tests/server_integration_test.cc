@@ -197,6 +197,27 @@ TEST_F(ServerTest, LocalModeGivesTheServersAnswer) {
   }
 }
 
+TEST_F(ServerTest, TrafficEstimatesThroughTheClient) {
+  const std::string path = kModels + "randwire_ws_cifar10_stage1.onnx";
+  CommandResult r = RunCommand(kClient + " plan " + path + " --json --onchip 1048576,1118208 --server " + address_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.at("traffic").size(), 6u);
+  EXPECT_EQ(j["traffic"][0].at("order"), "serenity");
+  const nlohmann::json& points = j["traffic"][0].at("points");
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_GT(points[0].at("read_bytes").get<int64_t>() + points[0].at("write_bytes").get<int64_t>(), 0);
+  // At its own peak (the proven optimum) Serenity's order moves nothing.
+  EXPECT_EQ(points[1].at("read_bytes").get<int64_t>() + points[1].at("write_bytes").get<int64_t>(), 0);
+  EXPECT_TRUE(points[1].at("feasible").get<bool>());
+  CommandResult human = RunCommand(kClient + " plan " + path + " --onchip 1000,1118208 --server " + address_);
+  EXPECT_THAT(human.output, HasSubstr("off-chip traffic"));
+  EXPECT_THAT(human.output, HasSubstr("op too big"));
+  CommandResult bad = RunCommand(kClient + " plan " + path + " --local --onchip 12,abc");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("--onchip"));
+}
+
 TEST_F(ServerTest, HumanSummaryAndComparisonTable) {
   const std::string cell = kModels + "darts_v2_cifar10_reduce_cell.onnx";
   CommandResult one = RunCommand(kClient + " plan " + cell + " --server " + address_);
@@ -345,7 +366,7 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(plan.exit_code, 0);
   for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--alignment",
                            "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout",
-                           "--objective", "--step-time-limit", "--max-states"}) {
+                           "--objective", "--step-time-limit", "--max-states", "--onchip"}) {
     EXPECT_THAT(plan.output, HasSubstr(flag));
   }
   CommandResult server = RunCommand(kServer + " --help");

@@ -1,0 +1,157 @@
+#include "core/traffic/belady.h"
+
+#include <algorithm>
+#include <functional>
+#include <random>
+
+#include "core/memory/simulator.h"
+#include "gtest/gtest.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+using testing::TestGraph;
+
+// x is read by b and, much later, by d.
+Graph SkipConnection() {
+  return TestGraph()
+      .Input("in", 10)
+      .Op("a", "Conv", {"in"}, {{"x", 10}})
+      .Op("b", "Conv", {"x"}, {{"y", 10}})
+      .Op("c", "Conv", {"y"}, {{"z", 10}})
+      .Op("d", "Add", {"x", "z"}, {{"out", 1}})
+      .Output("out")
+      .Build();
+}
+
+TEST(BeladyTest, HandComputedSpillAndReload) {
+  Graph g = SkipConnection();
+  BufferModel buffers(g, {});
+  // Peak 30 (c runs with x, y, z). With 21 bytes, x is spilled before c and
+  // read back for d.
+  TrafficResult r = SimulateTraffic(buffers, {0, 1, 2, 3}, 21);
+  EXPECT_TRUE(r.feasible);
+  EXPECT_EQ(r.write_bytes, 10);
+  EXPECT_EQ(r.read_bytes, 10);
+  EXPECT_EQ(r.reloads, 1);
+  // With the peak on chip nothing moves.
+  TrafficResult fits = SimulateTraffic(buffers, {0, 1, 2, 3}, 30);
+  EXPECT_EQ(fits.read_bytes + fits.write_bytes, 0);
+}
+
+TEST(BeladyTest, ReportsTheOpThatCannotFit) {
+  Graph g = SkipConnection();
+  BufferModel buffers(g, {});
+  TrafficResult r = SimulateTraffic(buffers, {0, 1, 2, 3}, 19);  // a needs in + x = 20
+  EXPECT_FALSE(r.feasible);
+  EXPECT_EQ(r.infeasible_op, *g.FindOp("a"));
+}
+
+TEST(BeladyTest, NoTrafficWhenThePeakFits) {
+  std::mt19937 rng(73);
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 20, rng));
+    BufferModel buffers(g, MemoryModel{trial % 2 == 0, false});
+    std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
+    TrafficResult r = SimulateTraffic(buffers, order, PeakOf(buffers, order));
+    ASSERT_TRUE(r.feasible);
+    ASSERT_EQ(r.read_bytes + r.write_bytes, 0) << "trial " << trial;
+  }
+}
+
+// The fewest reloads over every eviction choice, by exhaustive search, for
+// unit-size buffers.
+int64_t BruteForceReloads(const BufferModel& buffers, const std::vector<OpId>& order, int64_t capacity) {
+  const auto& all = buffers.buffers();
+  std::vector<int32_t> step_of(buffers.graph().num_ops());
+  for (size_t t = 0; t < order.size(); ++t) step_of[order[t]] = static_cast<int32_t>(t);
+  auto needed_after = [&](size_t b, int32_t t) {
+    if (all[b].live_to_end) return true;
+    for (OpId user : all[b].users) {
+      if (step_of[user] > t) return true;
+    }
+    return false;
+  };
+  int64_t best = INT64_MAX;
+  std::function<void(size_t, std::vector<bool>, int64_t)> step = [&](size_t t, std::vector<bool> resident,
+                                                                     int64_t reloads) {
+    if (reloads >= best) return;
+    if (t == order.size()) {
+      best = reloads;
+      return;
+    }
+    const OpId u = order[t];
+    std::vector<bool> pinned(all.size(), false);
+    int64_t missing = 0;
+    for (BufferId b : buffers.reads(u)) {
+      pinned[b] = true;
+      missing += resident[b] ? 0 : 1;
+    }
+    for (BufferId b : buffers.allocates(u)) {
+      pinned[b] = true;
+      missing += 1;
+    }
+    int64_t used = std::count(resident.begin(), resident.end(), true);
+    if (used + missing > capacity) {
+      for (size_t v = 0; v < all.size(); ++v) {
+        if (!resident[v] || pinned[v]) continue;
+        std::vector<bool> next = resident;
+        next[v] = false;
+        step(t, next, reloads);  // evict v, then retry the step
+      }
+      return;
+    }
+    for (BufferId b : buffers.reads(u)) {
+      if (!resident[b]) ++reloads;
+      resident[b] = true;
+    }
+    for (BufferId b : buffers.allocates(u)) resident[b] = true;
+    for (size_t b = 0; b < all.size(); ++b) {
+      if (resident[b] && !needed_after(b, static_cast<int32_t>(t))) resident[b] = false;
+    }
+    step(t + 1, resident, reloads);
+  };
+  // Graph inputs start on chip in order of first use while they fit, as in
+  // SimulateTraffic (all the same size, so the first `capacity` of them).
+  std::vector<size_t> inputs;
+  for (size_t b = 0; b < all.size(); ++b) {
+    if (all[b].producer == kNoOp) inputs.push_back(b);
+  }
+  auto first_read = [&](size_t b) {
+    int32_t first = INT32_MAX;
+    for (OpId user : all[b].users) first = std::min(first, step_of[user]);
+    return first;
+  };
+  std::stable_sort(inputs.begin(), inputs.end(), [&](size_t a, size_t b) { return first_read(a) < first_read(b); });
+  std::vector<bool> resident(all.size(), false);
+  for (size_t i = 0; i < inputs.size() && static_cast<int64_t>(i) < capacity; ++i) resident[inputs[i]] = true;
+  step(0, resident, 0);
+  return best;
+}
+
+// With equal sizes Belady's rule reloads as few buffers as any eviction can.
+TEST(BeladyTest, OptimalForUnitSizes) {
+  std::mt19937 rng(79);
+  int with_traffic = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 6, rng);
+    for (TensorSpec& t : spec.tensors) t.bytes = 1;
+    for (OpSpec& op : spec.ops) op.workspace_bytes = 0;
+    Graph g = *Graph::Build(spec);
+    BufferModel buffers(g, {});
+    std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
+    const int64_t peak = PeakOf(buffers, order);
+    for (int64_t capacity = 1; capacity <= peak; ++capacity) {
+      TrafficResult r = SimulateTraffic(buffers, order, capacity);
+      if (!r.feasible) continue;
+      ASSERT_EQ(r.reloads, BruteForceReloads(buffers, order, capacity)) << "trial " << trial << " capacity " << capacity;
+      if (r.reloads > 0) ++with_traffic;
+    }
+  }
+  EXPECT_GT(with_traffic, 20);
+}
+
+}  // namespace
+}  // namespace serenity
