@@ -91,6 +91,19 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
   j["memory_budget_bytes"] = plan.memory_budget_bytes();
   j["feasible"] = plan.feasible();
   j["headroom_bytes"] = plan.headroom_bytes();
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  auto placements = [](const google::protobuf::RepeatedPtrField<v1::TensorPlacement>& list) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const v1::TensorPlacement& p : list) out.push_back({{"tensor", p.tensor()}, {"offset", p.offset()}});
+    return out;
+  };
+  for (const v1::Step& s : plan.steps()) {
+    steps.push_back({{"op", s.op()},
+                     {"inputs", placements(s.inputs())},
+                     {"outputs", placements(s.outputs())},
+                     {"workspace", {{"offset", s.workspace().offset()}, {"size", s.workspace().size()}}}});
+  }
+  j["steps"] = std::move(steps);
   nlohmann::ordered_json traffic = nlohmann::ordered_json::array();
   for (const v1::OrderTraffic& t : plan.traffic()) {
     nlohmann::ordered_json points = nlohmann::ordered_json::array();

@@ -1,5 +1,6 @@
 #include "core/plan_proto.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -137,6 +138,41 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
     buffer->set_first_step(b.first_step);
     buffer->set_last_step(b.last_step);
     for (TensorId a : b.aliases) buffer->add_aliases(graph.tensor(a).name);
+  }
+
+  // Per-step view: every tensor's arena offset, through its buffer.
+  std::vector<int64_t> offset_of(graph.num_tensors(), -1);
+  std::vector<int64_t> workspace_offset(graph.num_ops(), 0);
+  for (size_t i = 0; i < plan.profile.buffers.size(); ++i) {
+    const BufferLifetimeInfo& b = plan.profile.buffers[i];
+    if (b.kind == BufferKind::kWorkspace) {
+      workspace_offset[b.op] = plan.arena.offsets[i];
+      continue;
+    }
+    offset_of[b.tensor] = plan.arena.offsets[i];
+    for (TensorId a : b.aliases) offset_of[a] = plan.arena.offsets[i];
+  }
+  auto place = [&](TensorId t, v1::TensorPlacement* p) {
+    p->set_tensor(graph.tensor(t).name);
+    p->set_offset(offset_of[t]);
+    p->set_size(graph.tensor(t).bytes);
+  };
+  for (OpId u : plan.order) {
+    const Op& op = graph.op(u);
+    v1::Step* step = out.add_steps();
+    step->set_op(op.name);
+    std::vector<TensorId> seen;
+    for (TensorId t : op.inputs) {
+      if (offset_of[t] < 0 || std::find(seen.begin(), seen.end(), t) != seen.end()) continue;  // uncounted weight
+      seen.push_back(t);
+      place(t, step->add_inputs());
+    }
+    for (TensorId t : op.outputs) {
+      if (offset_of[t] >= 0) place(t, step->add_outputs());
+    }
+    step->mutable_workspace()->set_tensor(op.name);
+    step->mutable_workspace()->set_size(op.workspace_bytes);
+    step->mutable_workspace()->set_offset(op.workspace_bytes > 0 ? workspace_offset[u] : 0);
   }
 
   auto summary = [](const OrderSummary& s, v1::OrderSummary* o) {

@@ -95,6 +95,23 @@ v1::Plan PlanFromJson(const nlohmann::json& j) {
     summary->set_peak_bytes(s.at("peak_bytes").get<int64_t>());
     summary->set_arena_bytes(s.at("arena_bytes").get<int64_t>());
   }
+  for (const nlohmann::json& s : j.at("steps")) {
+    v1::Step* step = p.add_steps();
+    step->set_op(s.at("op").get<std::string>());
+    for (const nlohmann::json& in : s.at("inputs")) {
+      v1::TensorPlacement* t = step->add_inputs();
+      t->set_tensor(in.at("tensor").get<std::string>());
+      t->set_offset(in.at("offset").get<int64_t>());
+    }
+    for (const nlohmann::json& out : s.at("outputs")) {
+      v1::TensorPlacement* t = step->add_outputs();
+      t->set_tensor(out.at("tensor").get<std::string>());
+      t->set_offset(out.at("offset").get<int64_t>());
+    }
+    step->mutable_workspace()->set_offset(s.at("workspace").at("offset").get<int64_t>());
+    step->mutable_workspace()->set_size(s.at("workspace").at("size").get<int64_t>());
+  }
+  EXPECT_EQ(static_cast<int>(j.at("steps").size()), p.nodes());
   EXPECT_GE(j.at("stats").at("solve_ms").get<double>(), 0);
   EXPECT_GE(j.at("stats").at("total_ms").get<double>(), 0);
   EXPECT_FALSE(j.at("stats").at("algorithm").get<std::string>().empty());

@@ -175,6 +175,41 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
       }
     }
   }
+  // The per-step view names each step's op and the offsets of its buffers.
+  if (plan.steps_size() > 0) {
+    if (plan.steps_size() != n) return absl::FailedPreconditionError("steps do not match the order");
+    std::map<std::string, int64_t> offset_of;
+    for (const v1::ArenaBuffer& b : arena.buffers()) {
+      if (b.kind() == v1::BUFFER_KIND_WORKSPACE) continue;
+      offset_of[b.tensor()] = b.offset();
+      for (const std::string& a : b.aliases()) offset_of[a] = b.offset();
+    }
+    for (int t = 0; t < n; ++t) {
+      const v1::Step& step = plan.steps(t);
+      const Op& op = graph.op(order[t]);
+      if (step.op() != op.name) return absl::FailedPreconditionError(absl::StrCat("step ", t, " names the wrong op"));
+      for (const auto* list : {&step.inputs(), &step.outputs()}) {
+        for (const v1::TensorPlacement& p : *list) {
+          auto it = offset_of.find(p.tensor());
+          if (it == offset_of.end() || it->second != p.offset()) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("step ", t, " places '", p.tensor(), "' away from its arena buffer"));
+          }
+        }
+      }
+      size_t activations = 0;
+      for (TensorId in : op.inputs) activations += graph.tensor(in).is_weight && !weights ? 0 : 1;
+      if (static_cast<size_t>(step.inputs_size()) > activations || step.workspace().size() != op.workspace_bytes) {
+        return absl::FailedPreconditionError(absl::StrCat("step ", t, " lists the wrong inputs or workspace"));
+      }
+      if (op.workspace_bytes > 0) {
+        auto ws = workspace_buffers.find(op.name);
+        if (ws == workspace_buffers.end() || ws->second->offset() != step.workspace().offset()) {
+          return absl::FailedPreconditionError(absl::StrCat("step ", t, " has the wrong workspace offset"));
+        }
+      }
+    }
+  }
   if (arena.size_bytes() < peak) {
     return absl::FailedPreconditionError(absl::StrCat("arena ", arena.size_bytes(), " below peak ", peak));
   }
