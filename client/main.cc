@@ -58,6 +58,7 @@ struct PlanFlags {
   double step_time_limit = 1;
   int64_t max_states = 20'000'000;
   std::string onchip;
+  std::string order_file;
   double timeout = 120;
 };
 
@@ -109,9 +110,10 @@ absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const v1::PlanReq
 
 // Plans the model in `path` in-process (stub == nullptr) or on the server.
 absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOptions& options,
-                                   const PlanFlags& flags, v1::Scheduler::Stub* stub) {
+                                   const v1::GivenOrder& given, const PlanFlags& flags, v1::Scheduler::Stub* stub) {
   ASSIGN_OR_RETURN(v1::PlanRequest request, ReadModelFile(path));
   *request.mutable_options() = options;
+  *request.mutable_given_order() = given;
   if (stub != nullptr) return PlanRemote(*stub, request, flags);
   static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return ExecutePlanRequest(request, &pool);
@@ -155,6 +157,9 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddString("onchip", &flags.onchip, "BYTES,...",
                      "On-chip memory sizes for the off-chip traffic estimate of every order\n"
                      "      (Belady eviction; e.g. 65536,131072,262144).");
+  flag_set.AddString("order", &flags.order_file, "FILE",
+                     "Evaluate this order instead of searching: a JSON list of op indices or op\n"
+                     "      names. Serenity's own order is reported beside it.");
   flag_set.AddInt("max-states", &flags.max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
   flag_set.AddString("objective", &flags.objective, "NAME",
@@ -180,6 +185,18 @@ int RunPlan(const std::vector<std::string>& args) {
     return 2;
   }
 
+  v1::GivenOrder given;
+  if (!flags.order_file.empty()) {
+    if (flag_set.positionals().size() > 1) {
+      std::cerr << "serenity-client plan: --order applies to one model\n";
+      return 2;
+    }
+    if (absl::Status s = ReadOrderFile(flags.order_file, given); !s.ok()) {
+      std::cerr << "serenity-client plan: " << s.message() << "\n";
+      return 2;
+    }
+  }
+
   std::unique_ptr<v1::Scheduler::Stub> stub;
   if (!flags.local) {
     grpc::ChannelArguments channel_args;
@@ -193,7 +210,7 @@ int RunPlan(const std::vector<std::string>& args) {
   std::vector<v1::Plan> plans;
   int failures = 0;
   for (const std::string& path : flag_set.positionals()) {
-    absl::StatusOr<v1::Plan> plan = PlanModel(path, options, flags, stub.get());
+    absl::StatusOr<v1::Plan> plan = PlanModel(path, options, given, flags, stub.get());
     if (!plan.ok()) {
       std::cerr << path << ": " << plan.status().message() << "\n";
       ++failures;

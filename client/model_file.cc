@@ -48,6 +48,26 @@ absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path) {
   return request;
 }
 
+absl::Status ReadOrderFile(const std::string& path, v1::GivenOrder& order) {
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  nlohmann::json json = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_array() || json.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' must hold a JSON list of op indices or op names"));
+  }
+  for (const nlohmann::json& item : json) {
+    if (item.is_number_integer() && order.names().empty()) {
+      order.add_indices(item.get<int32_t>());
+    } else if (item.is_string() && order.indices().empty()) {
+      order.add_names(item.get<std::string>());
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", path, "': the list must hold only op indices or only op names"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadWorkspaceFile(const std::string& path, v1::PlanOptions& options) {
   absl::StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();

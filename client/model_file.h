@@ -20,6 +20,9 @@ absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path);
 // `options.workspace_bytes`.
 absl::Status ReadWorkspaceFile(const std::string& path, v1::PlanOptions& options);
 
+// Reads a JSON list of op indices or of op names into `order`.
+absl::Status ReadOrderFile(const std::string& path, v1::GivenOrder& order);
+
 }  // namespace serenity
 
 #endif  // SERENITY_CLIENT_MODEL_FILE_H_

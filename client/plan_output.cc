@@ -88,6 +88,7 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
                     {"greedy", SummaryJson(plan.baselines().greedy())},
                     {"inductor", SummaryJson(plan.baselines().inductor())},
                     {"xla", SummaryJson(plan.baselines().xla())}};
+  if (plan.baselines().has_serenity()) j["baselines"]["serenity"] = SummaryJson(plan.baselines().serenity());
   j["memory_budget_bytes"] = plan.memory_budget_bytes();
   j["feasible"] = plan.feasible();
   j["headroom_bytes"] = plan.headroom_bytes();
@@ -146,11 +147,17 @@ std::string PlanSummary(const v1::Plan& plan) {
                   " count_weights=", plan.memory_model().count_weights() ? "on" : "off", "\n\n");
   absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %10s\n", "order", "peak bytes", "arena bytes",
                                         "vs serenity"));
+  const bool given = plan.stats().algorithm() == "given";
+  const int64_t reference =
+      given && plan.baselines().has_serenity() ? plan.baselines().serenity().peak_bytes() : plan.peak_bytes();
   auto row = [&](const std::string& name, int64_t peak, int64_t arena) {
     absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %10s\n", name, WithCommas(peak),
-                                          WithCommas(arena), Ratio(peak, plan.peak_bytes())));
+                                          WithCommas(arena), Ratio(peak, reference)));
   };
-  row("serenity", plan.peak_bytes(), plan.arena().size_bytes());
+  row(given ? "given order" : "serenity", plan.peak_bytes(), plan.arena().size_bytes());
+  if (given && plan.baselines().has_serenity()) {
+    row("serenity", plan.baselines().serenity().peak_bytes(), plan.baselines().serenity().arena_bytes());
+  }
   row("file order", plan.baselines().file_order().peak_bytes(), plan.baselines().file_order().arena_bytes());
   row("kahn", plan.baselines().kahn().peak_bytes(), plan.baselines().kahn().arena_bytes());
   row("greedy", plan.baselines().greedy().peak_bytes(), plan.baselines().greedy().arena_bytes());

@@ -184,6 +184,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   summary(plan.greedy, out.mutable_baselines()->mutable_greedy());
   summary(plan.inductor, out.mutable_baselines()->mutable_inductor());
   summary(plan.xla, out.mutable_baselines()->mutable_xla());
+  if (plan.serenity.has_value()) summary(*plan.serenity, out.mutable_baselines()->mutable_serenity());
 
   out.mutable_stats()->set_solve_ms(plan.solve_ms);
   out.mutable_stats()->set_total_ms(plan.total_ms);
@@ -212,6 +213,16 @@ absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Exec
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
   ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
+  const v1::GivenOrder& given = request.given_order();
+  if (given.indices_size() > 0 && given.names_size() > 0) {
+    return absl::InvalidArgumentError("give the order as indices or as names, not both");
+  }
+  options.given_order.assign(given.indices().begin(), given.indices().end());
+  for (const std::string& name : given.names()) {
+    std::optional<OpId> u = graph.FindOp(name);
+    if (!u.has_value()) return absl::InvalidArgumentError(absl::StrCat("the order names unknown op '", name, "'"));
+    options.given_order.push_back(*u);
+  }
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, options, executor));
   v1::Plan out = PlanToProto(graph, plan, options);
   out.mutable_stats()->set_total_ms(

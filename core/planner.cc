@@ -96,7 +96,8 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
 
   // The best baseline (ties in the order file_order, kahn, greedy, inductor,
   // xla), or the one asked for.
-  const bool search = options.algorithm == "auto";
+  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
+  const bool search = options.algorithm == "auto" || !options.given_order.empty();
   const bool paper_dp = options.algorithm == "dp" || options.algorithm == "dp+dc" ||
                         options.algorithm == "dp+dc+asb" || options.algorithm == "exhaustive" ||
                         options.algorithm == "best_first";
@@ -134,6 +135,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
     plan.search_stats = result.stats;
     plan.algorithm = "auto";
+    if (!options.given_order.empty()) {
+      // Report the caller's order; Serenity's becomes the reference.
+      ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, options.alignment));
+      plan.serenity = std::move(serenity);
+      plan.order = options.given_order;
+      plan.algorithm = "given";
+      plan.certificate = Certificate::kBaseline;
+    }
   } else if (paper_dp) {
     SegmentedDpOptions dp;
     dp.search.max_states = options.max_search_states;

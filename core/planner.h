@@ -4,6 +4,7 @@
 #define SERENITY_CORE_PLANNER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct PlanOptions {
   // enumeration and Dijkstra-style search (reference_search.h);
   // "baseline": the best of the baselines; "file_order", "kahn", "greedy",
   // "inductor", "xla": that baseline (compiler_baselines.h for the last two).
+  // Ignored when given_order is set.
   std::string algorithm = "auto";
   // "min_peak": the smallest peak; "fit": the first order found whose peak
   // fits memory_budget_bytes (the minimum when none fits).
@@ -43,6 +45,9 @@ struct PlanOptions {
   int64_t max_search_states = SearchOptions().max_states;
   // On-chip sizes for the off-chip traffic estimate (traffic/belady.h).
   std::vector<int64_t> onchip_bytes;
+  // When set, the plan is for this order (the caller's own), and the `auto`
+  // search runs only to report how far it is from Serenity's.
+  std::vector<OpId> given_order;
 };
 
 enum class Certificate { kOptimal, kBestFound, kBaseline };
@@ -64,6 +69,7 @@ struct Plan {
   Certificate certificate = Certificate::kBaseline;
   ArenaPlan arena;                   // offsets parallel to profile.buffers
   OrderSummary file_order, kahn, greedy, inductor, xla;
+  std::optional<OrderSummary> serenity;  // set when a given order was evaluated
   std::string algorithm;             // the algorithm that produced `order`
   SearchStats search_stats;          // zero unless a search ran
   // Per order ("serenity" first, then the baselines), one result per

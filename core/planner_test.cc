@@ -4,6 +4,7 @@
 
 #include "common/thread_pool.h"
 #include "core/plan_proto.h"
+#include "core/schedule/baselines.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/plan_verifier.h"
@@ -139,6 +140,29 @@ TEST(PlannerTest, PaperVariantsFallBackToTheBestBaselineHonestly) {
   }
   EXPECT_LE(plan->profile.peak_bytes, std::min({plan->file_order.peak_bytes, plan->kahn.peak_bytes,
                                                 plan->greedy.peak_bytes}));
+}
+
+TEST(PlannerTest, EvaluatesAGivenOrderAgainstSerenitys) {
+  std::mt19937 rng(89);
+  for (int trial = 0; trial < 50; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(8 + trial % 15, rng));
+    PlanOptions options;
+    options.given_order = KahnOrder(g);
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->order, options.given_order);
+    EXPECT_EQ(plan->algorithm, "given");
+    EXPECT_EQ(plan->profile.peak_bytes, plan->kahn.peak_bytes);
+    ASSERT_TRUE(plan->serenity.has_value());
+    EXPECT_LE(plan->serenity->peak_bytes, plan->profile.peak_bytes);
+    v1::Plan proto = PlanToProto(g, *plan, options);
+    EXPECT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto);
+    EXPECT_TRUE(proto.baselines().has_serenity());
+  }
+  Graph g = *Graph::Build(testing::RandomDag(5, rng));
+  PlanOptions bad;
+  bad.given_order = {0};
+  EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("the order lists 1 ops"));
 }
 
 TEST(PlannerTest, ReportsTrafficForEveryOrder) {

@@ -235,6 +235,31 @@ TEST_F(ServerTest, TrafficEstimatesThroughTheClient) {
   EXPECT_THAT(bad.output, HasSubstr("--onchip"));
 }
 
+TEST_F(ServerTest, EvaluatesTheCallersOrder) {
+  const std::string path = kModels + "randwire_ws_cifar10_stage1.onnx";
+  CommandResult kahn = RunCommand(kClient + " plan " + path + " --json --algorithm kahn --server " + address_);
+  ASSERT_EQ(kahn.exit_code, 0) << kahn.output;
+  nlohmann::json kahn_plan = nlohmann::json::parse(kahn.output);
+  const std::string order_file = std::filesystem::temp_directory_path() / ("order_" + std::to_string(getpid()) + ".json");
+  std::ofstream(order_file) << kahn_plan.at("order_names").dump();
+  CommandResult given = RunCommand(kClient + " plan " + path + " --json --order " + order_file + " --server " + address_);
+  ASSERT_EQ(given.exit_code, 0) << given.output;
+  nlohmann::json j = nlohmann::json::parse(given.output);
+  EXPECT_EQ(j.at("order"), kahn_plan.at("order"));
+  EXPECT_EQ(j.at("peak_bytes"), kahn_plan.at("peak_bytes"));
+  EXPECT_EQ(j.at("stats").at("algorithm"), "given");
+  EXPECT_EQ(j.at("baselines").at("serenity").at("peak_bytes").get<int64_t>(), 1118208);
+  v1::Plan plan = PlanFromJson(j);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(testing::ReadFile(path), {});
+  ASSERT_TRUE(graph.ok());
+  EXPECT_TRUE(testing::VerifyPlan(*graph, plan).ok()) << testing::VerifyPlan(*graph, plan);
+  std::ofstream(order_file) << "[\"/nodes.0/Relu\", \"nope\"]";
+  CommandResult unknown = RunCommand(kClient + " plan " + path + " --order " + order_file + " --server " + address_);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown op 'nope'"));
+  std::filesystem::remove(order_file);
+}
+
 TEST_F(ServerTest, HumanSummaryAndComparisonTable) {
   const std::string cell = kModels + "darts_v2_cifar10_reduce_cell.onnx";
   CommandResult one = RunCommand(kClient + " plan " + cell + " --server " + address_);
@@ -383,7 +408,7 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(plan.exit_code, 0);
   for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--alignment",
                            "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout",
-                           "--objective", "--step-time-limit", "--max-states", "--onchip"}) {
+                           "--objective", "--step-time-limit", "--max-states", "--onchip", "--order"}) {
     EXPECT_THAT(plan.output, HasSubstr(flag));
   }
   CommandResult server = RunCommand(kServer + " --help");

@@ -234,6 +234,32 @@ std::optional<OpId> Graph::FindOp(absl::string_view name) const {
   return it->second;
 }
 
+absl::Status CheckOrder(const Graph& graph, const std::vector<OpId>& order) {
+  if (static_cast<int>(order.size()) != graph.num_ops()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the order lists ", order.size(), " ops but the graph has ", graph.num_ops()));
+  }
+  std::vector<bool> done(graph.num_ops(), false);
+  for (size_t t = 0; t < order.size(); ++t) {
+    const OpId u = order[t];
+    if (u < 0 || u >= graph.num_ops()) {
+      return absl::InvalidArgumentError(absl::StrCat("position ", t, " of the order holds op index ", u,
+                                                     ", outside 0..", graph.num_ops() - 1));
+    }
+    if (done[u]) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", graph.op(u).name, "' appears twice in the order"));
+    }
+    for (OpId p : graph.op(u).predecessors) {
+      if (!done[p]) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", graph.op(u).name, "' at position ", t,
+                                                       " runs before '", graph.op(p).name, "', which produces its input"));
+      }
+    }
+    done[u] = true;
+  }
+  return absl::OkStatus();
+}
+
 bool IsTopologicalOrder(const Graph& graph, const std::vector<OpId>& order) {
   if (static_cast<int>(order.size()) != graph.num_ops()) return false;
   std::vector<bool> done(graph.num_ops(), false);

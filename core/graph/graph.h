@@ -126,6 +126,11 @@ class Graph {
 // every op comes after all its predecessors.
 bool IsTopologicalOrder(const Graph& graph, const std::vector<OpId>& order);
 
+// OK when IsTopologicalOrder; otherwise InvalidArgument naming the first
+// problem: a wrong length, an index out of range, an op listed twice, or an
+// op placed before the producer of one of its inputs.
+absl::Status CheckOrder(const Graph& graph, const std::vector<OpId>& order);
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_GRAPH_GRAPH_H_

@@ -54,6 +54,15 @@ TEST(GraphTest, ComputesBytesFromShapeAndDtype) {
 
 absl::Status BuildError(GraphSpec s) { return Graph::Build(std::move(s)).status(); }
 
+TEST(GraphTest, CheckOrderNamesTheProblem) {
+  Graph g = *Graph::Build(Diamond());
+  EXPECT_TRUE(CheckOrder(g, {0, 2, 1, 3}).ok());
+  EXPECT_THAT(CheckOrder(g, {0, 1}).message(), HasSubstr("lists 2 ops but the graph has 4"));
+  EXPECT_THAT(CheckOrder(g, {0, 1, 2, 9}).message(), HasSubstr("op index 9"));
+  EXPECT_THAT(CheckOrder(g, {0, 1, 1, 3}).message(), HasSubstr("'b' appears twice"));
+  EXPECT_THAT(CheckOrder(g, {0, 3, 1, 2}).message(), HasSubstr("'d' at position 1 runs before 'b'"));
+}
+
 TEST(GraphTest, RejectsEmptyGraph) {
   GraphSpec s;
   EXPECT_THAT(BuildError(s).message(), HasSubstr("no ops"));
