@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "common/thread_pool.h"
 #include "core/arena/arena_csv.h"
 #include "core/arena/arena_planner.h"
+#include "core/onnx/onnx_export.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
 #include "core/util/status_macros.h"
@@ -59,6 +61,7 @@ struct PlanFlags {
   int64_t max_states = 20'000'000;
   std::string onchip;
   std::string order_file;
+  std::string export_path;
   double timeout = 120;
 };
 
@@ -119,6 +122,20 @@ absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOption
   return ExecutePlanRequest(request, &pool);
 }
 
+// Writes the model at `path` reordered by `plan` to `out` (ONNX models only).
+absl::Status ExportModel(const std::string& path, const v1::Plan& plan, const std::string& out) {
+  if (absl::EndsWith(path, ".pb") || absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".textproto")) {
+    return absl::InvalidArgumentError("--export-ordered needs an ONNX model");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSIGN_OR_RETURN(std::string exported, ExportOrderedModel(bytes, plan));
+  std::ofstream file(out, std::ios::binary);
+  file << exported;
+  if (!file.good()) return absl::UnavailableError(absl::StrCat("cannot write '", out, "'"));
+  return absl::OkStatus();
+}
+
 int RunPlan(const std::vector<std::string>& args) {
   PlanFlags flags;
   FlagSet flag_set(
@@ -160,6 +177,9 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddString("order", &flags.order_file, "FILE",
                      "Evaluate this order instead of searching: a JSON list of op indices or op\n"
                      "      names. Serenity's own order is reported beside it.");
+  flag_set.AddString("export-ordered", &flags.export_path, "OUT.onnx",
+                     "Write the ONNX model (weights untouched) with its nodes in the planned order\n"
+                     "      and the arena in metadata_props (serenity.offset/<tensor>, ...; see README).");
   flag_set.AddInt("max-states", &flags.max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
   flag_set.AddString("objective", &flags.objective, "NAME",
@@ -185,6 +205,10 @@ int RunPlan(const std::vector<std::string>& args) {
     return 2;
   }
 
+  if (!flags.export_path.empty() && flag_set.positionals().size() > 1) {
+    std::cerr << "serenity-client plan: --export-ordered applies to one model\n";
+    return 2;
+  }
   v1::GivenOrder given;
   if (!flags.order_file.empty()) {
     if (flag_set.positionals().size() > 1) {
@@ -215,6 +239,13 @@ int RunPlan(const std::vector<std::string>& args) {
       std::cerr << path << ": " << plan.status().message() << "\n";
       ++failures;
       continue;
+    }
+    if (!flags.export_path.empty()) {
+      if (absl::Status s = ExportModel(path, *plan, flags.export_path); !s.ok()) {
+        std::cerr << path << ": " << s.message() << "\n";
+        ++failures;
+        continue;
+      }
     }
     if (flags.json) {
       std::cout << (several ? PlanToJson(*plan).dump() : PlanToJson(*plan).dump(2)) << std::endl;

@@ -22,6 +22,7 @@
 #include "tests/testing/orders.h"
 #include "health.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "onnx/onnx_pb.h"
 #include "reflection.grpc.pb.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "tests/testing/plan_verifier.h"
@@ -260,6 +261,24 @@ TEST_F(ServerTest, EvaluatesTheCallersOrder) {
   std::filesystem::remove(order_file);
 }
 
+TEST_F(ServerTest, ExportsTheOrderedModel) {
+  const std::string path = kModels + "nasnet_a_cifar10_normal_cell.onnx";
+  const std::string out = std::filesystem::temp_directory_path() / ("ordered_" + std::to_string(getpid()) + ".onnx");
+  CommandResult r = RunCommand(kClient + " plan " + path + " --json --export-ordered " + out + " --server " + address_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  // The exported file, planned in its own file order, has the planned peak.
+  CommandResult again = RunCommand(kClient + " plan " + out + " --json --algorithm file_order --local");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(nlohmann::json::parse(again.output).at("peak_bytes"), j.at("peak_bytes"));
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(testing::ReadFile(out)));
+  int offsets = 0;
+  for (const auto& entry : model.metadata_props()) offsets += entry.key().rfind("serenity.offset/", 0) == 0;
+  EXPECT_GE(offsets, static_cast<int>(j.at("arena").at("buffers").size()));
+  std::filesystem::remove(out);
+}
+
 TEST_F(ServerTest, HumanSummaryAndComparisonTable) {
   const std::string cell = kModels + "darts_v2_cifar10_reduce_cell.onnx";
   CommandResult one = RunCommand(kClient + " plan " + cell + " --server " + address_);
@@ -408,7 +427,8 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(plan.exit_code, 0);
   for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--alignment",
                            "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout",
-                           "--objective", "--step-time-limit", "--max-states", "--onchip", "--order"}) {
+                           "--objective", "--step-time-limit", "--max-states", "--onchip", "--order",
+                           "--export-ordered"}) {
     EXPECT_THAT(plan.output, HasSubstr(flag));
   }
   CommandResult server = RunCommand(kServer + " --help");

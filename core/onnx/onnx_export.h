@@ -1,0 +1,28 @@
+// Export of a planned ONNX model: the original model (weights untouched)
+// with its nodes in the planned order and the arena plan in metadata_props.
+#ifndef SERENITY_CORE_ONNX_ONNX_EXPORT_H_
+#define SERENITY_CORE_ONNX_ONNX_EXPORT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "serenity/v1/scheduler.pb.h"
+
+namespace serenity {
+
+// Returns `model_bytes` with graph.node permuted into plan.order and these
+// metadata_props (replacing earlier serenity.* entries):
+//   serenity.peak_bytes, serenity.arena_size_bytes, serenity.alignment
+//   serenity.offset/<tensor>        arena offset of every activation buffer
+//                                   (views that alias it share its offset)
+//   serenity.workspace_offset/<op>  arena offset of an op's workspace
+// The result passes onnx::checker::check_model (external weight files are
+// referenced, not read, so they need not exist). InvalidArgument when the
+// bytes do not parse, the plan does not match the model's node count, or the
+// checker rejects the result.
+absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, const v1::Plan& plan);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_ONNX_ONNX_EXPORT_H_
