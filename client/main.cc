@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/memory_plot.h"
 #include "client/model_file.h"
 #include "client/plan_output.h"
 #include "common/command_line.h"
@@ -62,6 +63,7 @@ struct PlanFlags {
   std::string onchip;
   std::string order_file;
   std::string export_path;
+  std::string plot_path;
   double timeout = 120;
 };
 
@@ -180,6 +182,8 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddString("export-ordered", &flags.export_path, "OUT.onnx",
                      "Write the ONNX model (weights untouched) with its nodes in the planned order\n"
                      "      and the arena in metadata_props (serenity.offset/<tensor>, ...; see README).");
+  flag_set.AddString("plot", &flags.plot_path, "OUT.svg",
+                     "Draw live bytes per step of every order and the arena (SVG).");
   flag_set.AddInt("max-states", &flags.max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
   flag_set.AddString("objective", &flags.objective, "NAME",
@@ -205,8 +209,8 @@ int RunPlan(const std::vector<std::string>& args) {
     return 2;
   }
 
-  if (!flags.export_path.empty() && flag_set.positionals().size() > 1) {
-    std::cerr << "serenity-client plan: --export-ordered applies to one model\n";
+  if ((!flags.export_path.empty() || !flags.plot_path.empty()) && flag_set.positionals().size() > 1) {
+    std::cerr << "serenity-client plan: --export-ordered and --plot apply to one model\n";
     return 2;
   }
   v1::GivenOrder given;
@@ -243,6 +247,15 @@ int RunPlan(const std::vector<std::string>& args) {
     if (!flags.export_path.empty()) {
       if (absl::Status s = ExportModel(path, *plan, flags.export_path); !s.ok()) {
         std::cerr << path << ": " << s.message() << "\n";
+        ++failures;
+        continue;
+      }
+    }
+    if (!flags.plot_path.empty()) {
+      std::ofstream svg(flags.plot_path);
+      svg << MemoryPlotSvg(*plan);
+      if (!svg.good()) {
+        std::cerr << path << ": cannot write '" << flags.plot_path << "'\n";
         ++failures;
         continue;
       }

@@ -178,7 +178,9 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   auto summary = [](const OrderSummary& s, v1::OrderSummary* o) {
     o->set_peak_bytes(s.peak_bytes);
     o->set_arena_bytes(s.arena_bytes);
+    o->mutable_step_bytes()->Assign(s.step_bytes.begin(), s.step_bytes.end());
   };
+  out.mutable_step_bytes()->Assign(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());
   summary(plan.file_order, out.mutable_baselines()->mutable_file_order());
   summary(plan.kahn, out.mutable_baselines()->mutable_kahn());
   summary(plan.greedy, out.mutable_baselines()->mutable_greedy());

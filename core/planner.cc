@@ -38,6 +38,7 @@ absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<O
   ASSIGN_OR_RETURN(ArenaPlan arena, PlanArenaGreedyBySize(ArenaBuffersOf(profile), alignment));
   summary.order = std::move(order);
   summary.peak_bytes = profile.peak_bytes;
+  summary.step_bytes = profile.step_bytes;
   summary.arena_bytes = arena.size_bytes;
   return summary;
 }

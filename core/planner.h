@@ -60,6 +60,7 @@ struct OrderSummary {
   std::vector<OpId> order;
   int64_t peak_bytes = 0;
   int64_t arena_bytes = 0;
+  std::vector<int64_t> step_bytes;  // live bytes while each step runs
 };
 
 struct Plan {
