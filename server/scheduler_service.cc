@@ -1,5 +1,7 @@
 #include "server/scheduler_service.h"
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -34,7 +36,19 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 grpc::Status SchedulerService::Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                                     v1::Plan* response) {
   try {
-    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(*request, executor_);
+    // The search must end before the caller's deadline: keep a fifth of the
+    // remaining time for import, arena planning and the reply.
+    v1::PlanRequest bounded = *request;
+    const auto deadline = context->deadline();
+    if (deadline != std::chrono::system_clock::time_point::max()) {
+      const double remaining =
+          std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count() * 0.8;
+      if (remaining <= 0) return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline had passed");
+      const double asked = request->options().time_limit_seconds() > 0 ? request->options().time_limit_seconds()
+                                                                       : kDefaultTimeLimitSeconds;
+      bounded.mutable_options()->set_time_limit_seconds(std::min(asked, remaining));
+    }
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(bounded, executor_);
     if (!plan.ok()) {
       std::cerr << "plan peer=" << context->peer() << " model='" << request->model_name()
                 << "' error=" << plan.status() << "\n";

@@ -20,7 +20,8 @@ class SchedulerService final : public v1::Scheduler::Service {
   explicit SchedulerService(Executor* executor) : executor_(executor) {}
 
   // Plans one model. Bad input of any kind is INVALID_ARGUMENT with a message
-  // naming the problem; the server keeps serving.
+  // naming the problem; the server keeps serving. The search's time limit is
+  // cut to 80% of the time left before the call's deadline.
   grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                     v1::Plan* response) override;
 

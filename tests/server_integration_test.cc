@@ -354,6 +354,20 @@ TEST_F(ServerTest, BadInputsGetInvalidArgumentAndTheServerKeepsServing) {
   EXPECT_TRUE(call(bad_algorithm).ok());
 }
 
+TEST_F(ServerTest, SearchEndsBeforeTheCallersDeadline) {
+  std::unique_ptr<v1::Scheduler::Stub> stub = v1::Scheduler::NewStub(Channel());
+  v1::PlanRequest request;
+  request.set_onnx_model(testing::ReadFile(kModels + "randwire_ws_cifar10_stage2.onnx"));
+  request.mutable_options()->set_time_limit_seconds(60);  // far beyond the deadline
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  v1::Plan plan;
+  grpc::Status status = stub->Plan(&context, request, &plan);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(plan.certificate(), v1::CERTIFICATE_BEST_FOUND);
+  EXPECT_LT(plan.stats().solve_ms(), 3000);
+}
+
 TEST_F(ServerTest, ReflectionListsTheScheduler) {
   auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(Channel());
   grpc::ClientContext context;
