@@ -103,23 +103,16 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
                         options.algorithm == "dp+dc+asb" || options.algorithm == "exhaustive" ||
                         options.algorithm == "best_first";
   const bool best_baseline = search || paper_dp || options.algorithm == "baseline";
+  const std::pair<const char*, const OrderSummary*> baselines[] = {
+      {"file_order", &plan.file_order}, {"kahn", &plan.kahn}, {"greedy", &plan.greedy},
+      {"inductor", &plan.inductor},     {"xla", &plan.xla}};
   const OrderSummary* chosen = &plan.file_order;
   plan.algorithm = "file_order";
-  if (options.algorithm == "kahn" || (best_baseline && plan.kahn.peak_bytes < chosen->peak_bytes)) {
-    chosen = &plan.kahn;
-    plan.algorithm = "kahn";
-  }
-  if (options.algorithm == "greedy" || (best_baseline && plan.greedy.peak_bytes < chosen->peak_bytes)) {
-    chosen = &plan.greedy;
-    plan.algorithm = "greedy";
-  }
-  if (options.algorithm == "inductor" || (best_baseline && plan.inductor.peak_bytes < chosen->peak_bytes)) {
-    chosen = &plan.inductor;
-    plan.algorithm = "inductor";
-  }
-  if (options.algorithm == "xla" || (best_baseline && plan.xla.peak_bytes < chosen->peak_bytes)) {
-    chosen = &plan.xla;
-    plan.algorithm = "xla";
+  for (const auto& [name, summary] : baselines) {
+    if (options.algorithm == name || (best_baseline && summary->peak_bytes < chosen->peak_bytes)) {
+      chosen = summary;
+      plan.algorithm = name;
+    }
   }
   plan.order = chosen->order;
   plan.lower_bound_bytes = LowerBoundBytes(buffers);

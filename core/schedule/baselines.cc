@@ -58,28 +58,9 @@ std::vector<OpId> KahnOrder(const Graph& graph) {
 }
 
 std::vector<OpId> GreedyOrder(const BufferModel& buffers) {
-  const Graph& graph = buffers.graph();
-  std::vector<int> indegree = Indegrees(graph);
-  std::vector<OpId> ready;
-  for (OpId u = 0; u < graph.num_ops(); ++u) {
-    if (indegree[u] == 0) ready.push_back(u);
-  }
-  MemoryTracker tracker(buffers);
-  std::vector<OpId> order;
-  order.reserve(graph.num_ops());
-  while (!ready.empty()) {
-    auto key = [&tracker](OpId u) { return std::make_tuple(tracker.StepBytes(u), tracker.BytesAfter(u), u); };
-    auto best = std::min_element(ready.begin(), ready.end(),
-                                 [&key](OpId a, OpId b) { return key(a) < key(b); });
-    OpId u = *best;
-    ready.erase(best);
-    tracker.Run(u);
-    order.push_back(u);
-    for (OpId v : graph.op(u).successors) {
-      if (--indegree[v] == 0) ready.push_back(v);
-    }
-  }
-  return order;
+  return ListSchedule(buffers, [](const MemoryTracker& tracker, OpId u) {
+    return std::make_tuple(tracker.StepBytes(u), tracker.BytesAfter(u), u);
+  });
 }
 
 }  // namespace serenity

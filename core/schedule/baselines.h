@@ -21,6 +21,37 @@ std::vector<OpId> FileOrder(const Graph& graph);
 // enter the queue by file position.
 std::vector<OpId> KahnOrder(const Graph& graph);
 
+// A list schedule: repeatedly runs the ready op with the smallest
+// `key(tracker, op)`, where `tracker` holds the memory state of the ops run
+// so far. The key must be totally ordered and should end with the op id so
+// that ties break by file position.
+template <typename Key>
+std::vector<OpId> ListSchedule(const BufferModel& buffers, Key key) {
+  const Graph& graph = buffers.graph();
+  std::vector<int> indegree(graph.num_ops());
+  std::vector<OpId> ready, order;
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    indegree[u] = static_cast<int>(graph.op(u).predecessors.size());
+    if (indegree[u] == 0) ready.push_back(u);
+  }
+  MemoryTracker tracker(buffers);
+  order.reserve(graph.num_ops());
+  while (!ready.empty()) {
+    auto best = ready.begin();
+    for (auto it = ready.begin() + 1; it < ready.end(); ++it) {
+      if (key(tracker, *it) < key(tracker, *best)) best = it;
+    }
+    const OpId u = *best;
+    ready.erase(best);
+    tracker.Run(u);
+    order.push_back(u);
+    for (OpId v : graph.op(u).successors) {
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  return order;
+}
+
 // The memory-greedy order: at each step run the ready op whose step needs the
 // least live memory (the bytes live while it runs); ties go to the op that
 // leaves the fewest bytes live after it, then to the smallest file position.

@@ -10,36 +10,6 @@
 namespace serenity {
 namespace {
 
-std::vector<int> Indegrees(const Graph& graph) {
-  std::vector<int> indegree(graph.num_ops());
-  for (OpId u = 0; u < graph.num_ops(); ++u) indegree[u] = static_cast<int>(graph.op(u).predecessors.size());
-  return indegree;
-}
-
-// A list schedule: repeatedly runs the ready op with the smallest `key`.
-template <typename Key>
-std::vector<OpId> ListSchedule(const BufferModel& buffers, Key key) {
-  const Graph& graph = buffers.graph();
-  std::vector<int> indegree = Indegrees(graph);
-  std::vector<OpId> ready, order;
-  for (OpId u = 0; u < graph.num_ops(); ++u) {
-    if (indegree[u] == 0) ready.push_back(u);
-  }
-  MemoryTracker tracker(buffers);
-  while (!ready.empty()) {
-    auto best = std::min_element(ready.begin(), ready.end(),
-                                 [&](OpId a, OpId b) { return key(tracker, a) < key(tracker, b); });
-    OpId u = *best;
-    ready.erase(best);
-    tracker.Run(u);
-    order.push_back(u);
-    for (OpId v : graph.op(u).successors) {
-      if (--indegree[v] == 0) ready.push_back(v);
-    }
-  }
-  return order;
-}
-
 // Post-order DFS from the ops that produce graph outputs (then any other
 // sinks), visiting each op's predecessors in the order `visit_order` gives.
 std::vector<OpId> PostOrder(const Graph& graph, const std::function<std::vector<OpId>(OpId)>& visit_order) {
