@@ -51,6 +51,7 @@ struct PlanFlags {
   bool json = false;
   bool alias_views = false;
   bool count_weights = false;
+  bool in_place = false;
   int64_t alignment = kDefaultAlignment;
   int64_t budget = 0;
   std::vector<std::string> dims;
@@ -70,6 +71,7 @@ struct PlanFlags {
 absl::Status FillOptions(const PlanFlags& flags, v1::PlanOptions& options) {
   options.mutable_memory_model()->set_alias_views(flags.alias_views);
   options.mutable_memory_model()->set_count_weights(flags.count_weights);
+  options.mutable_memory_model()->set_in_place(flags.in_place);
   options.set_alignment(flags.alignment);
   options.set_memory_budget_bytes(flags.budget);
   options.set_time_limit_seconds(flags.time_limit);
@@ -157,6 +159,9 @@ int RunPlan(const std::vector<std::string>& args) {
                    "Let Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's buffer.");
   flag_set.AddBool("count-weights", &flags.count_weights,
                    "Count weights as resident for the whole run (excluded by default).");
+  flag_set.AddBool("in-place", &flags.in_place,
+                   "Let element-wise ops (Relu, Add, BatchNormalization, ...) overwrite an input of the\n"
+                   "      same size whose last reader they are.");
   flag_set.AddInt("alignment", &flags.alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
   flag_set.AddInt("budget", &flags.budget, "BYTES", "Memory budget; the plan reports whether it fits. 0: none.");
   flag_set.AddRepeated("dim", &flags.dims, "NAME=VALUE", "Value of a symbolic ONNX dimension, e.g. batch=1.");

@@ -67,7 +67,8 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
   j["macs"] = plan.macs();
   j["certificate"] = CertificateText(plan.certificate());
   j["memory_model"] = {{"alias_views", plan.memory_model().alias_views()},
-                       {"count_weights", plan.memory_model().count_weights()}};
+                       {"count_weights", plan.memory_model().count_weights()},
+                       {"in_place", plan.memory_model().in_place()}};
   nlohmann::ordered_json buffers = nlohmann::ordered_json::array();
   for (const v1::ArenaBuffer& b : plan.arena().buffers()) {
     nlohmann::ordered_json jb;
@@ -144,7 +145,8 @@ std::string PlanSummary(const v1::Plan& plan) {
                     " bytes of headroom\n");
   }
   absl::StrAppend(&out, "memory model alias_views=", plan.memory_model().alias_views() ? "on" : "off",
-                  " count_weights=", plan.memory_model().count_weights() ? "on" : "off", "\n\n");
+                  " count_weights=", plan.memory_model().count_weights() ? "on" : "off",
+                  " in_place=", plan.memory_model().in_place() ? "on" : "off", "\n\n");
   absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %10s\n", "order", "peak bytes", "arena bytes",
                                         "vs serenity"));
   const bool given = plan.stats().algorithm() == "given";

@@ -40,6 +40,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   PlanOptions out;
   out.memory_model.alias_views = options.memory_model().alias_views();
   out.memory_model.count_weights = options.memory_model().count_weights();
+  out.memory_model.in_place = options.memory_model().in_place();
   if (options.alignment() < 0) return absl::InvalidArgumentError("alignment must not be negative");
   if (options.alignment() > 0) out.alignment = options.alignment();
   if (options.memory_budget_bytes() < 0) {
@@ -112,6 +113,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   }
   out.mutable_memory_model()->set_alias_views(options.memory_model.alias_views);
   out.mutable_memory_model()->set_count_weights(options.memory_model.count_weights);
+  out.mutable_memory_model()->set_in_place(options.memory_model.in_place);
 
   v1::Arena* arena = out.mutable_arena();
   arena->set_size_bytes(plan.arena.size_bytes);

@@ -23,7 +23,7 @@ TEST(PlannerTest, PlansOfRandomGraphsPassTheVerifier) {
   for (int trial = 0; trial < 300; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(1 + trial % 25, rng));
     PlanOptions options;
-    options.memory_model = MemoryModel{trial % 2 == 0, trial % 3 == 0};
+    options.memory_model = MemoryModel{trial % 2 == 0, trial % 3 == 0, trial % 4 >= 2};
     options.alignment = trial % 4 == 0 ? 1 : 64;
     absl::StatusOr<Plan> plan = PlanGraph(g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();

@@ -4,6 +4,17 @@
 
 namespace serenity {
 
+bool IsElementwiseOp(absl::string_view op_type) {
+  static constexpr absl::string_view kTypes[] = {
+      "Relu",  "LeakyRelu", "PRelu", "Elu",      "Selu",        "Sigmoid", "HardSigmoid", "HardSwish",
+      "Tanh",  "Clip",      "Add",   "Sub",      "Mul",         "Div",     "Neg",         "Abs",
+      "Exp",   "Log",       "Sqrt",  "Softplus", "BatchNormalization", "Dropout", "Erf", "Gelu"};
+  for (absl::string_view type : kTypes) {
+    if (op_type == type) return true;
+  }
+  return false;
+}
+
 bool IsViewOp(absl::string_view op_type) {
   return op_type == "Reshape" || op_type == "Flatten" || op_type == "Squeeze" ||
          op_type == "Unsqueeze" || op_type == "Identity";
@@ -14,7 +25,9 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
       model_(model),
       buffer_of_(graph.num_tensors(), kNoBuffer),
       allocates_(graph.num_ops()),
-      reads_(graph.num_ops()) {
+      reads_(graph.num_ops()),
+      in_place_inputs_(graph.num_ops()),
+      in_place_bytes_(graph.num_ops(), 0) {
   auto new_buffer = [this](TensorId t) {
     const Tensor& tensor = graph_->tensor(t);
     ActivationBuffer b;
@@ -85,6 +98,22 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
     if (b.producer == kNoOp) input_bytes_ += b.bytes;
     if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) unused_input_bytes_ += b.bytes;
   }
+  if (model.in_place) {
+    for (OpId u = 0; u < graph.num_ops(); ++u) {
+      if (!IsElementwiseOp(graph.op(u).type) || allocates_[u].size() != 1) continue;
+      const ActivationBuffer& out = buffers_[allocates_[u][0]];
+      if (out.bytes == 0) continue;
+      for (TensorId t : graph.op(u).inputs) {
+        const BufferId b = buffer_of_[t];
+        if (b == kNoBuffer) continue;
+        const ActivationBuffer& in = buffers_[b];
+        if (in.bytes != out.bytes || in.producer == kNoOp || in.live_to_end) continue;
+        if (std::find(in_place_inputs_[u].begin(), in_place_inputs_[u].end(), b) != in_place_inputs_[u].end()) continue;
+        in_place_inputs_[u].push_back(b);
+      }
+      if (!in_place_inputs_[u].empty()) in_place_bytes_[u] = out.bytes;
+    }
+  }
 }
 
 MemoryTracker::MemoryTracker(const BufferModel& buffers)
@@ -95,8 +124,15 @@ MemoryTracker::MemoryTracker(const BufferModel& buffers)
   live_ = buffers.resident_bytes() + buffers.input_bytes();
 }
 
+int64_t MemoryTracker::InPlaceSaving(OpId u) const {
+  for (BufferId b : model_->in_place_inputs(u)) {
+    if (remaining_users_[b] == 1) return model_->in_place_bytes(u);
+  }
+  return 0;
+}
+
 int64_t MemoryTracker::StepBytes(OpId u) const {
-  int64_t bytes = live_ + model_->graph().op(u).workspace_bytes;
+  int64_t bytes = live_ + model_->graph().op(u).workspace_bytes - InPlaceSaving(u);
   for (BufferId b : model_->allocates(u)) bytes += model_->buffers()[b].bytes;
   return bytes;
 }
@@ -115,7 +151,9 @@ int64_t MemoryTracker::FreedBy(OpId u) const {
 }
 
 int64_t MemoryTracker::BytesAfter(OpId u) const {
-  return StepBytes(u) - model_->graph().op(u).workspace_bytes - FreedBy(u);
+  int64_t bytes = live_ - FreedBy(u);
+  for (BufferId b : model_->allocates(u)) bytes += model_->buffers()[b].bytes;
+  return bytes;
 }
 
 int64_t MemoryTracker::Run(OpId u) {

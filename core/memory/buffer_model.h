@@ -26,11 +26,20 @@ struct MemoryModel {
   bool alias_views = false;
   // Weights are resident for the whole run and counted in every step.
   bool count_weights = false;
+  // An element-wise op (IsElementwiseOp) may write its output over an input
+  // buffer of the same size whose last reader it is (never over a graph input
+  // or a graph output): its step then needs no new bytes for the output, and
+  // the two tensors share one arena buffer.
+  bool in_place = false;
 };
 
 // True for the op types that may alias their input (Reshape, Flatten,
 // Squeeze, Unsqueeze, Identity).
 bool IsViewOp(absl::string_view op_type);
+
+// True for the element-wise op types that may run in place (Relu, Add, Mul,
+// Sigmoid, Clip, BatchNormalization, ...).
+bool IsElementwiseOp(absl::string_view op_type);
 
 using BufferId = int32_t;
 inline constexpr BufferId kNoBuffer = -1;
@@ -59,6 +68,11 @@ class BufferModel {
   const std::vector<BufferId>& allocates(OpId u) const { return allocates_[u]; }
   // Distinct buffers op `u` reads (through its inputs, aliases resolved).
   const std::vector<BufferId>& reads(OpId u) const { return reads_[u]; }
+  // With in_place: the input buffers `u` may overwrite, in input order (the
+  // first one whose last reader `u` is at its step is used), and the bytes
+  // that saves. Empty and 0 otherwise.
+  const std::vector<BufferId>& in_place_inputs(OpId u) const { return in_place_inputs_[u]; }
+  int64_t in_place_bytes(OpId u) const { return in_place_bytes_[u]; }
   // Bytes resident for the whole run: weights when counted, else 0.
   int64_t resident_bytes() const { return resident_bytes_; }
   // Bytes of the graph-input buffers, live at the start.
@@ -74,6 +88,8 @@ class BufferModel {
   std::vector<BufferId> buffer_of_;
   std::vector<std::vector<BufferId>> allocates_;
   std::vector<std::vector<BufferId>> reads_;
+  std::vector<std::vector<BufferId>> in_place_inputs_;
+  std::vector<int64_t> in_place_bytes_;
   int64_t resident_bytes_ = 0;
   int64_t input_bytes_ = 0;
   int64_t unused_input_bytes_ = 0;
@@ -100,6 +116,8 @@ class MemoryTracker {
 
  private:
   int64_t FreedBy(OpId u) const;
+  // Bytes `u` would save by running in place now.
+  int64_t InPlaceSaving(OpId u) const;
 
   const BufferModel* model_;
   std::vector<int32_t> remaining_users_;

@@ -29,17 +29,49 @@ absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::ve
       profile.buffers.push_back(std::move(w));
     }
   }
-  for (const ActivationBuffer& b : buffers.buffers()) {
-    BufferLifetimeInfo info;
-    info.kind = BufferKind::kTensor;
-    info.tensor = b.tensor;
-    info.aliases = b.aliases;
-    info.bytes = b.bytes;
-    info.first_step = b.producer == kNoOp ? 0 : step_of[b.producer];
-    info.last_step = info.first_step;
-    for (OpId u : b.users) info.last_step = std::max(info.last_step, step_of[u]);
-    if (b.live_to_end) info.last_step = n - 1;
-    profile.buffers.push_back(std::move(info));
+  const std::vector<ActivationBuffer>& all = buffers.buffers();
+  std::vector<int32_t> first(all.size()), last(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const ActivationBuffer& b = all[i];
+    first[i] = b.producer == kNoOp ? 0 : step_of[b.producer];
+    last[i] = first[i];
+    for (OpId u : b.users) last[i] = std::max(last[i], step_of[u]);
+    if (b.live_to_end) last[i] = n - 1;
+  }
+  // In place: an op's output joins the buffer of the first candidate input
+  // whose last reader it is; chains of such ops share one buffer.
+  std::vector<BufferId> group(all.size());
+  for (size_t i = 0; i < all.size(); ++i) group[i] = static_cast<BufferId>(i);
+  auto root = [&group](BufferId b) {
+    while (group[b] != b) b = group[b] = group[group[b]];
+    return b;
+  };
+  for (int32_t t = 0; t < n; ++t) {
+    const OpId u = order[t];
+    for (BufferId b : buffers.in_place_inputs(u)) {
+      if (last[b] != t) continue;
+      group[buffers.allocates(u)[0]] = root(b);
+      break;
+    }
+  }
+  std::vector<int> info_of(all.size(), -1);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const BufferId r = root(static_cast<BufferId>(i));
+    if (info_of[r] < 0) {
+      info_of[r] = static_cast<int>(profile.buffers.size());
+      BufferLifetimeInfo info;
+      info.kind = BufferKind::kTensor;
+      info.tensor = all[r].tensor;
+      info.bytes = all[r].bytes;
+      info.first_step = first[r];
+      info.last_step = last[r];
+      profile.buffers.push_back(std::move(info));
+    }
+    BufferLifetimeInfo& info = profile.buffers[info_of[r]];
+    info.first_step = std::min(info.first_step, first[i]);
+    info.last_step = std::max(info.last_step, last[i]);
+    if (static_cast<BufferId>(i) != r) info.aliases.push_back(all[i].tensor);
+    info.aliases.insert(info.aliases.end(), all[i].aliases.begin(), all[i].aliases.end());
   }
   for (int32_t t = 0; t < n; ++t) {
     const Op& op = graph.op(order[t]);
@@ -77,7 +109,8 @@ std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachabil
   const Graph& graph = buffers.graph();
   std::vector<int64_t> bounds(graph.num_ops());
   for (OpId u = 0; u < graph.num_ops(); ++u) {
-    int64_t live = buffers.resident_bytes() + graph.op(u).workspace_bytes;
+    // An in-place step may save its output's bytes in some order.
+    int64_t live = buffers.resident_bytes() + graph.op(u).workspace_bytes - buffers.in_place_bytes(u);
     for (const ActivationBuffer& b : buffers.buffers()) {
       if (b.producer == u) {
         live += b.bytes;

@@ -35,7 +35,9 @@ struct MemoryProfile {
 // Simulates `order` on `buffers.graph()`. Lifetimes: a graph input from step
 // 0, an op's output from its producer's step, each until the step of its last
 // user (a buffer nobody reads dies at the step it appears); graph outputs and
-// counted weights until the last step; workspace for its op's step only.
+// counted weights until the last step; workspace for its op's step only. With
+// in_place, an output written over its input joins that input's buffer
+// (listed among its aliases), so the two count once.
 // InvalidArgument when `order` is not a topological order of all ops.
 absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::vector<OpId>& order);
 

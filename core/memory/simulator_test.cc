@@ -140,6 +140,41 @@ TEST(SimulatorTest, CountWeightsAddsThemToEveryStep) {
   EXPECT_EQ(Simulated(g, {0, 1}, MemoryModel{false, true}).step_bytes, (std::vector<int64_t>{37, 57}));
 }
 
+TEST(SimulatorTest, InPlaceWritesOverTheLastReadInput) {
+  // a -> x -> Relu -> y -> b. In place, the Relu's step holds x once.
+  Graph g = TestGraph()
+                .Input("in", 10)
+                .Op("a", "Conv", {"in"}, {{"x", 40}})
+                .Op("relu", "Relu", {"x"}, {{"y", 40}})
+                .Op("b", "Conv", {"y"}, {{"out", 8}})
+                .Output("out")
+                .Build();
+  EXPECT_EQ(Simulated(g, {0, 1, 2}).step_bytes, (std::vector<int64_t>{50, 80, 48}));
+  MemoryProfile in_place = Simulated(g, {0, 1, 2}, MemoryModel{false, false, true});
+  EXPECT_EQ(in_place.step_bytes, (std::vector<int64_t>{50, 40, 48}));
+  bool merged = false;
+  for (const BufferLifetimeInfo& b : in_place.buffers) {
+    if (g.tensor(b.tensor).name != "x") continue;
+    merged = b.aliases.size() == 1 && g.tensor(b.aliases[0]).name == "y" && b.last_step == 2;
+  }
+  EXPECT_TRUE(merged);
+}
+
+TEST(SimulatorTest, InPlaceNeedsTheLastReader) {
+  // x is read again after the Relu, so the Relu cannot overwrite it.
+  Graph g = TestGraph()
+                .Input("in", 10)
+                .Op("a", "Conv", {"in"}, {{"x", 40}})
+                .Op("relu", "Relu", {"x"}, {{"y", 40}})
+                .Op("b", "Add", {"x", "y"}, {{"out", 40}})
+                .Output("out")
+                .Build();
+  MemoryProfile p = Simulated(g, {0, 1, 2}, MemoryModel{false, false, true});
+  EXPECT_EQ(p.step_bytes[1], 80);
+  // The Add reads both last and may overwrite x (its first input).
+  EXPECT_EQ(p.step_bytes[2], 80);
+}
+
 TEST(SimulatorTest, RejectsNonTopologicalOrder) {
   Graph g = TestGraph().Input("in", 10).Op("a", "Conv", {"in"}, {{"x", 20}}).Op("b", "Conv", {"x"}, {{"y", 30}})
                 .Output("y").Build();
@@ -155,13 +190,14 @@ TEST(SimulatorTest, AgreesWithNaiveResimulationOnRandomGraphs) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 500; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(1 + trial % 15, rng));
-    for (int switches = 0; switches < 4; ++switches) {
-      MemoryModel model{(switches & 1) != 0, (switches & 2) != 0};
+    for (int switches = 0; switches < 8; ++switches) {
+      MemoryModel model{(switches & 1) != 0, (switches & 2) != 0, (switches & 4) != 0};
       BufferModel buffers(g, model);
       std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
       absl::StatusOr<MemoryProfile> p = Simulate(buffers, order);
       ASSERT_TRUE(p.ok());
-      ASSERT_EQ(p->peak_bytes, testing::NaivePeak(g, order, model.alias_views, model.count_weights))
+      ASSERT_EQ(p->peak_bytes,
+                testing::NaivePeak(g, order, model.alias_views, model.count_weights, model.in_place))
           << "trial " << trial << " switches " << switches;
       ASSERT_EQ(PeakOf(buffers, order), p->peak_bytes);
     }
@@ -175,8 +211,9 @@ TEST(LowerBoundTest, NeverAboveTheOptimumOnRandomGraphs) {
   int tight = 0;
   for (int trial = 0; trial < 300; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(1 + trial % 8, rng));
-    for (bool alias : {false, true}) {
-      BufferModel buffers(g, MemoryModel{alias, false});
+    for (int switches = 0; switches < 4; ++switches) {
+      const bool alias = (switches & 1) != 0;
+      BufferModel buffers(g, MemoryModel{alias, false, (switches & 2) != 0});
       int64_t best = INT64_MAX;
       testing::ForEachTopologicalOrder(g, [&](const std::vector<OpId>& order) {
         best = std::min(best, PeakOf(buffers, order));
@@ -184,7 +221,7 @@ TEST(LowerBoundTest, NeverAboveTheOptimumOnRandomGraphs) {
       int64_t bound = LowerBoundBytes(buffers);
       ASSERT_LE(bound, best) << "trial " << trial;
       if (bound == best) ++tight;
-      if (!alias) {
+      if (switches == 0) {
         for (const Op& op : g.ops()) {
           int64_t footprint = op.workspace_bytes;
           std::vector<TensorId> touched(op.inputs);

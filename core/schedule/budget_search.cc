@@ -84,7 +84,13 @@ class BudgetSearch::Impl {
     for (OpId u : done_) Apply(u);
   }
 
-  int64_t StepBytes(OpId u) const { return live_ + alloc_bytes_[u] + graph_.op(u).workspace_bytes; }
+  int64_t StepBytes(OpId u) const {
+    int64_t step = live_ + alloc_bytes_[u] + graph_.op(u).workspace_bytes;
+    for (BufferId b : buffers_.in_place_inputs(u)) {
+      if (remaining_users_[b] == 1) return step - buffers_.in_place_bytes(u);
+    }
+    return step;
+  }
 
   // How running `u` next changes the live bytes by itself: its outputs that
   // outlive the step, less the inputs whose last reader it is.

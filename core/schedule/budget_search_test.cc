@@ -35,11 +35,12 @@ TEST(BudgetSearchTest, EqualsBruteForceOnRandomDags) {
   std::mt19937 rng(2024);
   for (int trial = 0; trial < 2000; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(1 + trial % 10, rng));
-    const MemoryModel model{trial % 2 == 1, trial % 3 == 2};
+    const MemoryModel model{trial % 2 == 1, trial % 3 == 2, trial % 4 >= 2};
     BufferModel buffers(g, model);
     MinimizeResult result = Minimize(buffers);
     ASSERT_TRUE(IsTopologicalOrder(g, result.order)) << "trial " << trial;
-    ASSERT_EQ(result.peak_bytes, testing::NaivePeak(g, result.order, model.alias_views, model.count_weights));
+    ASSERT_EQ(result.peak_bytes,
+              testing::NaivePeak(g, result.order, model.alias_views, model.count_weights, model.in_place));
     ASSERT_TRUE(result.optimal);
     ASSERT_EQ(result.peak_bytes, BruteForceOptimum(buffers)) << "trial " << trial;
     ASSERT_EQ(result.lower_bound_bytes, result.peak_bytes);
@@ -61,7 +62,7 @@ TEST(BudgetSearchTest, PruningRulesKeepTheOptimum) {
   int64_t states_with = 0, states_without = 0;
   for (int trial = 0; trial < 500; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(4 + trial % 9, rng));
-    BufferModel buffers(g, MemoryModel{trial % 2 == 0, false});
+    BufferModel buffers(g, MemoryModel{trial % 2 == 0, false, trial % 3 == 0});
     const int64_t optimum = BruteForceOptimum(buffers);
     for (int rules = 0; rules < 4; ++rules) {
       SearchOptions options;

@@ -17,12 +17,20 @@ StepCost CostOfRunning(const BufferModel& buffers, const std::string& signature,
     cost.step += buffer.bytes;
     if (!buffer.users.empty() || buffer.live_to_end) cost.after += buffer.bytes;
   }
+  auto last_reader = [&](BufferId b) {
+    for (OpId user : buffers.buffers()[b].users) {
+      if (user != u && !Contains(signature, user)) return false;
+    }
+    return true;
+  };
   for (BufferId b : buffers.reads(u)) {
-    const ActivationBuffer& buffer = buffers.buffers()[b];
-    if (buffer.live_to_end) continue;
-    bool last = true;
-    for (OpId user : buffer.users) last = last && (user == u || Contains(signature, user));
-    if (last) cost.after -= buffer.bytes;
+    if (!buffers.buffers()[b].live_to_end && last_reader(b)) cost.after -= buffers.buffers()[b].bytes;
+  }
+  for (BufferId b : buffers.in_place_inputs(u)) {
+    if (last_reader(b)) {
+      cost.step -= buffers.in_place_bytes(u);
+      break;
+    }
   }
   return cost;
 }

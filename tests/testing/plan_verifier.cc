@@ -28,14 +28,29 @@ TensorId Root(const Graph& g, TensorId t, bool alias_views) {
   return t;
 }
 
+bool IsElementwise(const std::string& type) {
+  static const char* const kTypes[] = {"Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid",
+                                       "HardSwish", "Tanh", "Clip", "Add", "Sub", "Mul", "Div", "Neg", "Abs",
+                                       "Exp", "Log", "Sqrt", "Softplus", "BatchNormalization", "Dropout", "Erf",
+                                       "Gelu"};
+  for (const char* t : kTypes) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
 struct Lifetime {
   int64_t bytes = 0;
   int first = 0;
   int last = 0;
+  bool output = false;  // some tensor sharing it is a graph output
 };
 
-// Lifetimes of every root activation tensor, by name.
-std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId>& order, bool alias_views) {
+// Lifetimes of every root activation tensor, by name; with in_place, an
+// element-wise op's output joins the first same-sized input it reads last
+// (not a graph input or output), and the pair keeps the input's name.
+std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId>& order, bool alias_views,
+                                          bool in_place) {
   const int n = static_cast<int>(order.size());
   std::vector<int> step(g.num_ops());
   for (int t = 0; t < n; ++t) step[order[t]] = t;
@@ -53,7 +68,10 @@ std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId
       life.last = std::max(life.last, life.first);
     }
     for (OpId c : tensor.consumers) life.last = std::max(life.last, step[c]);
-    if (tensor.is_graph_output) life.last = n - 1;
+    if (tensor.is_graph_output) {
+      life.last = n - 1;
+      life.output = true;
+    }
   }
   // A view may be visited before its root: recompute first from the root.
   for (auto& [name, life] : out) {
@@ -61,13 +79,49 @@ std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId
     life.first = r.producer == kNoOp ? 0 : step[r.producer];
     life.last = std::max(life.last, life.first);
   }
-  return out;
+  if (!in_place) return out;
+  std::map<std::string, std::string> joined;  // member -> the name it joined
+  auto find = [&joined](std::string name) {
+    while (joined.count(name)) name = joined[name];
+    return name;
+  };
+  for (int t = 0; t < n; ++t) {
+    const Op& op = g.op(order[t]);
+    if (!IsElementwise(op.type)) continue;
+    std::vector<TensorId> own;
+    for (TensorId o : op.outputs) {
+      if (!g.tensor(o).is_weight && Root(g, o, alias_views) == o) own.push_back(o);
+    }
+    if (own.size() != 1 || g.tensor(own[0]).bytes == 0) continue;
+    const Tensor& result = g.tensor(own[0]);
+    std::vector<TensorId> seen;
+    for (TensorId in : op.inputs) {
+      if (g.tensor(in).is_weight) continue;
+      const TensorId r = Root(g, in, alias_views);
+      if (std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
+      seen.push_back(r);
+      const Tensor& base = g.tensor(r);
+      const Lifetime& life = out.at(base.name);
+      if (base.bytes != result.bytes || base.producer == kNoOp || life.output || life.last != t) continue;
+      joined[result.name] = base.name;
+      break;
+    }
+  }
+  std::map<std::string, Lifetime> merged;
+  for (const auto& [name, life] : out) {
+    const std::string group = find(name);
+    auto [it, fresh] = merged.emplace(group, out.at(group));
+    it->second.first = std::min(it->second.first, life.first);
+    it->second.last = std::max(it->second.last, life.last);
+  }
+  return merged;
 }
 
 }  // namespace
 
-int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights) {
-  std::map<std::string, Lifetime> lifetimes = Lifetimes(graph, order, alias_views);
+int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights,
+                  bool in_place) {
+  std::map<std::string, Lifetime> lifetimes = Lifetimes(graph, order, alias_views, in_place);
   int64_t peak = 0;
   for (int t = 0; t < static_cast<int>(order.size()); ++t) {
     int64_t live = graph.op(order[t]).workspace_bytes + (count_weights ? graph.weight_bytes() : 0);
@@ -104,7 +158,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
 
   const bool alias = plan.memory_model().alias_views();
   const bool weights = plan.memory_model().count_weights();
-  const int64_t peak = NaivePeak(graph, order, alias, weights);
+  const bool in_place = plan.memory_model().in_place();
+  const int64_t peak = NaivePeak(graph, order, alias, weights, in_place);
   if (plan.peak_bytes() != peak) {
     return absl::FailedPreconditionError(
         absl::StrCat("reported peak ", plan.peak_bytes(), " but re-simulation gives ", peak));
@@ -133,7 +188,7 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   auto covers = [](const v1::ArenaBuffer* b, int64_t bytes, int first, int last) {
     return b != nullptr && b->size() == bytes && b->first_step() <= first && b->last_step() >= last;
   };
-  for (const auto& [name, life] : Lifetimes(graph, order, alias)) {
+  for (const auto& [name, life] : Lifetimes(graph, order, alias, in_place)) {
     auto it = tensor_buffers.find(name);
     if (!covers(it == tensor_buffers.end() ? nullptr : it->second, life.bytes, life.first, life.last)) {
       return absl::FailedPreconditionError(absl::StrCat("tensor '", name, "' has no buffer covering steps ",

@@ -16,7 +16,8 @@ namespace serenity::testing {
 // Peak live bytes of `order` under the memory model of DESIGN.md section 2,
 // computed step by step from the definitions (quadratic; for tests only).
 // `order` must be topological.
-int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights);
+int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights,
+                  bool in_place = false);
 
 // OK when: the order is a topological permutation of the graph's ops and
 // order_names match it; peak_bytes equals NaivePeak; lower_bound_bytes <=

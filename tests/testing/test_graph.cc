@@ -63,12 +63,27 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng) {
   }
   for (int u = 0; u < num_ops; ++u) {
     std::string name = absl::StrCat("op", u);
-    const bool view = uniform(0, 5) == 0;
+    const int kind = uniform(0, 9);
+    const bool view = kind <= 1;
+    const bool elementwise = kind == 2 || kind == 3;
     std::vector<std::string> inputs;
     std::vector<std::pair<std::string, int64_t>> outputs;
+    std::string type = view ? "Reshape" : "Op";
     if (view) {
       const auto& data = available[uniform(0, static_cast<int>(available.size()) - 1)];
       inputs.push_back(data.first);
+      outputs.push_back({absl::StrCat(name, "_o0"), data.second});
+    } else if (elementwise) {
+      // Relu of a recent tensor, or Add of two: the output has the first
+      // input's size, so it may run in place.
+      int lo = std::max(0, static_cast<int>(available.size()) - 4);
+      const auto& data = available[uniform(lo, static_cast<int>(available.size()) - 1)];
+      inputs.push_back(data.first);
+      type = "Relu";
+      if (uniform(0, 1) == 0) {
+        inputs.push_back(available[uniform(0, static_cast<int>(available.size()) - 1)].first);
+        type = "Add";
+      }
       outputs.push_back({absl::StrCat(name, "_o0"), data.second});
     } else {
       const int fan_in = uniform(1, 3);
@@ -85,7 +100,7 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng) {
       const int fan_out = uniform(0, 4) == 0 ? 2 : 1;
       for (int k = 0; k < fan_out; ++k) outputs.push_back({absl::StrCat(name, "_o", k), uniform(1, 100)});
     }
-    g.Op(name, view ? "Reshape" : "Op", inputs, outputs, uniform(0, 4) == 0 ? uniform(1, 50) : 0);
+    g.Op(name, type, inputs, outputs, uniform(0, 4) == 0 ? uniform(1, 50) : 0);
     for (auto& o : outputs) available.push_back(o);
   }
   // The last op's outputs and sometimes another tensor are graph outputs.

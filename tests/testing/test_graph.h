@@ -32,10 +32,11 @@ class TestGraph {
   GraphSpec spec_;
 };
 
-// A random DAG of `num_ops` ops for property tests: each op reads 0-3 earlier
-// tensors (or a graph input), writes 1-2 tensors of random sizes in [1, 100],
-// some ops are view ops (Reshape, same size as their input), some have
-// workspace, some outputs are graph outputs and some are dead.
+// A random DAG of `num_ops` ops for property tests: each op reads 1-3 earlier
+// tensors (or a graph input), writes 1-2 tensors of random sizes in [1, 100];
+// some ops are view ops (Reshape, same size as their input), some element-wise
+// (Relu, Add; output the size of the first input), some have workspace, some
+// outputs are graph outputs and some are dead.
 GraphSpec RandomDag(int num_ops, std::mt19937& rng);
 
 }  // namespace serenity::testing
