@@ -34,6 +34,7 @@ nlohmann::ordered_json SummaryJson(const v1::OrderSummary& s) {
   nlohmann::ordered_json j;
   j["peak_bytes"] = s.peak_bytes();
   j["arena_bytes"] = s.arena_bytes();
+  j["arena_bytes_ours"] = s.arena_bytes_ours();
   return j;
 }
 
@@ -82,6 +83,7 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
     buffers.push_back(std::move(jb));
   }
   j["arena"] = {{"size_bytes", plan.arena().size_bytes()},
+                {"tflite_size_bytes", plan.arena().tflite_size_bytes()},
                 {"alignment", plan.arena().alignment()},
                 {"buffers", std::move(buffers)}};
   j["baselines"] = {{"file_order", SummaryJson(plan.baselines().file_order())},
@@ -147,24 +149,26 @@ std::string PlanSummary(const v1::Plan& plan) {
   absl::StrAppend(&out, "memory model alias_views=", plan.memory_model().alias_views() ? "on" : "off",
                   " count_weights=", plan.memory_model().count_weights() ? "on" : "off",
                   " in_place=", plan.memory_model().in_place() ? "on" : "off", "\n\n");
-  absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %10s\n", "order", "peak bytes", "arena bytes",
-                                        "vs serenity"));
+  absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %14s %10s\n", "order", "peak bytes", "arena TFLite",
+                                        "arena ours", "vs serenity"));
   const bool given = plan.stats().algorithm() == "given";
   const int64_t reference =
       given && plan.baselines().has_serenity() ? plan.baselines().serenity().peak_bytes() : plan.peak_bytes();
-  auto row = [&](const std::string& name, int64_t peak, int64_t arena) {
-    absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %10s\n", name, WithCommas(peak),
-                                          WithCommas(arena), Ratio(peak, reference)));
+  auto row = [&](const std::string& name, int64_t peak, int64_t tflite, int64_t ours) {
+    absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %14s %10s\n", name, WithCommas(peak), WithCommas(tflite),
+                                          WithCommas(ours), Ratio(peak, reference)));
   };
-  row(given ? "given order" : "serenity", plan.peak_bytes(), plan.arena().size_bytes());
-  if (given && plan.baselines().has_serenity()) {
-    row("serenity", plan.baselines().serenity().peak_bytes(), plan.baselines().serenity().arena_bytes());
-  }
-  row("file order", plan.baselines().file_order().peak_bytes(), plan.baselines().file_order().arena_bytes());
-  row("kahn", plan.baselines().kahn().peak_bytes(), plan.baselines().kahn().arena_bytes());
-  row("greedy", plan.baselines().greedy().peak_bytes(), plan.baselines().greedy().arena_bytes());
-  row("inductor", plan.baselines().inductor().peak_bytes(), plan.baselines().inductor().arena_bytes());
-  row("xla", plan.baselines().xla().peak_bytes(), plan.baselines().xla().arena_bytes());
+  auto summary_row = [&](const std::string& name, const v1::OrderSummary& s) {
+    row(name, s.peak_bytes(), s.arena_bytes(), s.arena_bytes_ours());
+  };
+  row(given ? "given order" : "serenity", plan.peak_bytes(), plan.arena().tflite_size_bytes(),
+      plan.arena().size_bytes());
+  if (given && plan.baselines().has_serenity()) summary_row("serenity", plan.baselines().serenity());
+  summary_row("file order", plan.baselines().file_order());
+  summary_row("kahn", plan.baselines().kahn());
+  summary_row("greedy", plan.baselines().greedy());
+  summary_row("inductor", plan.baselines().inductor());
+  summary_row("xla", plan.baselines().xla());
   if (plan.traffic_size() > 0) {
     absl::StrAppend(&out, "\noff-chip traffic (bytes read + written; Belady eviction)\n");
     absl::StrAppend(&out, absl::StrFormat("  %-12s", "on-chip"));

@@ -118,6 +118,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   v1::Arena* arena = out.mutable_arena();
   arena->set_size_bytes(plan.arena.size_bytes);
   arena->set_alignment(plan.arena.alignment);
+  arena->set_tflite_size_bytes(plan.arena_bytes_tflite);
   for (size_t i = 0; i < plan.profile.buffers.size(); ++i) {
     const BufferLifetimeInfo& b = plan.profile.buffers[i];
     v1::ArenaBuffer* buffer = arena->add_buffers();
@@ -180,6 +181,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   auto summary = [](const OrderSummary& s, v1::OrderSummary* o) {
     o->set_peak_bytes(s.peak_bytes);
     o->set_arena_bytes(s.arena_bytes);
+    o->set_arena_bytes_ours(s.arena_bytes_ours);
     o->mutable_step_bytes()->Assign(s.step_bytes.begin(), s.step_bytes.end());
   };
   out.mutable_step_bytes()->Assign(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());

@@ -35,7 +35,11 @@ absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<O
                                        int64_t alignment) {
   OrderSummary summary;
   ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, order));
-  ASSIGN_OR_RETURN(ArenaPlan arena, PlanArenaGreedyBySize(ArenaBuffersOf(profile), alignment));
+  const std::vector<ArenaBuffer> arena_buffers = ArenaBuffersOf(profile);
+  ASSIGN_OR_RETURN(ArenaPlan arena, PlanArenaGreedyBySize(arena_buffers, alignment));
+  // Ours without the skyline search, so that five baselines stay cheap.
+  ASSIGN_OR_RETURN(ArenaPlan ours, PlanArena(arena_buffers, alignment, /*skyline_nodes=*/0));
+  summary.arena_bytes_ours = ours.size_bytes;
   summary.order = std::move(order);
   summary.peak_bytes = profile.peak_bytes;
   summary.step_bytes = profile.step_bytes;
@@ -161,7 +165,10 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
 
   ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
   if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
-  ASSIGN_OR_RETURN(plan.arena, PlanArena(ArenaBuffersOf(plan.profile), options.alignment));
+  const std::vector<ArenaBuffer> arena_buffers = ArenaBuffersOf(plan.profile);
+  ASSIGN_OR_RETURN(plan.arena, PlanArena(arena_buffers, options.alignment));
+  ASSIGN_OR_RETURN(ArenaPlan tflite, PlanArenaGreedyBySize(arena_buffers, options.alignment));
+  plan.arena_bytes_tflite = tflite.size_bytes;
   plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
   if (!options.onchip_bytes.empty()) {
     const std::pair<const char*, const std::vector<OpId>*> orders[] = {

@@ -59,7 +59,8 @@ const char* CertificateName(Certificate certificate);
 struct OrderSummary {
   std::vector<OpId> order;
   int64_t peak_bytes = 0;
-  int64_t arena_bytes = 0;
+  int64_t arena_bytes = 0;        // TensorFlow-Lite-style planner
+  int64_t arena_bytes_ours = 0;   // PlanArena without the skyline search
   std::vector<int64_t> step_bytes;  // live bytes while each step runs
 };
 
@@ -68,7 +69,8 @@ struct Plan {
   MemoryProfile profile;             // of `order`; peak_bytes is the reported peak
   int64_t lower_bound_bytes = 0;
   Certificate certificate = Certificate::kBaseline;
-  ArenaPlan arena;                   // offsets parallel to profile.buffers
+  ArenaPlan arena;                   // offsets parallel to profile.buffers (PlanArena)
+  int64_t arena_bytes_tflite = 0;    // the TFLite-style planner on the same order
   OrderSummary file_order, kahn, greedy, inductor, xla;
   std::optional<OrderSummary> serenity;  // set when a given order was evaluated
   std::string algorithm;             // the algorithm that produced `order`

@@ -73,6 +73,7 @@ v1::Plan PlanFromJson(const nlohmann::json& j) {
   const nlohmann::json& arena = j.at("arena");
   p.mutable_arena()->set_size_bytes(arena.at("size_bytes").get<int64_t>());
   p.mutable_arena()->set_alignment(arena.at("alignment").get<int64_t>());
+  p.mutable_arena()->set_tflite_size_bytes(arena.at("tflite_size_bytes").get<int64_t>());
   for (const nlohmann::json& b : arena.at("buffers")) {
     v1::ArenaBuffer* buffer = p.mutable_arena()->add_buffers();
     buffer->set_tensor(b.at("tensor").get<std::string>());
@@ -96,6 +97,7 @@ v1::Plan PlanFromJson(const nlohmann::json& j) {
                                                     : p.mutable_baselines()->mutable_xla();
     summary->set_peak_bytes(s.at("peak_bytes").get<int64_t>());
     summary->set_arena_bytes(s.at("arena_bytes").get<int64_t>());
+    summary->set_arena_bytes_ours(s.at("arena_bytes_ours").get<int64_t>());
   }
   for (const nlohmann::json& s : j.at("steps")) {
     v1::Step* step = p.add_steps();

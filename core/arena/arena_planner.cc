@@ -10,9 +10,6 @@
 namespace serenity {
 namespace {
 
-// Search nodes per skyline attempt: tens of milliseconds at most.
-constexpr int64_t kSkylineNodes = 10000;
-
 int64_t AlignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
@@ -108,7 +105,8 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
   return PlaceInOrder(buffers, by_size, alignment, Fit::kBest);
 }
 
-absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                    int64_t skyline_nodes) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers);
   if (!valid.ok()) return valid;
@@ -165,8 +163,9 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   // Then a bounded skyline search for a packing at the bound itself, with
   // large buffers first and with long-lived ones first.
   for (SkylineOrder order : {SkylineOrder::kSizeFirst, SkylineOrder::kLifetimeFirst}) {
+    if (skyline_nodes <= 0) break;
     std::vector<int64_t> offsets;
-    if (PackWithinCapacity(buffers, alignment, bound, kSkylineNodes, order, &offsets) == PackingResult::kPacked) {
+    if (PackWithinCapacity(buffers, alignment, bound, skyline_nodes, order, &offsets) == PackingResult::kPacked) {
       best.offsets = std::move(offsets);
       best.size_bytes = 0;
       for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);

@@ -18,6 +18,9 @@ struct ArenaBuffer {
   int32_t last_step = 0;
 };
 
+// Search nodes per skyline attempt in PlanArena: tens of milliseconds at most.
+inline constexpr int64_t kDefaultSkylineNodes = 10000;
+
 struct ArenaPlan {
   int64_t size_bytes = 0;  // max over buffers of offset + size
   int64_t alignment = 1;
@@ -41,7 +44,9 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // first-fit), stopping as soon as one reaches ArenaLowerBound, then a bounded
 // skyline search (skyline_search.h) for a packing at the bound. Never larger
 // than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.
-absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
+// `skyline_nodes` bounds each skyline attempt (0 skips the search).
+absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                    int64_t skyline_nodes = kDefaultSkylineNodes);
 
 }  // namespace serenity
 

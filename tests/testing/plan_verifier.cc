@@ -169,8 +169,10 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   }
   for (const v1::OrderSummary* s : {&plan.baselines().file_order(), &plan.baselines().kahn(), &plan.baselines().greedy(),
                                     &plan.baselines().inductor(), &plan.baselines().xla()}) {
-    if (s->peak_bytes() < plan.lower_bound_bytes() || s->arena_bytes() < s->peak_bytes()) {
-      return absl::FailedPreconditionError("a baseline beats the lower bound or its arena is below its peak");
+    if (s->peak_bytes() < plan.lower_bound_bytes() || s->arena_bytes() < s->peak_bytes() ||
+        s->arena_bytes_ours() < s->peak_bytes() || s->arena_bytes_ours() > s->arena_bytes()) {
+      return absl::FailedPreconditionError(
+          "a baseline beats the lower bound, an arena is below its peak, or ours exceeds TFLite's");
     }
   }
 
@@ -264,6 +266,9 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
         }
       }
     }
+  }
+  if (arena.tflite_size_bytes() != 0 && arena.size_bytes() > arena.tflite_size_bytes()) {
+    return absl::FailedPreconditionError("the plan's arena is larger than the TFLite-style planner's");
   }
   if (arena.size_bytes() < peak) {
     return absl::FailedPreconditionError(absl::StrCat("arena ", arena.size_bytes(), " below peak ", peak));
