@@ -319,14 +319,18 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // possible one all of it.
   int64_t floor = proven();
   bool first = true;
-  while (floor < peak() && peak() > good_enough && Clock::now() < deadline) {
+  // Once every budget above the bound has been tried, the time left goes to
+  // raising the bound: refute the budget at the bound again and again.
+  bool raising = false;
+  while (peak() > good_enough && Clock::now() < deadline) {
     const int64_t lo = proven();
+    if (lo >= peak()) break;
     floor = std::max(floor, lo);
-    if (floor >= peak()) break;
-    int64_t budget = first ? lo : floor + (peak() - 1 - floor) / 2;
+    raising = raising || floor >= peak();
+    int64_t budget = first || raising ? lo : floor + (peak() - 1 - floor) / 2;
     if (first && good_enough > lo) budget = std::min(good_enough, peak() - 1);
     Clock::time_point round_deadline = deadline;
-    if (deadline != Clock::time_point::max() && budget + 1 < peak()) {
+    if (!raising && deadline != Clock::time_point::max() && budget + 1 < peak()) {
       round_deadline = Clock::now() + (deadline - Clock::now()) / (first ? 10 : 2);
     }
     first = false;
@@ -377,7 +381,10 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       result.stats.hit_limit = result.stats.hit_limit || s.stats.hit_limit;
       s.stats = SearchStats();
     }
-    if (!all_fit && any_unknown) floor = budget + 1;
+    if (!all_fit && any_unknown) {
+      if (raising) break;  // out of time at the bound
+      floor = budget + 1;
+    }
   }
 
   for (Segment& s : segments) result.order.insert(result.order.end(), s.best.begin(), s.best.end());
