@@ -62,7 +62,9 @@ const char* CertificateName(Certificate certificate) {
 }
 
 const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {"auto", "dp", "dp+dc", "dp+dc+asb", "exhaustive", "best_first", "baseline", "file_order", "kahn", "greedy", "inductor", "xla"};
+  static const std::vector<std::string> kAlgorithms = {
+      "auto",     "dp",         "dp+dc", "dp+dc+asb", "exhaustive", "best_first",
+      "baseline", "file_order", "kahn",  "greedy",    "inductor",   "xla"};
   return kAlgorithms;
 }
 
@@ -172,7 +174,9 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
   if (!options.onchip_bytes.empty()) {
     const std::pair<const char*, const std::vector<OpId>*> orders[] = {
-        {"serenity", &plan.order},          {"file_order", &plan.file_order.order}, {"kahn", &plan.kahn.order},
+        {plan.serenity.has_value() ? "given" : "serenity", &plan.order},
+        {"file_order", &plan.file_order.order},
+        {"kahn", &plan.kahn.order},
         {"greedy", &plan.greedy.order},     {"inductor", &plan.inductor.order},     {"xla", &plan.xla.order}};
     for (const auto& [name, order] : orders) {
       std::vector<TrafficResult> points;
