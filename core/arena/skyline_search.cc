@@ -66,57 +66,70 @@ class SkylineSearch {
   }
 
  private:
+  // Recursion goes one level per placed buffer; raising a section loops
+  // here instead, so the depth stays at most the number of buffers.
   bool Explore() {
-    if (++nodes_ > max_nodes_) {
-      gave_up_ = true;
-      return false;
-    }
-    // The leftmost lowest section with unplaced buffers.
-    int t0 = -1;
-    for (int s = 0; s < sections_; ++s) {
-      if (pending_count_[s] > 0 && (t0 < 0 || height_[s] < height_[t0])) t0 = s;
-    }
-    if (t0 < 0) return true;  // everything placed
-    const int64_t h0 = height_[t0];
-
-    // Place a buffer live at t0 whose whole lifetime is at height h0.
-    for (size_t i : by_size_) {
-      if (placed_[i] || span_[i].first > t0 || span_[i].second <= t0) continue;
-      const int64_t size = buffers_[i].size;
-      if (h0 + size > capacity_) continue;
-      bool flat = true;
-      for (int s = span_[i].first; s < span_[i].second && flat; ++s) flat = height_[s] == h0;
-      if (!flat) continue;
-      const int64_t top = AlignUp(h0 + size, alignment_);
-      bool fits = true;  // the rest of each section's buffers must still fit above
-      for (int s = span_[i].first; s < span_[i].second && fits; ++s) {
-        fits = pending_bytes_[s] - size <= capacity_ - std::min(top, capacity_);
+    std::vector<std::pair<int, int64_t>> raised;  // (section, height before)
+    auto give_back = [&] {
+      for (auto it = raised.rbegin(); it != raised.rend(); ++it) height_[it->first] = it->second;
+    };
+    while (true) {
+      if (++nodes_ > max_nodes_) {
+        gave_up_ = true;
+        give_back();
+        return false;
       }
-      if (!fits) continue;
-      Place(i, h0, top);
-      if (Explore()) return true;
-      Unplace(i, h0);
-      if (gave_up_) return false;
-    }
-
-    // Nothing starts at h0 in section t0: raise it to the lowest height a
-    // buffer live there could still rest on: a section of its lifetime that
-    // is higher already, or h0 plus the smallest unplaced buffer (the least
-    // a section at h0 can rise by).
-    int64_t next = INT64_MAX;
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      if (placed_[i]) continue;
-      next = std::min(next, AlignUp(h0 + buffers_[i].size, alignment_));
-      if (span_[i].first > t0 || span_[i].second <= t0) continue;
-      for (int s = span_[i].first; s < span_[i].second; ++s) {
-        if (height_[s] > h0) next = std::min(next, height_[s]);
+      // The leftmost lowest section with unplaced buffers.
+      int t0 = -1;
+      for (int s = 0; s < sections_; ++s) {
+        if (pending_count_[s] > 0 && (t0 < 0 || height_[s] < height_[t0])) t0 = s;
       }
+      if (t0 < 0) return true;  // everything placed
+      const int64_t h0 = height_[t0];
+
+      // Place a buffer live at t0 whose whole lifetime is at height h0.
+      for (size_t i : by_size_) {
+        if (placed_[i] || span_[i].first > t0 || span_[i].second <= t0) continue;
+        const int64_t size = buffers_[i].size;
+        if (h0 + size > capacity_) continue;
+        bool flat = true;
+        for (int s = span_[i].first; s < span_[i].second && flat; ++s) flat = height_[s] == h0;
+        if (!flat) continue;
+        const int64_t top = AlignUp(h0 + size, alignment_);
+        bool fits = true;  // the rest of each section's buffers must still fit above
+        for (int s = span_[i].first; s < span_[i].second && fits; ++s) {
+          fits = pending_bytes_[s] - size <= capacity_ - std::min(top, capacity_);
+        }
+        if (!fits) continue;
+        Place(i, h0, top);
+        if (Explore()) return true;
+        Unplace(i, h0);
+        if (gave_up_) {
+          give_back();
+          return false;
+        }
+      }
+
+      // Nothing starts at h0 in section t0: raise it to the lowest height a
+      // buffer live there could still rest on: a section of its lifetime that
+      // is higher already, or h0 plus the smallest unplaced buffer (the least
+      // a section at h0 can rise by).
+      int64_t next = INT64_MAX;
+      for (size_t i = 0; i < buffers_.size(); ++i) {
+        if (placed_[i]) continue;
+        next = std::min(next, AlignUp(h0 + buffers_[i].size, alignment_));
+        if (span_[i].first > t0 || span_[i].second <= t0) continue;
+        for (int s = span_[i].first; s < span_[i].second; ++s) {
+          if (height_[s] > h0) next = std::min(next, height_[s]);
+        }
+      }
+      if (next == INT64_MAX || pending_bytes_[t0] > capacity_ - std::min(next, capacity_)) {
+        give_back();
+        return false;
+      }
+      raised.emplace_back(t0, h0);
+      height_[t0] = next;
     }
-    if (next == INT64_MAX || pending_bytes_[t0] > capacity_ - std::min(next, capacity_)) return false;
-    height_[t0] = next;
-    const bool found = Explore();
-    height_[t0] = h0;
-    return found;
   }
 
   void Place(size_t i, int64_t offset, int64_t top) {
