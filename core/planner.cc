@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,23 +23,55 @@ double MillisSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-std::vector<ArenaBuffer> ArenaBuffersOf(const MemoryProfile& profile) {
-  std::vector<ArenaBuffer> buffers;
-  buffers.reserve(profile.buffers.size());
-  for (const BufferLifetimeInfo& b : profile.buffers) {
-    buffers.push_back({b.bytes, b.first_step, b.last_step});
+using ArenaPlanner = std::function<absl::StatusOr<ArenaPlan>(absl::Span<const ArenaBuffer>, int64_t)>;
+
+// Plans the arena of `profile` with `planner`. Resident weights (live at
+// every step) are stacked at the bottom first, so the planner only sees the
+// activations: the band they take is the same in any packing.
+absl::StatusOr<ArenaPlan> PlanProfileArena(const MemoryProfile& profile, int64_t alignment,
+                                           const ArenaPlanner& planner) {
+  std::vector<ArenaBuffer> activations;
+  std::vector<size_t> activation_index;
+  ArenaPlan plan;
+  plan.alignment = alignment;
+  plan.offsets.assign(profile.buffers.size(), 0);
+  int64_t band = 0;
+  for (size_t i = 0; i < profile.buffers.size(); ++i) {
+    const BufferLifetimeInfo& b = profile.buffers[i];
+    if (b.kind == BufferKind::kWeight) {
+      plan.offsets[i] = band;
+      band = (band + b.bytes + alignment - 1) / alignment * alignment;
+      plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + b.bytes);
+      continue;
+    }
+    activations.push_back({b.bytes, b.first_step, b.last_step});
+    activation_index.push_back(i);
   }
-  return buffers;
+  ASSIGN_OR_RETURN(ArenaPlan above, planner(activations, alignment));
+  for (size_t k = 0; k < activations.size(); ++k) plan.offsets[activation_index[k]] = band + above.offsets[k];
+  if (!activations.empty()) plan.size_bytes = std::max(plan.size_bytes, band + above.size_bytes);
+  return plan;
+}
+
+absl::StatusOr<ArenaPlan> TfliteStyle(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+  return PlanArenaGreedyBySize(buffers, alignment);
+}
+
+// Ours without the skyline search, so that five baselines stay cheap.
+absl::StatusOr<ArenaPlan> OursGreedy(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+  return PlanArena(buffers, alignment, /*skyline_nodes=*/0);
+}
+
+absl::StatusOr<ArenaPlan> Ours(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+  return PlanArena(buffers, alignment);
 }
 
 absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<OpId> order,
                                        int64_t alignment) {
   OrderSummary summary;
   ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, order));
-  const std::vector<ArenaBuffer> arena_buffers = ArenaBuffersOf(profile);
-  ASSIGN_OR_RETURN(ArenaPlan arena, PlanArenaGreedyBySize(arena_buffers, alignment));
-  // Ours without the skyline search, so that five baselines stay cheap.
-  ASSIGN_OR_RETURN(ArenaPlan ours, PlanArena(arena_buffers, alignment, /*skyline_nodes=*/0));
+  ASSIGN_OR_RETURN(ArenaPlan arena, PlanProfileArena(profile, alignment, TfliteStyle));
+  ASSIGN_OR_RETURN(ArenaPlan ours, PlanProfileArena(profile, alignment, OursGreedy));
   summary.arena_bytes_ours = ours.size_bytes;
   summary.order = std::move(order);
   summary.peak_bytes = profile.peak_bytes;
@@ -167,9 +200,8 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
 
   ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
   if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
-  const std::vector<ArenaBuffer> arena_buffers = ArenaBuffersOf(plan.profile);
-  ASSIGN_OR_RETURN(plan.arena, PlanArena(arena_buffers, options.alignment));
-  ASSIGN_OR_RETURN(ArenaPlan tflite, PlanArenaGreedyBySize(arena_buffers, options.alignment));
+  ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment, Ours));
+  ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
   plan.arena_bytes_tflite = tflite.size_bytes;
   plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
   if (!options.onchip_bytes.empty()) {

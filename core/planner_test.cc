@@ -1,12 +1,15 @@
 #include "core/planner.h"
 
+#include <filesystem>
 #include <random>
 
 #include "common/thread_pool.h"
+#include "core/onnx/onnx_import.h"
 #include "core/plan_proto.h"
 #include "core/schedule/baselines.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/test_graph.h"
 
@@ -274,6 +277,39 @@ TEST(PlannerTest, DeterministicAcrossThreadCounts) {
     EXPECT_EQ(alone->profile.peak_bytes, pooled->profile.peak_bytes);
     EXPECT_EQ(pooled->certificate, Certificate::kOptimal);
   }
+}
+
+}  // namespace
+}  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// Every shared model's plan, under the default memory model and with every
+// switch on, passes the independent verifier.
+TEST(PlannerTest, EveryPlanOfTheSharedModelsVerifies) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(SERENITY_SHARED_DIR "/bench/models")) {
+    if (entry.path().extension() != ".onnx") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    const std::string bytes = testing::ReadFile(entry.path().string());
+    absl::StatusOr<Graph> graph = ImportOnnxModel(bytes, {});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    for (bool switches : {false, true}) {
+      v1::PlanRequest request;
+      request.set_onnx_model(bytes);
+      request.mutable_options()->set_time_limit_seconds(1);
+      request.mutable_options()->mutable_memory_model()->set_alias_views(switches);
+      request.mutable_options()->mutable_memory_model()->set_count_weights(switches);
+      request.mutable_options()->mutable_memory_model()->set_in_place(switches);
+      absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      absl::Status verified = testing::VerifyPlan(*graph, *plan);
+      EXPECT_TRUE(verified.ok()) << verified << (switches ? " (all switches on)" : "");
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 22);
 }
 
 }  // namespace
