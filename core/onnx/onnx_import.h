@@ -24,13 +24,18 @@ struct OnnxImportOptions {
 };
 
 // Parses a serialized ONNX ModelProto and returns its GraphSpec (validated
-// later by Graph::Build). Ops are graph.node in file order, named by
-// node.name, or "<op_type>_<index>" when unnamed, with "_<index>" appended to
-// repeated names. InvalidArgument, naming the tensor or op, for: bytes that
-// do not parse; no nodes; control-flow ops (If, Loop, Scan) and ops with
-// subgraph attributes; tensors without an inferred shape; symbolic or
-// unknown dims not fixed by `dim_values`; non-tensor types; workspace for an
-// unknown op or negative workspace.
+// later by Graph::Build). `dim_values` replace symbolic dims before ONNX
+// shape inference runs. Ops are graph.node in file order, named by node.name,
+// or "<op_type>_<index>" when unnamed, with "_<index>" appended to repeated
+// names; types carry a "domain::" prefix outside the default domain. Weights
+// are initializers and Constant outputs (STRING weights count as 0 bytes);
+// graph inputs are graph.input minus initializers. MACs are set for Conv,
+// ConvTranspose, Gemm and MatMul (clamped, informational). InvalidArgument,
+// naming the tensor or op, for: bytes that do not parse; no nodes; negative
+// dim values; control-flow ops (If, Loop, Scan) and ops with subgraph
+// attributes; shape inference errors; tensors without an inferred shape;
+// symbolic or unknown dims not fixed by `dim_values`; non-tensor types;
+// workspace for an unknown op or negative workspace. Never throws.
 absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const OnnxImportOptions& options);
 
 // OnnxToGraphSpec followed by Graph::Build.
