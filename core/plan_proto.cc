@@ -88,8 +88,10 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
   return absl::InvalidArgumentError("the request carries no model: set graph or onnx_model");
 }
 
-v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options) {
-  v1::Plan out;
+namespace {
+
+void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options, v1::Plan* plan_out) {
+  v1::Plan& out = *plan_out;
   out.set_model(graph.name());
   out.set_nodes(graph.num_ops());
   for (OpId u : plan.order) {
@@ -114,7 +116,11 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   out.mutable_memory_model()->set_alias_views(options.memory_model.alias_views);
   out.mutable_memory_model()->set_count_weights(options.memory_model.count_weights);
   out.mutable_memory_model()->set_in_place(options.memory_model.in_place);
+}
 
+// The arena and the per-step view (skipped for a score-only plan).
+void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out) {
+  v1::Plan& out = *plan_out;
   v1::Arena* arena = out.mutable_arena();
   arena->set_size_bytes(plan.arena.size_bytes);
   arena->set_alignment(plan.arena.alignment);
@@ -177,7 +183,14 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
     step->mutable_workspace()->set_size(op.workspace_bytes);
     step->mutable_workspace()->set_offset(op.workspace_bytes > 0 ? workspace_offset[u] : 0);
   }
+}
 
+}  // namespace
+
+v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options) {
+  v1::Plan out;
+  FillHeader(graph, plan, options, &out);
+  if (!options.score_only) FillArenaAndSteps(graph, plan, &out);
   auto summary = [](const OrderSummary& s, v1::OrderSummary* o) {
     o->set_peak_bytes(s.peak_bytes);
     o->set_arena_bytes(s.arena_bytes);
@@ -215,8 +228,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   return out;
 }
 
-absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
-  const auto start = std::chrono::steady_clock::now();
+absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
   ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
   const v1::GivenOrder& given = request.given_order();
@@ -229,8 +241,20 @@ absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Exec
     if (!u.has_value()) return absl::InvalidArgumentError(absl::StrCat("the order names unknown op '", name, "'"));
     options.given_order.push_back(*u);
   }
-  ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, options, executor));
-  v1::Plan out = PlanToProto(graph, plan, options);
+  RETURN_IF_ERROR(ValidatePlanOptions(options));
+  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
+  return PreparedRequest{std::move(graph), std::move(options)};
+}
+
+absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {
+  ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
+  return PlanToProto(prepared.graph, plan, prepared.options);
+}
+
+absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
+  ASSIGN_OR_RETURN(v1::Plan out, ExecutePreparedRequest(prepared, executor));
   out.mutable_stats()->set_total_ms(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return out;

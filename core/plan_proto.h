@@ -26,6 +26,21 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
 // Fills a Plan message for `plan` of `graph`.
 v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options);
 
+// A request read and validated: its graph and its options (given_order
+// resolved to op ids and checked).
+struct PreparedRequest {
+  Graph graph;
+  PlanOptions options;
+};
+
+// Reads and validates a request without planning it: InvalidArgument naming
+// the problem for a bad graph, bad options or a bad given order.
+absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
+
+// Plans a prepared request (PlanGraph + PlanToProto). stats.total_ms covers
+// the planning only.
+absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
+
 // Imports, validates and plans a request: the whole job behind the Plan RPC.
 // stats.total_ms covers import through arena planning.
 // Independent parts of the search run on `executor` (null: this thread).

@@ -67,9 +67,14 @@ absl::StatusOr<ArenaPlan> Ours(absl::Span<const ArenaBuffer> buffers, int64_t al
 }
 
 absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<OpId> order,
-                                       int64_t alignment) {
+                                       int64_t alignment, bool peak_only = false) {
   OrderSummary summary;
   ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, order));
+  if (peak_only) {
+    summary.order = std::move(order);
+    summary.peak_bytes = profile.peak_bytes;
+    return summary;
+  }
   ASSIGN_OR_RETURN(ArenaPlan arena, PlanProfileArena(profile, alignment, TfliteStyle));
   ASSIGN_OR_RETURN(ArenaPlan ours, PlanProfileArena(profile, alignment, OursGreedy));
   summary.arena_bytes_ours = ours.size_bytes;
@@ -101,8 +106,7 @@ const std::vector<std::string>& PlanAlgorithms() {
   return kAlgorithms;
 }
 
-absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
-  const Clock::time_point start = Clock::now();
+absl::Status ValidatePlanOptions(const PlanOptions& options) {
   const std::vector<std::string>& algorithms = PlanAlgorithms();
   if (std::find(algorithms.begin(), algorithms.end(), options.algorithm) == algorithms.end()) {
     return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", options.algorithm,
@@ -124,15 +128,21 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   if (options.step_time_limit_seconds <= 0) {
     return absl::InvalidArgumentError("the per-step time limit must be positive");
   }
+  return absl::OkStatus();
+}
 
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
+  const Clock::time_point start = Clock::now();
+  RETURN_IF_ERROR(ValidatePlanOptions(options));
   BufferModel buffers(graph, options.memory_model);
   Plan plan;
   const Clock::time_point solve_start = Clock::now();
-  ASSIGN_OR_RETURN(plan.file_order, Summarize(buffers, FileOrder(graph), options.alignment));
-  ASSIGN_OR_RETURN(plan.kahn, Summarize(buffers, KahnOrder(graph), options.alignment));
-  ASSIGN_OR_RETURN(plan.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment));
-  ASSIGN_OR_RETURN(plan.inductor, Summarize(buffers, InductorOrder(buffers), options.alignment));
-  ASSIGN_OR_RETURN(plan.xla, Summarize(buffers, XlaOrder(buffers), options.alignment));
+  const bool peak_only = options.score_only;
+  ASSIGN_OR_RETURN(plan.file_order, Summarize(buffers, FileOrder(graph), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(plan.kahn, Summarize(buffers, KahnOrder(graph), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(plan.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(plan.inductor, Summarize(buffers, InductorOrder(buffers), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(plan.xla, Summarize(buffers, XlaOrder(buffers), options.alignment, peak_only));
 
   // The best baseline (ties in the order file_order, kahn, greedy, inductor,
   // xla), or the one asked for.
@@ -158,6 +168,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   plan.certificate = Certificate::kBaseline;
   if (search) {
     SearchOptions limits;
+    limits.cancelled = options.cancelled;
     limits.max_states = options.max_search_states;
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
@@ -170,7 +181,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     plan.algorithm = "auto";
     if (!options.given_order.empty()) {
       // Report the caller's order; Serenity's becomes the reference.
-      ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, options.alignment));
+      ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, options.alignment, peak_only));
       plan.serenity = std::move(serenity);
       plan.order = options.given_order;
       plan.algorithm = "given";
@@ -178,6 +189,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     }
   } else if (paper_dp) {
     SegmentedDpOptions dp;
+    dp.search.cancelled = options.cancelled;
     dp.search.max_states = options.max_search_states;
     dp.search.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
@@ -197,13 +209,20 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     }
   }
   plan.solve_ms = MillisSince(solve_start);
+  if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("the call was cancelled");
+  }
 
   ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
   if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
+  plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
+  if (options.score_only) {
+    plan.total_ms = MillisSince(start);
+    return plan;
+  }
   ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment, Ours));
   ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
   plan.arena_bytes_tflite = tflite.size_bytes;
-  plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
   if (!options.onchip_bytes.empty()) {
     const std::pair<const char*, const std::vector<OpId>*> orders[] = {
         {plan.serenity.has_value() ? "given" : "serenity", &plan.order},

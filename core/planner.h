@@ -3,6 +3,7 @@
 #ifndef SERENITY_CORE_PLANNER_H_
 #define SERENITY_CORE_PLANNER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +49,13 @@ struct PlanOptions {
   // When set, the plan is for this order (the caller's own), and the `auto`
   // search runs only to report how far it is from Serenity's.
   std::vector<OpId> given_order;
+  // Only the score: find the order and its peak, but skip the arena, the
+  // per-step view, traffic and the baselines' arenas (their peaks are still
+  // computed: the best one starts the search).
+  bool score_only = false;
+  // When set and it becomes true, the search stops and PlanGraph returns
+  // Cancelled (the caller went away). Owned by the caller.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 enum class Certificate { kOptimal, kBestFound, kBaseline };
@@ -82,6 +90,11 @@ struct Plan {
   double total_ms = 0;
   bool feasible = true;              // peak within the budget (or no budget)
 };
+
+// OK when PlanGraph accepts `options` (known algorithm and objective,
+// alignment >= 1, non-negative budget, a budget for objective fit, positive
+// limits and on-chip sizes); InvalidArgument naming the problem otherwise.
+absl::Status ValidatePlanOptions(const PlanOptions& options);
 
 // Returns the algorithm names PlanGraph accepts.
 const std::vector<std::string>& PlanAlgorithms();

@@ -235,6 +235,49 @@ namespace serenity {
 namespace {
 
 // The same request gives the same order on one thread and on a pool.
+// Score-only plans find the same order and peak as full plans and skip the
+// arena, the per-step view and the baselines' arenas.
+TEST(PlannerTest, ScoreOnlyKeepsThePeakAndSkipsTheArena) {
+  std::mt19937 rng(71);
+  for (int trial = 0; trial < 100; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 20, rng));
+    PlanOptions options;
+    options.memory_model.in_place = trial % 2 == 1;
+    options.memory_budget_bytes = trial % 3 == 0 ? 64 : 0;
+    absl::StatusOr<Plan> full = PlanGraph(g, options);
+    options.score_only = true;
+    absl::StatusOr<Plan> score = PlanGraph(g, options);
+    ASSERT_TRUE(full.ok() && score.ok());
+    EXPECT_EQ(score->order, full->order) << "trial " << trial;
+    EXPECT_EQ(score->profile.peak_bytes, full->profile.peak_bytes);
+    EXPECT_EQ(score->certificate, full->certificate);
+    EXPECT_EQ(score->feasible, full->feasible);
+    EXPECT_TRUE(score->arena.offsets.empty());
+    EXPECT_EQ(score->file_order.arena_bytes, 0);
+    v1::Plan proto = PlanToProto(g, *score, options);
+    EXPECT_EQ(proto.steps_size(), 0);
+    EXPECT_EQ(proto.arena().buffers_size(), 0);
+    EXPECT_EQ(proto.peak_bytes(), full->profile.peak_bytes);
+    EXPECT_EQ(proto.order_size(), g.num_ops());
+  }
+}
+
+TEST(PlannerTest, ACancelledCallReturnsCancelled) {
+  std::mt19937 rng(73);
+  Graph g = *Graph::Build(testing::RandomDag(12, rng));
+  std::atomic<bool> cancelled{true};
+  PlanOptions options;
+  options.cancelled = &cancelled;
+  for (const char* algorithm : {"auto", "dp", "dp+dc+asb", "best_first"}) {
+    options.algorithm = algorithm;
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kCancelled) << algorithm;
+  }
+  cancelled = false;
+  options.algorithm = "auto";
+  EXPECT_TRUE(PlanGraph(g, options).ok());
+}
+
 TEST(PlannerTest, DeterministicAcrossThreadCounts) {
   std::mt19937 rng(53);
   ThreadPool pool(4);

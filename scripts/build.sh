@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${SERENITY_BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || [ $# -gt 0 ]; then
+if [ ! -f "$BUILD_DIR/build.ninja" ] || [ $# -gt 0 ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j"$(nproc)"

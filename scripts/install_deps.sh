@@ -9,6 +9,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc
   libabsl-dev libonnx-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev libhiredis-dev redis-server openssl prometheus
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -184,7 +184,8 @@ class BudgetSearch::Impl {
       return false;
     }
     if (++expanded_ % 1024 == 0 &&
-        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > options_.max_states)) {
+        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > options_.max_states ||
+         Cancelled(options_))) {
       aborted_ = true;
       UndoTo(mark);
       return false;
@@ -322,7 +323,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // Once every budget above the bound has been tried, the time left goes to
   // raising the bound: refute the budget at the bound again and again.
   bool raising = false;
-  while (peak() > good_enough && Clock::now() < deadline) {
+  while (peak() > good_enough && Clock::now() < deadline && !Cancelled(options)) {
     const int64_t lo = proven();
     if (lo >= peak()) break;
     floor = std::max(floor, lo);

@@ -22,6 +22,7 @@
 #ifndef SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
 #define SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -41,7 +42,15 @@ struct SearchOptions {
   // Pruning rules, on by default; off only to measure what they save.
   bool forced_transitions = true;  // single ops
   bool forced_pairs = true;        // an op and a successor it makes ready
+  // When set and true, the search stops as if its time were up (the caller
+  // went away). Read with relaxed ordering; owned by the caller.
+  const std::atomic<bool>* cancelled = nullptr;
 };
+
+// True when `options.cancelled` is set and true.
+inline bool Cancelled(const SearchOptions& options) {
+  return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed);
+}
 
 struct SearchStats {
   int64_t states = 0;          // signatures expanded, over all checks

@@ -54,7 +54,7 @@ MinimizeResult SegmentedDp(const BufferModel& buffers, const SegmentedDpOptions&
         const int64_t old = tau_old;
         tau_old = tau_new;
         tau_new = solved.stats.hit_limit ? tau_new / 2 : (tau_new + old) / 2;
-        if (total > 0 && remaining() <= 1e-6) break;
+        if ((total > 0 && remaining() <= 1e-6) || Cancelled(options.search)) break;
       }
     }
     if (solved.order.empty()) {

@@ -34,7 +34,7 @@ MinimizeResult ExhaustiveSearch(const BufferModel& buffers, const SearchOptions&
   bool gave_up = false;
   std::function<void(int64_t, int64_t)> extend = [&](int64_t live, int64_t peak) {
     if (gave_up) return;
-    if (++result.stats.states > options.max_states || (result.stats.states % 4096 == 0 && Clock::now() > deadline)) {
+    if (++result.stats.states > options.max_states || (result.stats.states % 4096 == 0 && (Clock::now() > deadline || Cancelled(options)))) {
       gave_up = true;
       return;
     }
@@ -96,7 +96,7 @@ MinimizeResult BestFirstSearch(const BufferModel& buffers, const SearchOptions& 
       return result;
     }
     if (static_cast<int64_t>(nodes.size()) > options.max_states ||
-        (result.stats.states % 4096 == 0 && Clock::now() > deadline)) {
+        (result.stats.states % 4096 == 0 && (Clock::now() > deadline || Cancelled(options)))) {
       result.stats.hit_limit = true;
       return result;
     }

@@ -50,7 +50,7 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& opti
     absl::flat_hash_map<std::string, int32_t> index;
     bool out_of_time = false;
     for (int32_t e = 0; e < static_cast<int32_t>(levels[level].size()) && !out_of_time; ++e) {
-      if (e % 1024 == 1023) out_of_time = Clock::now() > deadline;
+      if (e % 1024 == 1023) out_of_time = Clock::now() > deadline || Cancelled(options);
       const Entry& entry = levels[level][e];
       for (OpId u : ops) {
         if (!IsReady(graph, entry.signature, u)) continue;
@@ -73,7 +73,7 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& opti
         std::max<int64_t>(result.stats.peak_memo_bytes,
                           static_cast<int64_t>(next.size() * (sizeof(Entry) + root.signature.size())));
     if (next.empty() || static_cast<int64_t>(next.size()) > options.max_states || out_of_time ||
-        Clock::now() > deadline) {
+        Clock::now() > deadline || Cancelled(options)) {
       result.stats.hit_limit = !next.empty();
       return result;  // empty order: no answer
     }
