@@ -14,9 +14,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/connection.h"
 #include "client/memory_plot.h"
 #include "client/model_file.h"
 #include "client/plan_output.h"
+#include "client/request_flags.h"
+#include "client/score_command.h"
 #include "common/command_line.h"
 #include "common/thread_pool.h"
 #include "core/arena/arena_csv.h"
@@ -40,75 +43,36 @@ constexpr char kTopHelp[] =
     "Commands:\n"
     "  plan MODEL...   plan one or more models (ONNX, or a serenity.v1.Graph as\n"
     "                  .pb binary or .pbtxt text) on a server or with --local\n"
+    "  score MODEL...  score many models in one streaming call to a server: peak,\n"
+    "                  feasibility and slack against --budget, one line per model\n"
+    "                  as results arrive (for NAS pipelines)\n"
     "  arena CSV...    plan arena offsets for bare instances (MiniMalloc CSV),\n"
     "                  in this process\n"
     "\n"
     "Run 'serenity-client COMMAND --help' for the flags of a command.\n";
 
 struct PlanFlags {
-  std::string server = "127.0.0.1:50051";
+  ConnectionFlags connection;
+  RequestFlags request;
   bool local = false;
   bool json = false;
-  bool alias_views = false;
-  bool count_weights = false;
-  bool in_place = false;
-  int64_t alignment = kDefaultAlignment;
-  int64_t budget = 0;
-  std::vector<std::string> dims;
-  std::string workspace_file;
-  double time_limit = 0;
-  std::string algorithm = "auto";
-  std::string objective = "min_peak";
-  double step_time_limit = 1;
-  int64_t max_states = 20'000'000;
-  std::string onchip;
   std::string order_file;
   std::string export_path;
   std::string plot_path;
   double timeout = 120;
 };
 
-absl::Status FillOptions(const PlanFlags& flags, v1::PlanOptions& options) {
-  options.mutable_memory_model()->set_alias_views(flags.alias_views);
-  options.mutable_memory_model()->set_count_weights(flags.count_weights);
-  options.mutable_memory_model()->set_in_place(flags.in_place);
-  options.set_alignment(flags.alignment);
-  options.set_memory_budget_bytes(flags.budget);
-  options.set_time_limit_seconds(flags.time_limit);
-  options.set_algorithm(flags.algorithm);
-  options.set_objective(flags.objective);
-  options.set_step_time_limit_seconds(flags.step_time_limit);
-  options.set_max_search_states(flags.max_states);
-  for (absl::string_view size : absl::StrSplit(flags.onchip, ',', absl::SkipEmpty())) {
-    int64_t bytes = 0;
-    if (!absl::SimpleAtoi(size, &bytes) || bytes <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--onchip takes positive byte counts separated by commas, not '", size, "'"));
-    }
-    options.add_onchip_bytes(bytes);
-  }
-  for (const std::string& dim : flags.dims) {
-    std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));
-    int64_t value = 0;
-    if (parts.size() != 2 || parts[0].empty() || !absl::SimpleAtoi(parts[1], &value) || value < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--dim takes NAME=VALUE with VALUE >= 0, not '", dim, "'"));
-    }
-    (*options.mutable_dim_values())[parts[0]] = value;
-  }
-  if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const v1::PlanRequest& request,
-                                    const PlanFlags& flags) {
+absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const Connection& connection,
+                                    const v1::PlanRequest& request, const PlanFlags& flags) {
   grpc::ClientContext context;
+  connection.Authorize(&context);
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(static_cast<int64_t>(flags.timeout * 1000)));
   v1::Plan plan;
   grpc::Status status = stub.Plan(&context, request, &plan);
   if (status.ok()) return plan;
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    return absl::UnavailableError(absl::StrCat("cannot reach serenity-server at ", flags.server, ": ",
+    return absl::UnavailableError(absl::StrCat("cannot reach serenity-server at ", flags.connection.server, ": ",
                                                status.error_message(),
                                                " (start serenity-server, or plan in-process with --local)"));
   }
@@ -117,11 +81,12 @@ absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const v1::PlanReq
 
 // Plans the model in `path` in-process (stub == nullptr) or on the server.
 absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOptions& options,
-                                   const v1::GivenOrder& given, const PlanFlags& flags, v1::Scheduler::Stub* stub) {
+                                   const v1::GivenOrder& given, const PlanFlags& flags, v1::Scheduler::Stub* stub,
+                                   const Connection& connection) {
   ASSIGN_OR_RETURN(v1::PlanRequest request, ReadModelFile(path));
   *request.mutable_options() = options;
   *request.mutable_given_order() = given;
-  if (stub != nullptr) return PlanRemote(*stub, request, flags);
+  if (stub != nullptr) return PlanRemote(*stub, connection, request, flags);
   static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return ExecutePlanRequest(request, &pool);
 }
@@ -151,36 +116,11 @@ int RunPlan(const std::vector<std::string>& args) {
       "serenity.v1.Graph as .pb (binary) or .pbtxt (text). ONNX ops have no\n"
       "workspace bytes unless --workspace gives them.\n"
       "Exit status: 0 when every model was planned, 1 when one failed, 2 on usage errors.");
-  flag_set.AddString("server", &flags.server, "HOST:PORT", "serenity-server to call.");
+  AddConnectionFlags(flag_set, &flags.connection);
   flag_set.AddBool("local", &flags.local, "Plan in this process instead of calling a server.");
   flag_set.AddBool("json", &flags.json,
                    "Print the JSON plan (one object; one per line for several models).");
-  flag_set.AddBool("alias-views", &flags.alias_views,
-                   "Let Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's buffer.");
-  flag_set.AddBool("count-weights", &flags.count_weights,
-                   "Count weights as resident for the whole run (excluded by default).");
-  flag_set.AddBool("in-place", &flags.in_place,
-                   "Let element-wise ops (Relu, Add, BatchNormalization, ...) overwrite an input of the\n"
-                   "      same size whose last reader they are.");
-  flag_set.AddInt("alignment", &flags.alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
-  flag_set.AddInt("budget", &flags.budget, "BYTES", "Memory budget; the plan reports whether it fits. 0: none.");
-  flag_set.AddRepeated("dim", &flags.dims, "NAME=VALUE", "Value of a symbolic ONNX dimension, e.g. batch=1.");
-  flag_set.AddString("workspace", &flags.workspace_file, "FILE",
-                     "JSON object {\"op name\": bytes} of temporary workspace per ONNX op.");
-  flag_set.AddDouble("time-limit", &flags.time_limit, "SECONDS",
-                     "Search time limit; when it runs out the best order found so far is returned\n"
-                     "      with certificate best_found and a proven lower bound. 0: 10 s.");
-  flag_set.AddString("algorithm", &flags.algorithm, "NAME",
-                     "auto (exact search; certificate optimal when proven), dp, dp+dc,\n"
-                     "      dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
-                     "      adaptive soft budgeting; exponential in width), exhaustive, best_first\n"
-                     "      (reference searches for small graphs), baseline (best of the\n"
-                     "      baselines), file_order, kahn, greedy, inductor or xla (compilers' orders).");
-  flag_set.AddDouble("step-time-limit", &flags.step_time_limit, "SECONDS",
-                     "Time one budgeted DP may take under --algorithm dp+dc+asb.");
-  flag_set.AddString("onchip", &flags.onchip, "BYTES,...",
-                     "On-chip memory sizes for the off-chip traffic estimate of every order\n"
-                     "      (Belady eviction; e.g. 65536,131072,262144).");
+  AddRequestFlags(flag_set, &flags.request, /*with_outputs=*/true);
   flag_set.AddString("order", &flags.order_file, "FILE",
                      "Evaluate this order instead of searching: a JSON list of op indices or op\n"
                      "      names. Serenity's own order is reported beside it.");
@@ -189,11 +129,6 @@ int RunPlan(const std::vector<std::string>& args) {
                      "      and the arena in metadata_props (serenity.offset/<tensor>, ...; see README).");
   flag_set.AddString("plot", &flags.plot_path, "OUT.svg",
                      "Draw live bytes per step of every order and the arena (SVG).");
-  flag_set.AddInt("max-states", &flags.max_states, "N",
-                  "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
-  flag_set.AddString("objective", &flags.objective, "NAME",
-                     "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"
-                     "      when none fits).");
   flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
@@ -209,7 +144,7 @@ int RunPlan(const std::vector<std::string>& args) {
     return 2;
   }
   v1::PlanOptions options;
-  if (absl::Status s = FillOptions(flags, options); !s.ok()) {
+  if (absl::Status s = FillOptions(flags.request, options); !s.ok()) {
     std::cerr << "serenity-client plan: " << s.message() << "\n";
     return 2;
   }
@@ -231,19 +166,22 @@ int RunPlan(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<v1::Scheduler::Stub> stub;
+  Connection connection;
   if (!flags.local) {
-    grpc::ChannelArguments channel_args;
-    channel_args.SetMaxReceiveMessageSize(256 * 1024 * 1024);
-    channel_args.SetMaxSendMessageSize(256 * 1024 * 1024);
-    stub = v1::Scheduler::NewStub(
-        grpc::CreateCustomChannel(flags.server, grpc::InsecureChannelCredentials(), channel_args));
+    absl::StatusOr<Connection> connected = Connect(flags.connection);
+    if (!connected.ok()) {
+      std::cerr << "serenity-client plan: " << connected.status().message() << "\n";
+      return 2;
+    }
+    connection = std::move(connected).value();
+    stub = v1::Scheduler::NewStub(connection.channel);
   }
 
   const bool several = flag_set.positionals().size() > 1;
   std::vector<v1::Plan> plans;
   int failures = 0;
   for (const std::string& path : flag_set.positionals()) {
-    absl::StatusOr<v1::Plan> plan = PlanModel(path, options, given, flags, stub.get());
+    absl::StatusOr<v1::Plan> plan = PlanModel(path, options, given, flags, stub.get(), connection);
     if (!plan.ok()) {
       std::cerr << path << ": " << plan.status().message() << "\n";
       ++failures;
@@ -358,6 +296,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "plan") return serenity::RunPlan(args);
   if (command == "arena") return serenity::RunArena(args);
+  if (command == "score") return serenity::RunScore(args);
   std::cerr << "serenity-client: unknown command '" << command << "'\n\n" << serenity::kTopHelp;
   return 2;
 }

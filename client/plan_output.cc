@@ -6,7 +6,6 @@
 #include "absl/strings/str_format.h"
 
 namespace serenity {
-namespace {
 
 const char* CertificateText(v1::Certificate certificate) {
   switch (certificate) {
@@ -18,6 +17,8 @@ const char* CertificateText(v1::Certificate certificate) {
       return "baseline";
   }
 }
+
+namespace {
 
 const char* KindText(v1::BufferKind kind) {
   switch (kind) {

@@ -21,6 +21,9 @@ std::string PlanSummary(const v1::Plan& plan);
 // Kahn and greedy orders, the arena, the lower bound and the time.
 std::string PlanTable(const std::vector<v1::Plan>& plans);
 
+// "optimal", "best_found" or "baseline".
+const char* CertificateText(v1::Certificate certificate);
+
 // 1234567 -> "1,234,567".
 std::string WithCommas(int64_t value);
 

@@ -185,18 +185,33 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
   }
 }
 
+void FillSummary(const OrderSummary& s, v1::OrderSummary* o) {
+  o->set_peak_bytes(s.peak_bytes);
+  o->set_arena_bytes(s.arena_bytes);
+  o->set_arena_bytes_ours(s.arena_bytes_ours);
+  o->mutable_step_bytes()->Assign(s.step_bytes.begin(), s.step_bytes.end());
+}
+
+void FillTraffic(const Graph& graph, const std::string& name, const std::vector<TrafficResult>& points,
+                 v1::OrderTraffic* traffic) {
+  traffic->set_order(name);
+  for (const TrafficResult& r : points) {
+    v1::TrafficPoint* point = traffic->add_points();
+    point->set_onchip_bytes(r.onchip_bytes);
+    point->set_read_bytes(r.read_bytes);
+    point->set_write_bytes(r.write_bytes);
+    point->set_feasible(r.feasible);
+    if (!r.feasible) point->set_infeasible_op(graph.op(r.infeasible_op).name);
+  }
+}
+
 }  // namespace
 
 v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options) {
   v1::Plan out;
   FillHeader(graph, plan, options, &out);
   if (!options.score_only) FillArenaAndSteps(graph, plan, &out);
-  auto summary = [](const OrderSummary& s, v1::OrderSummary* o) {
-    o->set_peak_bytes(s.peak_bytes);
-    o->set_arena_bytes(s.arena_bytes);
-    o->set_arena_bytes_ours(s.arena_bytes_ours);
-    o->mutable_step_bytes()->Assign(s.step_bytes.begin(), s.step_bytes.end());
-  };
+  const auto& summary = FillSummary;
   out.mutable_step_bytes()->Assign(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());
   summary(plan.file_order, out.mutable_baselines()->mutable_file_order());
   summary(plan.kahn, out.mutable_baselines()->mutable_kahn());
@@ -213,19 +228,26 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   out.set_memory_budget_bytes(options.memory_budget_bytes);
   out.set_feasible(plan.feasible);
   if (options.memory_budget_bytes > 0) out.set_headroom_bytes(options.memory_budget_bytes - plan.profile.peak_bytes);
-  for (const auto& [name, points] : plan.traffic) {
-    v1::OrderTraffic* traffic = out.add_traffic();
-    traffic->set_order(name);
-    for (const TrafficResult& r : points) {
-      v1::TrafficPoint* point = traffic->add_points();
-      point->set_onchip_bytes(r.onchip_bytes);
-      point->set_read_bytes(r.read_bytes);
-      point->set_write_bytes(r.write_bytes);
-      point->set_feasible(r.feasible);
-      if (!r.feasible) point->set_infeasible_op(graph.op(r.infeasible_op).name);
-    }
-  }
+  for (const auto& [name, points] : plan.traffic) FillTraffic(graph, name, points, out.add_traffic());
   return out;
+}
+
+absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan) {
+  ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(graph, options));
+  v1::Baselines* baselines = plan->mutable_baselines();
+  FillSummary(report.file_order, baselines->mutable_file_order());
+  FillSummary(report.kahn, baselines->mutable_kahn());
+  FillSummary(report.greedy, baselines->mutable_greedy());
+  FillSummary(report.inductor, baselines->mutable_inductor());
+  FillSummary(report.xla, baselines->mutable_xla());
+  // Keep the plan's own order's traffic (the first entry), replace the rest.
+  if (plan->traffic_size() > 0) {
+    v1::OrderTraffic own = plan->traffic(0);
+    plan->clear_traffic();
+    *plan->add_traffic() = std::move(own);
+    for (const auto& [name, points] : report.traffic) FillTraffic(graph, name, points, plan->add_traffic());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {

@@ -26,6 +26,11 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
 // Fills a Plan message for `plan` of `graph`.
 v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options);
 
+// Recomputes the baselines (and their traffic) of `plan` for `graph`: for a
+// plan made for an isomorphic graph whose op list was in another order, so
+// that file order and the other baselines describe the caller's graph.
+absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan);
+
 // A request read and validated: its graph and its options (given_order
 // resolved to op ids and checked).
 struct PreparedRequest {

@@ -131,6 +131,40 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
   return absl::OkStatus();
 }
 
+namespace {
+
+absl::StatusOr<BaselineReport> SummarizeBaselines(const BufferModel& buffers, const PlanOptions& options,
+                                                  bool with_traffic) {
+  const Graph& graph = buffers.graph();
+  const bool peak_only = options.score_only;
+  BaselineReport report;
+  ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers), options.alignment, peak_only));
+  if (with_traffic && !peak_only && !options.onchip_bytes.empty()) {
+    const std::pair<const char*, const std::vector<OpId>*> orders[] = {
+        {"file_order", &report.file_order.order}, {"kahn", &report.kahn.order},
+        {"greedy", &report.greedy.order},         {"inductor", &report.inductor.order},
+        {"xla", &report.xla.order}};
+    for (const auto& [name, order] : orders) {
+      std::vector<TrafficResult> points;
+      for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, *order, onchip));
+      report.traffic.emplace_back(name, std::move(points));
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options) {
+  RETURN_IF_ERROR(ValidatePlanOptions(options));
+  BufferModel buffers(graph, options.memory_model);
+  return SummarizeBaselines(buffers, options, /*with_traffic=*/true);
+}
+
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
   const Clock::time_point start = Clock::now();
   RETURN_IF_ERROR(ValidatePlanOptions(options));
@@ -138,11 +172,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   Plan plan;
   const Clock::time_point solve_start = Clock::now();
   const bool peak_only = options.score_only;
-  ASSIGN_OR_RETURN(plan.file_order, Summarize(buffers, FileOrder(graph), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(plan.kahn, Summarize(buffers, KahnOrder(graph), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(plan.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(plan.inductor, Summarize(buffers, InductorOrder(buffers), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(plan.xla, Summarize(buffers, XlaOrder(buffers), options.alignment, peak_only));
+  {
+    ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(buffers, options, /*with_traffic=*/false));
+    plan.file_order = std::move(report.file_order);
+    plan.kahn = std::move(report.kahn);
+    plan.greedy = std::move(report.greedy);
+    plan.inductor = std::move(report.inductor);
+    plan.xla = std::move(report.xla);
+  }
 
   // The best baseline (ties in the order file_order, kahn, greedy, inductor,
   // xla), or the one asked for.

@@ -96,6 +96,15 @@ struct Plan {
 // limits and on-chip sizes); InvalidArgument naming the problem otherwise.
 absl::Status ValidatePlanOptions(const PlanOptions& options);
 
+// The five baseline orders of a graph, summarized as PlanGraph reports them
+// (without arenas when options.score_only), with their traffic at
+// options.onchip_bytes (in the order file_order, kahn, greedy, inductor, xla).
+struct BaselineReport {
+  OrderSummary file_order, kahn, greedy, inductor, xla;
+  std::vector<std::pair<std::string, std::vector<TrafficResult>>> traffic;
+};
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options);
+
 // Returns the algorithm names PlanGraph accepts.
 const std::vector<std::string>& PlanAlgorithms();
 

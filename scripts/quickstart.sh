@@ -10,7 +10,7 @@ BUILD_DIR=${SERENITY_BUILD_DIR:-build}
 MODELS_DIR=${SERENITY_MODELS_DIR:-../shared/bench/models}
 
 port_file=$(mktemp)
-"$BUILD_DIR/server/serenity-server" --port 0 --port-file "$port_file" 2>"$BUILD_DIR/quickstart-server.log" &
+"$BUILD_DIR/server/serenity-server" --plaintext --port 0 --port-file "$port_file" 2>"$BUILD_DIR/quickstart-server.log" &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null || true; rm -f "$port_file"' EXIT
 for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.1; done
@@ -33,6 +33,10 @@ echo "Peak activation bytes per order (no view aliasing, weights excluded):"
 echo
 echo "One model in detail:"
 "$BUILD_DIR/client/serenity-client" plan "$MODELS_DIR/randwire_ws_cifar10_stage1.onnx" --server "127.0.0.1:$port"
+echo
+echo "Scoring the same models against a 1 MiB budget in one streaming call (NAS mode;"
+echo "the plans above are in the server's cache, so these are cache hits):"
+"$BUILD_DIR/client/serenity-client" score "${paths[@]}" --server "127.0.0.1:$port" --time-limit 3 --budget 1048576
 
 kill -TERM "$server_pid"
 wait "$server_pid"

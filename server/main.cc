@@ -1,19 +1,29 @@
-// serenity-server: serves the Scheduler service, gRPC health and reflection.
+// serenity-server: serves the Scheduler service, gRPC health and reflection,
+// and Prometheus metrics.
 #include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/command_line.h"
+#include "common/job_runner.h"
+#include "common/log.h"
 #include "common/thread_pool.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+#include "server/metrics.h"
+#include "server/plan_cache.h"
+#include "server/redis_store.h"
 #include "server/scheduler_service.h"
+#include "server/scheduling_backend.h"
 
 namespace {
 
@@ -24,23 +34,80 @@ struct ServerFlags {
   int64_t max_message_mb = 64;
   double shutdown_grace_seconds = 5;
   int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  int64_t max_queue = 256;
+  int64_t max_ops = 100000;
+  double max_job_seconds = 60;
+  int64_t max_jobs_per_connection = 16;
+  int64_t cache_mb = 256;
+  std::string redis;
+  double redis_timeout_ms = 50;
+  int64_t metrics_port = -1;
+  std::string metrics_port_file;
+  bool plaintext = false;
+  std::string tls_cert, tls_key, tls_client_ca, token_file;
 };
 
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read the ", what, " file '", path, "'"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "serenity-server: " << message << "\n";
+  return 2;
+}
+
 int Run(int argc, char** argv) {
+  // Block the stop signals before any thread starts (gRPC starts some as soon
+  // as credentials are made), so every thread inherits the mask; a dedicated
+  // thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
   ServerFlags flags;
   serenity::FlagSet flag_set(
       "serenity-server [flags]",
-      "Serves the serenity.v1.Scheduler gRPC service (Plan), the gRPC health service\n"
-      "(grpc.health.v1) and server reflection (v1alpha) on one plaintext port.\n"
-      "SIGTERM or SIGINT stops accepting calls, lets running calls finish within the\n"
-      "grace period, and exits 0.");
+      "Serves the serenity.v1.Scheduler gRPC service (Plan, Score, GetPlan), the gRPC\n"
+      "health service (grpc.health.v1) and server reflection (v1alpha) on one port,\n"
+      "over TLS (--tls-cert/--tls-key) or, only when asked, --plaintext.\n"
+      "Each Plan call and Score candidate is a job: --threads jobs run at once, up to\n"
+      "--max-queue wait, more are refused with RESOURCE_EXHAUSTED. Results are cached\n"
+      "by a canonical hash of the graph (in process, and in Redis with --redis).\n"
+      "SIGTERM or SIGINT: health turns NOT_SERVING, new calls are refused, running\n"
+      "calls may finish within the grace period, then the server exits 0.");
   flag_set.AddString("host", &flags.host, "ADDR", "Address to listen on; 0.0.0.0 for all interfaces.");
   flag_set.AddInt("port", &flags.port, "N", "Port to listen on; 0 picks a free port.");
   flag_set.AddString("port-file", &flags.port_file, "PATH",
                      "Write the bound port number to PATH once serving (useful with --port 0).");
+  flag_set.AddBool("plaintext", &flags.plaintext, "Serve without TLS (only for loopback or a trusted network).");
+  flag_set.AddString("tls-cert", &flags.tls_cert, "PEM", "Server certificate chain (PEM file).");
+  flag_set.AddString("tls-key", &flags.tls_key, "PEM", "Server private key (PEM file).");
+  flag_set.AddString("tls-client-ca", &flags.tls_client_ca, "PEM",
+                     "Require client certificates signed by this CA (mutual TLS).");
+  flag_set.AddString("token-file", &flags.token_file, "PATH",
+                     "Require 'authorization: Bearer <token>' with the token in PATH (health checks exempt).");
   flag_set.AddInt("max-message-mb", &flags.max_message_mb, "MB", "Largest request or reply accepted.");
   flag_set.AddInt("threads", &flags.threads, "N",
-                  "Worker threads for the parallel parts of searches (default: the core count).");
+                  "Jobs run at once, and worker threads for their parallel parts (default: the core count).");
+  flag_set.AddInt("max-queue", &flags.max_queue, "N", "Jobs that may wait for a thread before calls are refused.");
+  flag_set.AddInt("max-ops", &flags.max_ops, "N", "Largest graph accepted, in ops.");
+  flag_set.AddDouble("max-job-seconds", &flags.max_job_seconds, "S",
+                     "Longest search one job may run, whatever the request asks.");
+  flag_set.AddInt("max-jobs-per-connection", &flags.max_jobs_per_connection, "N",
+                  "Plan calls one connection may have in flight; candidates one Score stream may have in flight.");
+  flag_set.AddInt("cache-mb", &flags.cache_mb, "MB", "Size of the in-process plan cache; 0 turns it off.");
+  flag_set.AddString("redis", &flags.redis, "HOST:PORT", "Share plans with other replicas through this Redis.");
+  flag_set.AddDouble("redis-timeout-ms", &flags.redis_timeout_ms, "MS",
+                     "Longest wait for Redis per command; after a failure Redis is skipped for a second.");
+  flag_set.AddInt("metrics-port", &flags.metrics_port, "N",
+                  "Serve Prometheus metrics on http://HOST:N/metrics (0 picks a free port; default: off).");
+  flag_set.AddString("metrics-port-file", &flags.metrics_port_file, "PATH", "Write the metrics port to PATH.");
   flag_set.AddDouble("shutdown-grace-seconds", &flags.shutdown_grace_seconds, "S",
                      "How long running calls may take to finish after SIGTERM.");
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -49,33 +116,93 @@ int Run(int argc, char** argv) {
     std::cout << flag_set.Help();
     return 0;
   }
-  if (!parsed.ok() || !flag_set.positionals().empty()) {
-    std::cerr << "serenity-server: "
-              << (parsed.ok() ? "unexpected argument '" + flag_set.positionals()[0] + "'"
-                              : std::string(parsed.message()))
-              << "\n";
-    return 2;
+  if (!parsed.ok()) return Fail(std::string(parsed.message()));
+  if (!flag_set.positionals().empty()) return Fail("unexpected argument '" + flag_set.positionals()[0] + "'");
+  if (flags.port < 0 || flags.port > 65535) return Fail("--port must be 0..65535");
+  if (flags.max_message_mb < 1 || flags.max_message_mb > 2047) return Fail("--max-message-mb must be 1..2047");
+  if (flags.threads < 1 || flags.threads > 1024) return Fail("--threads must be 1..1024");
+  if (flags.max_queue < 0 || flags.max_ops < 1 || flags.max_job_seconds <= 0 || flags.max_jobs_per_connection < 1 ||
+      flags.cache_mb < 0 || flags.redis_timeout_ms <= 0) {
+    return Fail("--max-queue and --cache-mb must be >= 0; --max-ops, --max-job-seconds, "
+                "--max-jobs-per-connection and --redis-timeout-ms must be positive");
   }
-  if (flags.port < 0 || flags.port > 65535 || flags.max_message_mb < 1 || flags.threads < 1 || flags.threads > 1024) {
-    std::cerr << "serenity-server: --port must be 0..65535, --max-message-mb at least 1, --threads 1..1024\n";
-    return 2;
+  if (flags.metrics_port < -1 || flags.metrics_port > 65535) return Fail("--metrics-port must be 0..65535");
+  const bool tls = !flags.tls_cert.empty() || !flags.tls_key.empty();
+  if (tls && (flags.tls_cert.empty() || flags.tls_key.empty())) return Fail("--tls-cert and --tls-key go together");
+  if (tls && flags.plaintext) return Fail("--plaintext contradicts --tls-cert/--tls-key");
+  if (!tls && !flags.tls_client_ca.empty()) return Fail("--tls-client-ca needs --tls-cert and --tls-key");
+  if (!tls && !flags.plaintext) {
+    return Fail("give --tls-cert and --tls-key, or --plaintext to serve without encryption");
   }
 
-  // Block the stop signals in every thread; a dedicated thread waits for them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (tls) {
+    grpc::SslServerCredentialsOptions ssl(flags.tls_client_ca.empty()
+                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    absl::StatusOr<std::string> cert = ReadWholeFile(flags.tls_cert, "--tls-cert");
+    absl::StatusOr<std::string> key = ReadWholeFile(flags.tls_key, "--tls-key");
+    if (!cert.ok()) return Fail(std::string(cert.status().message()));
+    if (!key.ok()) return Fail(std::string(key.status().message()));
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!flags.tls_client_ca.empty()) {
+      absl::StatusOr<std::string> ca = ReadWholeFile(flags.tls_client_ca, "--tls-client-ca");
+      if (!ca.ok()) return Fail(std::string(ca.status().message()));
+      ssl.pem_root_certs = *ca;
+    }
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  serenity::ServiceOptions service_options;
+  service_options.max_jobs_per_connection = flags.max_jobs_per_connection;
+  if (!flags.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadWholeFile(flags.token_file, "--token-file");
+    if (!token.ok()) return Fail(std::string(token.status().message()));
+    service_options.bearer_token = std::string(absl::StripAsciiWhitespace(*token));
+    if (service_options.bearer_token.empty()) return Fail("the --token-file is empty");
+  }
+
+  serenity::ServerMetrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (flags.metrics_port >= 0) {
+    const std::string metrics_address = absl::StrCat(flags.host, ":", flags.metrics_port);
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(metrics_address, 1);
+    } catch (const std::exception& e) {
+      std::cerr << "serenity-server: cannot serve metrics on " << metrics_address << ": " << e.what() << "\n";
+      return 1;
+    }
+    exposer->RegisterCollectable(metrics.registry());
+    const std::vector<int> ports = exposer->GetListeningPorts();
+    const int metrics_port = ports.empty() ? static_cast<int>(flags.metrics_port) : ports[0];
+    serenity::Log("info", "metrics_listening", {{"address", absl::StrCat(flags.host, ":", metrics_port)}});
+    if (!flags.metrics_port_file.empty()) std::ofstream(flags.metrics_port_file) << metrics_port << "\n";
+  }
+
+  std::unique_ptr<serenity::RedisStore> redis;
+  if (!flags.redis.empty()) {
+    serenity::RedisStoreOptions redis_options;
+    redis_options.address = flags.redis;
+    redis_options.timeout = absl::Milliseconds(flags.redis_timeout_ms);
+    absl::StatusOr<std::unique_ptr<serenity::RedisStore>> store = serenity::RedisStore::Create(redis_options);
+    if (!store.ok()) return Fail(absl::StrCat("--redis: ", store.status().message()));
+    redis = std::move(store).value();
+  }
+  serenity::PlanCache cache(flags.cache_mb * 1024 * 1024, std::move(redis), &metrics);
+  serenity::ThreadPool pool(static_cast<int>(flags.threads));
+  serenity::BackendLimits limits;
+  limits.max_ops = flags.max_ops;
+  limits.max_job_seconds = flags.max_job_seconds;
+  serenity::SchedulingBackend backend(&pool, &cache, &metrics, limits);
+  serenity::JobRunner runner(static_cast<int>(flags.threads), flags.max_queue,
+                             [&metrics](int64_t queued, int64_t running) { metrics.SetLoad(queued, running); });
+  serenity::SchedulerService service(&runner, &backend, &metrics, service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  serenity::ThreadPool pool(static_cast<int>(flags.threads));
-  serenity::SchedulerService service(&pool);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   const std::string address = absl::StrCat(flags.host, ":", flags.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(address, credentials, &bound_port);
   const int max_bytes = static_cast<int>(flags.max_message_mb * 1024 * 1024);
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
@@ -85,7 +212,14 @@ int Run(int argc, char** argv) {
     std::cerr << "serenity-server: cannot listen on " << address << "\n";
     return 1;
   }
-  std::cerr << "serenity-server listening on " << flags.host << ":" << bound_port << "\n";
+  serenity::Log("info", "listening",
+                {{"address", absl::StrCat(flags.host, ":", bound_port)},
+                 {"transport", tls ? (flags.tls_client_ca.empty() ? "tls" : "mtls") : "plaintext"},
+                 {"auth", service_options.bearer_token.empty() ? "none" : "bearer"},
+                 {"threads", absl::StrCat(flags.threads)},
+                 {"max_queue", absl::StrCat(flags.max_queue)},
+                 {"cache_mb", absl::StrCat(flags.cache_mb)},
+                 {"redis", flags.redis.empty() ? "off" : flags.redis}});
   if (!flags.port_file.empty()) {
     std::ofstream(flags.port_file) << bound_port << "\n";
   }
@@ -93,14 +227,20 @@ int Run(int argc, char** argv) {
   std::thread stopper([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
-    std::cerr << "serenity-server: signal " << signal_number << ", draining\n";
+    serenity::Log("info", "draining",
+                  {{"signal", absl::StrCat(signal_number)},
+                   {"running_jobs", absl::StrCat(runner.running())},
+                   {"queued_jobs", absl::StrCat(runner.queued())},
+                   {"grace_seconds", absl::StrCat(flags.shutdown_grace_seconds)}});
     server->GetHealthCheckService()->SetServingStatus(false);
+    // Calls still running at the deadline are cancelled; their searches
+    // stop at once.
     server->Shutdown(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(flags.shutdown_grace_seconds * 1000)));
   });
   server->Wait();
   stopper.join();
-  std::cerr << "serenity-server: stopped\n";
+  serenity::Log("info", "stopped", {});
   return 0;
 }
 

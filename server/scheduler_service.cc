@@ -1,15 +1,320 @@
 #include "server/scheduler_service.h"
 
-#include <algorithm>
 #include <chrono>
+#include <deque>
 #include <exception>
-#include <iostream>
+#include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/plan_proto.h"
+#include "common/log.h"
 
 namespace serenity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Seconds before the call's deadline; infinity when it has none.
+double SecondsLeft(const grpc::CallbackServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count();
+}
+
+// Runs the backend, turning anything thrown (which core/ never should) into
+// an internal error.
+absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
+                                      double seconds_left, const std::atomic<bool>* cancelled) {
+  try {
+    return backend->Answer(request, score_only, seconds_left, cancelled);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("exception: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("unknown exception");
+  }
+}
+
+// The status a caller sees; internal failures name the request id that the
+// log line carries, not their details.
+grpc::Status ReplyStatus(const absl::Status& status, int64_t request_id) {
+  grpc::Status reply = ToGrpcStatus(status);
+  if (reply.error_code() == grpc::StatusCode::INTERNAL) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        absl::StrCat("internal error; the server log has the details under request_id=", request_id));
+  }
+  return reply;
+}
+
+// One Plan call.
+class PlanCall final : public grpc::ServerUnaryReactor {
+ public:
+  PlanCall(SchedulerService* service, grpc::CallbackServerContext* context, const v1::PlanRequest* request,
+           v1::Plan* response)
+      : service_(service),
+        context_(context),
+        request_(request),
+        response_(response),
+        peer_(context->peer()),
+        request_id_(service->NextRequestId()),
+        start_(Clock::now()) {}
+
+  void Start() {
+    grpc::Status auth = service_->Authenticate(*context_);
+    if (!auth.ok()) return Complete(auth, "");
+    if (!service_->AcquireSlot(peer_)) {
+      return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                   absl::StrCat("this connection already has ",
+                                                service_->options().max_jobs_per_connection,
+                                                " jobs queued or running (--max-jobs-per-connection)")),
+                      "");
+    }
+    absl::Status queued = service_->runner()->Submit([this] { Run(); });
+    if (!queued.ok()) {
+      service_->ReleaseSlot(peer_);
+      Complete(ToGrpcStatus(queued), "");
+    }
+  }
+
+  void OnCancel() override { cancelled_.store(true); }
+  void OnDone() override { delete this; }
+
+ private:
+  void Run() {
+    absl::StatusOr<v1::Plan> plan =
+        AnswerSafely(service_->backend(), *request_, /*score_only=*/false, SecondsLeft(*context_), &cancelled_);
+    service_->ReleaseSlot(peer_);
+    if (!plan.ok()) {
+      if (plan.status().code() == absl::StatusCode::kInternal) {
+        Log("error", "internal_error", {{"request_id", absl::StrCat(request_id_)}, {"detail", plan.status().ToString()}});
+      }
+      return Complete(ReplyStatus(plan.status(), request_id_), "");
+    }
+    *response_ = std::move(plan).value();
+    Complete(grpc::Status::OK, response_->stats().cache());
+  }
+
+  // Logs, counts and finishes the call; `this` may be gone afterwards.
+  void Complete(const grpc::Status& status, const std::string& cache) {
+    const double seconds = SecondsSince(start_);
+    const char* code = GrpcCodeName(status.error_code());
+    if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Plan", "unary", code, seconds);
+    if (status.ok()) {
+      Log("info", "plan",
+          {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"model", response_->model()},
+           {"code", code}, {"ms", absl::StrCat(seconds * 1000)}, {"cache", cache},
+           {"nodes", absl::StrCat(response_->nodes())}, {"peak_bytes", absl::StrCat(response_->peak_bytes())},
+           {"certificate", v1::Certificate_Name(response_->certificate())}});
+    } else {
+      Log("info", "plan",
+          {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"model", request_->model_name()},
+           {"code", code}, {"ms", absl::StrCat(seconds * 1000)}, {"error", status.error_message()}});
+    }
+    Finish(status);
+  }
+
+  SchedulerService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const v1::PlanRequest* const request_;
+  v1::Plan* const response_;
+  const std::string peer_;
+  const int64_t request_id_;
+  const Clock::time_point start_;
+  std::atomic<bool> cancelled_{false};
+};
+
+// One Score stream: reads candidates while the connection has job slots,
+// runs each as a job, and writes results in the order they finish.
+class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult> {
+ public:
+  ScoreCall(SchedulerService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        context_(context),
+        peer_(context->peer()),
+        request_id_(service->NextRequestId()),
+        start_(Clock::now()) {}
+
+  void Begin() {
+    grpc::Status auth = service_->Authenticate(*context_);
+    if (!auth.ok()) {
+      final_status_ = auth;
+      reading_done_ = true;
+      MaybeFinish();
+      return;
+    }
+    read_outstanding_ = true;
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        read_outstanding_ = false;
+        reading_done_ = true;
+      }
+      MaybeFinish();
+      return;
+    }
+    auto candidate = std::make_shared<v1::ScoreRequest>(std::move(incoming_));
+    incoming_.Clear();
+    const int32_t index = next_index_++;
+    bool read_more;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++in_flight_;
+      read_more = in_flight_ < service_->options().max_jobs_per_connection && !broken_;
+      read_paused_ = !read_more;
+      read_outstanding_ = read_more;
+    }
+    absl::Status queued = service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); });
+    if (!queued.ok()) {
+      v1::ScoreResult result;
+      result.set_id(candidate->id());
+      result.set_index(index);
+      result.set_code(static_cast<int32_t>(ToGrpcStatus(queued).error_code()));
+      result.set_error(std::string(queued.message()));
+      Deliver(std::move(result));
+    }
+    if (read_more) StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::ScoreResult* next = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      outgoing_.pop_front();
+      if (!ok) broken_ = true;  // the client went away: drop the rest
+      if (broken_) outgoing_.clear();
+      if (!outgoing_.empty()) next = &outgoing_.front();
+      writing_ = next != nullptr;
+    }
+    if (next != nullptr) {
+      StartWrite(next);
+      return;
+    }
+    MaybeFinish();
+  }
+
+  void OnCancel() override {
+    cancelled_.store(true);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      broken_ = true;
+    }
+    MaybeFinish();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Run(const v1::ScoreRequest& candidate, int32_t index) {
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<v1::Plan> plan = AnswerSafely(service_->backend(), candidate.request(), !candidate.full_plan(),
+                                                 SecondsLeft(*context_), &cancelled_);
+    v1::ScoreResult result;
+    result.set_id(candidate.id());
+    result.set_index(index);
+    if (!plan.ok()) {
+      if (plan.status().code() == absl::StatusCode::kInternal) {
+        Log("error", "internal_error",
+            {{"request_id", absl::StrCat(request_id_)}, {"candidate", absl::StrCat(index)},
+             {"detail", plan.status().ToString()}});
+      }
+      grpc::Status status = ReplyStatus(plan.status(), request_id_);
+      result.set_code(static_cast<int32_t>(status.error_code()));
+      result.set_error(status.error_message());
+    } else {
+      result.set_peak_bytes(plan->peak_bytes());
+      result.set_feasible(plan->feasible());
+      if (plan->memory_budget_bytes() > 0) result.set_slack_bytes(plan->peak_bytes() - plan->memory_budget_bytes());
+      result.set_certificate(plan->certificate());
+      result.set_lower_bound_bytes(plan->lower_bound_bytes());
+      result.set_cache(plan->stats().cache());
+      result.set_plan_id(plan->plan_id());
+      if (candidate.full_plan()) *result.mutable_plan() = std::move(plan).value();
+    }
+    result.set_total_ms(SecondsSince(start) * 1000);
+    Deliver(std::move(result));
+  }
+
+  // Queues a candidate's result for writing, and resumes reading if it was
+  // paused because the stream had its fill of candidates in flight.
+  void Deliver(v1::ScoreResult result) {
+    if (service_->metrics() != nullptr) {
+      service_->metrics()->RecordCandidate(GrpcCodeName(static_cast<grpc::StatusCode>(result.code())));
+    }
+    const v1::ScoreResult* write = nullptr;
+    bool resume_read = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --in_flight_;
+      ++answered_;
+      if (read_paused_ && !reading_done_ && !broken_) {
+        read_paused_ = false;
+        resume_read = true;
+        read_outstanding_ = true;
+      }
+      if (!broken_) {
+        outgoing_.push_back(std::move(result));
+        if (!writing_) {
+          writing_ = true;
+          write = &outgoing_.front();
+        }
+      }
+    }
+    if (write != nullptr) StartWrite(write);
+    if (resume_read) StartRead(&incoming_);
+    if (write == nullptr) MaybeFinish();
+  }
+
+  // Finishes once no read, job or write is outstanding.
+  void MaybeFinish() {
+    grpc::Status status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || in_flight_ > 0 || writing_) return;
+      if (!(reading_done_ || (broken_ && !read_outstanding_))) return;
+      finished_ = true;
+      status = final_status_;
+      if (status.ok() && cancelled_.load()) status = grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
+    }
+    const double seconds = SecondsSince(start_);
+    const char* code = GrpcCodeName(status.error_code());
+    if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Score", "bidi_stream", code, seconds);
+    Log("info", "score",
+        {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"code", code},
+         {"candidates", absl::StrCat(answered_)}, {"ms", absl::StrCat(seconds * 1000)}});
+    Finish(status);
+  }
+
+  SchedulerService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const std::string peer_;
+  const int64_t request_id_;
+  const Clock::time_point start_;
+  std::atomic<bool> cancelled_{false};
+  v1::ScoreRequest incoming_;  // only touched by the one outstanding read
+  int32_t next_index_ = 0;     // likewise
+
+  std::mutex mu_;
+  std::deque<v1::ScoreResult> outgoing_;  // front() is being written
+  int64_t in_flight_ = 0;
+  int64_t answered_ = 0;
+  bool read_outstanding_ = false, read_paused_ = false, reading_done_ = false;
+  bool writing_ = false, broken_ = false, finished_ = false;
+  grpc::Status final_status_;
+};
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   const std::string message(status.message());
@@ -20,6 +325,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
     case absl::StatusCode::kOutOfRange:
     case absl::StatusCode::kFailedPrecondition:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+    case absl::StatusCode::kNotFound:
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, message);
     case absl::StatusCode::kUnimplemented:
       return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, message);
     case absl::StatusCode::kDeadlineExceeded:
@@ -28,42 +335,110 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
       return grpc::Status(grpc::StatusCode::CANCELLED, message);
     case absl::StatusCode::kResourceExhausted:
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message);
+    case absl::StatusCode::kUnauthenticated:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, message);
+    case absl::StatusCode::kUnavailable:
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, message);
     default:
       return grpc::Status(grpc::StatusCode::INTERNAL, message);
   }
 }
 
-grpc::Status SchedulerService::Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
-                                    v1::Plan* response) {
-  try {
-    // The search must end before the caller's deadline: keep a fifth of the
-    // remaining time for import, arena planning and the reply.
-    v1::PlanRequest bounded = *request;
-    const auto deadline = context->deadline();
-    if (deadline != std::chrono::system_clock::time_point::max()) {
-      const double remaining =
-          std::chrono::duration<double>(deadline - std::chrono::system_clock::now()).count() * 0.8;
-      if (remaining <= 0) return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline had passed");
-      const double asked = request->options().time_limit_seconds() > 0 ? request->options().time_limit_seconds()
-                                                                       : kDefaultTimeLimitSeconds;
-      bounded.mutable_options()->set_time_limit_seconds(std::min(asked, remaining));
-    }
-    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(bounded, executor_);
-    if (!plan.ok()) {
-      std::cerr << "plan peer=" << context->peer() << " model='" << request->model_name()
-                << "' error=" << plan.status() << "\n";
-      return ToGrpcStatus(plan.status());
-    }
-    *response = std::move(plan).value();
-    std::cerr << "plan peer=" << context->peer() << " model='" << response->model()
-              << "' nodes=" << response->nodes() << " peak=" << response->peak_bytes()
-              << " total_ms=" << response->stats().total_ms() << "\n";
-    return grpc::Status::OK;
-  } catch (const std::exception& e) {
-    // core/ reports errors as Status; this is a last line of defence.
-    std::cerr << "plan internal error: " << e.what() << "\n";
-    return grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("internal error: ", e.what()));
+const char* GrpcCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
   }
+}
+
+SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend, ServerMetrics* metrics,
+                                   ServiceOptions options)
+    : runner_(runner), backend_(backend), metrics_(metrics), options_(std::move(options)) {}
+
+grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context) const {
+  if (options_.bearer_token.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "this server needs 'authorization: Bearer <token>'");
+  }
+  const std::string given(it->second.data(), it->second.size());
+  const std::string expected = "Bearer " + options_.bearer_token;
+  // Compare in time independent of where the strings differ.
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  if (diff != 0) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the bearer token is not valid");
+  return grpc::Status::OK;
+}
+
+bool SchedulerService::AcquireSlot(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(slots_mu_);
+  int64_t& held = slots_[peer];
+  if (held >= options_.max_jobs_per_connection) {
+    if (held == 0) slots_.erase(peer);
+    return false;
+  }
+  ++held;
+  return true;
+}
+
+void SchedulerService::ReleaseSlot(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(slots_mu_);
+  auto it = slots_.find(peer);
+  if (it == slots_.end()) return;
+  if (--it->second <= 0) slots_.erase(it);
+}
+
+grpc::ServerUnaryReactor* SchedulerService::Plan(grpc::CallbackServerContext* context, const v1::PlanRequest* request,
+                                                 v1::Plan* response) {
+  auto* call = new PlanCall(this, context, request, response);
+  call->Start();
+  return call;
+}
+
+grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>* SchedulerService::Score(
+    grpc::CallbackServerContext* context) {
+  auto* call = new ScoreCall(this, context);
+  call->Begin();
+  return call;
+}
+
+grpc::ServerUnaryReactor* SchedulerService::GetPlan(grpc::CallbackServerContext* context,
+                                                    const v1::GetPlanRequest* request, v1::Plan* response) {
+  const Clock::time_point start = Clock::now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::Status status = Authenticate(*context);
+  if (status.ok()) {
+    absl::StatusOr<v1::Plan> plan = backend_->GetPlan(request->plan_id());
+    if (plan.ok()) {
+      *response = std::move(plan).value();
+    } else {
+      status = ToGrpcStatus(plan.status());
+    }
+  }
+  const char* code = GrpcCodeName(status.error_code());
+  if (metrics_ != nullptr) metrics_->RecordCall("GetPlan", "unary", code, SecondsSince(start));
+  Log("info", "get_plan", {{"peer", context->peer()}, {"plan_id", request->plan_id()}, {"code", code}});
+  reactor->Finish(status);
+  return reactor;
 }
 
 }  // namespace serenity

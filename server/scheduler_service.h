@@ -1,11 +1,23 @@
-// The gRPC Scheduler service: a thin shell around ExecutePlanRequest.
+// The gRPC Scheduler service on the callback API: calls do not hold a gRPC
+// thread while they plan. Each Plan call, and each candidate of a Score
+// stream, becomes one job on the JobRunner (bounded queue: RESOURCE_EXHAUSTED
+// when full); the jobs' parallel parts run on the shared executor inside
+// SchedulingBackend. A cancelled or expired call stops its search promptly.
 #ifndef SERENITY_SERVER_SCHEDULER_SERVICE_H_
 #define SERENITY_SERVER_SCHEDULER_SERVICE_H_
 
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "core/util/executor.h"
+#include "common/job_runner.h"
 #include "grpcpp/grpcpp.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
+#include "server/metrics.h"
+#include "server/scheduling_backend.h"
 
 namespace serenity {
 
@@ -14,19 +26,53 @@ namespace serenity {
 // INVALID_ARGUMENT with the same message.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-class SchedulerService final : public v1::Scheduler::Service {
- public:
-  // Searches run their independent parts on `executor` (may be null).
-  explicit SchedulerService(Executor* executor) : executor_(executor) {}
+// Upper-case gRPC code name ("OK", "INVALID_ARGUMENT", ...).
+const char* GrpcCodeName(grpc::StatusCode code);
 
-  // Plans one model. Bad input of any kind is INVALID_ARGUMENT with a message
-  // naming the problem; the server keeps serving. The search's time limit is
-  // cut to 80% of the time left before the call's deadline.
-  grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
-                    v1::Plan* response) override;
+struct ServiceOptions {
+  // Calls must carry "authorization: Bearer <token>" when non-empty
+  // (UNAUTHENTICATED otherwise). The health service is not ours and stays
+  // open.
+  std::string bearer_token;
+  // Most Plan calls one connection (client address and port) may have
+  // queued or running at once (RESOURCE_EXHAUSTED beyond), and most
+  // candidates one Score stream has in flight (it reads no further until
+  // one finishes).
+  int64_t max_jobs_per_connection = 16;
+};
+
+class SchedulerService final : public v1::Scheduler::CallbackService {
+ public:
+  // `runner`, `backend` and `metrics` (may be null) must outlive the server.
+  SchedulerService(JobRunner* runner, SchedulingBackend* backend, ServerMetrics* metrics, ServiceOptions options);
+
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context, const v1::PlanRequest* request,
+                                 v1::Plan* response) override;
+  grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>* Score(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* context, const v1::GetPlanRequest* request,
+                                    v1::Plan* response) override;
+
+  // For the reactors (scheduler_service.cc).
+  JobRunner* runner() const { return runner_; }
+  SchedulingBackend* backend() const { return backend_; }
+  ServerMetrics* metrics() const { return metrics_; }
+  const ServiceOptions& options() const { return options_; }
+  // OK when the call carries the bearer token (or none is required).
+  grpc::Status Authenticate(const grpc::CallbackServerContext& context) const;
+  // Takes one of the connection's Plan slots; false when all are taken.
+  bool AcquireSlot(const std::string& peer);
+  void ReleaseSlot(const std::string& peer);
+  // A fresh id for a call, used in its log lines and INTERNAL messages.
+  int64_t NextRequestId() { return next_request_id_.fetch_add(1) + 1; }
 
  private:
-  Executor* executor_;
+  JobRunner* const runner_;
+  SchedulingBackend* const backend_;
+  ServerMetrics* const metrics_;
+  const ServiceOptions options_;
+  std::atomic<int64_t> next_request_id_{0};
+  std::mutex slots_mu_;
+  absl::flat_hash_map<std::string, int64_t> slots_;  // peer -> jobs held
 };
 
 }  // namespace serenity

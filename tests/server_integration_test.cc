@@ -132,7 +132,8 @@ class ServerTest : public ::testing::Test {
     std::filesystem::remove(port_file_);
     pid_ = fork();
     if (pid_ == 0) {
-      execl(kServer.c_str(), kServer.c_str(), "--port", "0", "--port-file", port_file_.c_str(), nullptr);
+      execl(kServer.c_str(), kServer.c_str(), "--plaintext", "--port", "0", "--port-file", port_file_.c_str(),
+            nullptr);
       _exit(127);
     }
     for (int i = 0; i < 300 && port_ == 0; ++i) {
@@ -362,6 +363,7 @@ TEST_F(ServerTest, SearchEndsBeforeTheCallersDeadline) {
   v1::PlanRequest request;
   request.set_onnx_model(testing::ReadFile(kModels + "randwire_ws_cifar10_stage2.onnx"));
   request.mutable_options()->set_time_limit_seconds(60);  // far beyond the deadline
+  request.mutable_options()->set_alignment(32);           // a key no other test plans, so no cache hit
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
   v1::Plan plan;
@@ -369,6 +371,7 @@ TEST_F(ServerTest, SearchEndsBeforeTheCallersDeadline) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(plan.certificate(), v1::CERTIFICATE_BEST_FOUND);
   EXPECT_LT(plan.stats().solve_ms(), 3000);
+  EXPECT_EQ(plan.stats().cache(), "miss");
 }
 
 TEST_F(ServerTest, ReflectionListsTheScheduler) {
@@ -451,7 +454,9 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   CommandResult server = RunCommand(kServer + " --help");
   EXPECT_EQ(server.exit_code, 0);
   for (const char* flag : {"--host", "--port", "--port-file", "--max-message-mb", "--shutdown-grace-seconds",
-                           "--threads"}) {
+                           "--threads", "--max-queue", "--max-ops", "--max-job-seconds", "--max-jobs-per-connection",
+                           "--cache-mb", "--redis", "--metrics-port", "--plaintext", "--tls-cert", "--tls-key",
+                           "--tls-client-ca", "--token-file"}) {
     EXPECT_THAT(server.output, HasSubstr(flag));
   }
 }

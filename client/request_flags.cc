@@ -1,0 +1,79 @@
+#include "client/request_flags.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/model_file.h"
+
+namespace serenity {
+
+void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) {
+  flag_set.AddBool("alias-views", &flags->alias_views,
+                   "Let Reshape/Flatten/Squeeze/Unsqueeze/Identity share their input's buffer.");
+  flag_set.AddBool("count-weights", &flags->count_weights,
+                   "Count weights as resident for the whole run (excluded by default).");
+  flag_set.AddBool("in-place", &flags->in_place,
+                   "Let element-wise ops (Relu, Add, BatchNormalization, ...) overwrite an input of the\n"
+                   "      same size whose last reader they are.");
+  if (with_outputs) {
+    flag_set.AddInt("alignment", &flags->alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
+  }
+  flag_set.AddInt("budget", &flags->budget, "BYTES", "Memory budget; the plan reports whether it fits. 0: none.");
+  flag_set.AddRepeated("dim", &flags->dims, "NAME=VALUE", "Value of a symbolic ONNX dimension, e.g. batch=1.");
+  flag_set.AddString("workspace", &flags->workspace_file, "FILE",
+                     "JSON object {\"op name\": bytes} of temporary workspace per ONNX op.");
+  flag_set.AddDouble("time-limit", &flags->time_limit, "SECONDS",
+                     "Search time limit; when it runs out the best order found so far is returned\n"
+                     "      with certificate best_found and a proven lower bound. 0: 10 s.");
+  flag_set.AddString("algorithm", &flags->algorithm, "NAME",
+                     "auto (exact search; certificate optimal when proven), dp, dp+dc,\n"
+                     "      dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
+                     "      adaptive soft budgeting; exponential in width), exhaustive, best_first\n"
+                     "      (reference searches for small graphs), baseline (best of the\n"
+                     "      baselines), file_order, kahn, greedy, inductor or xla (compilers' orders).");
+  flag_set.AddDouble("step-time-limit", &flags->step_time_limit, "SECONDS",
+                     "Time one budgeted DP may take under --algorithm dp+dc+asb.");
+  if (with_outputs) {
+    flag_set.AddString("onchip", &flags->onchip, "BYTES,...",
+                       "On-chip memory sizes for the off-chip traffic estimate of every order\n"
+                       "      (Belady eviction; e.g. 65536,131072,262144).");
+  }
+  flag_set.AddInt("max-states", &flags->max_states, "N",
+                  "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
+  flag_set.AddString("objective", &flags->objective, "NAME",
+                     "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"
+                     "      when none fits).");
+}
+
+absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
+  options.mutable_memory_model()->set_alias_views(flags.alias_views);
+  options.mutable_memory_model()->set_count_weights(flags.count_weights);
+  options.mutable_memory_model()->set_in_place(flags.in_place);
+  options.set_alignment(flags.alignment);
+  options.set_memory_budget_bytes(flags.budget);
+  options.set_time_limit_seconds(flags.time_limit);
+  options.set_algorithm(flags.algorithm);
+  options.set_objective(flags.objective);
+  options.set_step_time_limit_seconds(flags.step_time_limit);
+  options.set_max_search_states(flags.max_states);
+  for (absl::string_view size : absl::StrSplit(flags.onchip, ',', absl::SkipEmpty())) {
+    int64_t bytes = 0;
+    if (!absl::SimpleAtoi(size, &bytes) || bytes <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--onchip takes positive byte counts separated by commas, not '", size, "'"));
+    }
+    options.add_onchip_bytes(bytes);
+  }
+  for (const std::string& dim : flags.dims) {
+    std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));
+    int64_t value = 0;
+    if (parts.size() != 2 || parts[0].empty() || !absl::SimpleAtoi(parts[1], &value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim takes NAME=VALUE with VALUE >= 0, not '", dim, "'"));
+    }
+    (*options.mutable_dim_values())[parts[0]] = value;
+  }
+  if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
+  return absl::OkStatus();
+}
+
+}  // namespace serenity

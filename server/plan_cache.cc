@@ -1,0 +1,148 @@
+#include "server/plan_cache.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
+namespace serenity {
+
+PlanCache::PlanCache(int64_t max_bytes, std::unique_ptr<RedisStore> shared, ServerMetrics* metrics)
+    : max_bytes_(max_bytes), shared_(std::move(shared)), metrics_(metrics) {}
+
+void PlanCache::Record(const char* tier, const char* result) {
+  if (metrics_ != nullptr) metrics_->RecordCacheLookup(tier, result);
+}
+
+std::shared_ptr<const v1::StoredPlan> PlanCache::LocalGet(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(id);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->stored;
+}
+
+void PlanCache::LocalPut(const std::string& id, std::shared_ptr<const v1::StoredPlan> stored) {
+  const int64_t bytes = static_cast<int64_t>(stored->ByteSizeLong() + id.size() + 2 * sizeof(Entry));
+  if (bytes > max_bytes_) return;  // larger than the whole tier
+  int64_t total, entries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(id);
+    if (it != index_.end()) {
+      bytes_ -= it->second->bytes;
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
+    lru_.push_front(Entry{id, std::move(stored), bytes});
+    index_[id] = lru_.begin();
+    bytes_ += bytes;
+    while (bytes_ > max_bytes_ && !lru_.empty()) {
+      bytes_ -= lru_.back().bytes;
+      index_.erase(lru_.back().id);
+      lru_.pop_back();
+    }
+    total = bytes_;
+    entries = static_cast<int64_t>(lru_.size());
+  }
+  if (metrics_ != nullptr) metrics_->SetLocalCacheSize(total, entries);
+}
+
+std::shared_ptr<const v1::StoredPlan> PlanCache::SharedGet(const std::string& id, const char** outcome) {
+  *outcome = "miss";
+  if (shared_ == nullptr) return nullptr;
+  absl::StatusOr<std::optional<std::string>> bytes = shared_->Get(id);
+  if (!bytes.ok()) {
+    *outcome = "error";
+    LogSharedError("cache_shared_unavailable", std::string(bytes.status().message()));
+    return nullptr;
+  }
+  if (!bytes->has_value()) return nullptr;
+  auto stored = std::make_shared<v1::StoredPlan>();
+  if (!stored->ParseFromString(**bytes) || stored->format() != kStoredPlanFormat) {
+    *outcome = "error";
+    LogSharedError("cache_shared_garbage", absl::StrCat("unreadable entry for plan ", id));
+    return nullptr;
+  }
+  *outcome = "hit";
+  return stored;
+}
+
+void PlanCache::LogSharedError(const char* event, const std::string& detail) {
+  // At most one line per ten seconds: a Redis outage must not flood the log.
+  const absl::Time now = absl::Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now - last_shared_log_ < absl::Seconds(10)) {
+      ++unlogged_shared_errors_;
+      return;
+    }
+    last_shared_log_ = now;
+  }
+  Log("warning", event, {{"detail", detail}, {"errors_since_last_line", absl::StrCat(unlogged_shared_errors_)}});
+  std::lock_guard<std::mutex> lock(mu_);
+  unlogged_shared_errors_ = 0;
+}
+
+std::optional<PlanCache::Hit> PlanCache::Lookup(const PlanKey& key, bool need_complete, double time_limit_seconds) {
+  if (max_bytes_ > 0) {
+    std::shared_ptr<const v1::StoredPlan> local = LocalGet(key.id);
+    if (local != nullptr && StoredPlanAnswers(*local, key, need_complete, time_limit_seconds)) {
+      Record("local", "hit");
+      return Hit{std::move(local), "local"};
+    }
+    Record("local", "miss");
+  }
+  if (shared_ == nullptr) return std::nullopt;
+  const char* outcome;
+  std::shared_ptr<const v1::StoredPlan> shared = SharedGet(key.id, &outcome);
+  if (shared == nullptr) {
+    Record("shared", outcome);
+    return std::nullopt;
+  }
+  if (!StoredPlanAnswers(*shared, key, need_complete, time_limit_seconds)) {
+    Record("shared", "miss");
+    return std::nullopt;
+  }
+  Record("shared", "hit");
+  if (max_bytes_ > 0) LocalPut(key.id, shared);
+  return Hit{std::move(shared), "shared"};
+}
+
+void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id) {
+  if (max_bytes_ > 0) {
+    std::shared_ptr<const v1::StoredPlan> current = LocalGet(id);
+    if (current == nullptr || current->graph() != stored->graph() || StoredPlanIsBetter(*stored, *current)) {
+      LocalPut(id, stored);
+    }
+  }
+  if (shared_ != nullptr) {
+    const char* outcome;
+    std::shared_ptr<const v1::StoredPlan> current = SharedGet(id, &outcome);
+    if (current == nullptr || current->graph() != stored->graph() || StoredPlanIsBetter(*stored, *current)) {
+      absl::Status put = shared_->Put(id, stored->SerializeAsString());
+      if (!put.ok()) LogSharedError("cache_shared_unavailable", std::string(put.message()));
+    }
+  }
+}
+
+std::shared_ptr<const v1::StoredPlan> PlanCache::Get(const std::string& plan_id) {
+  if (max_bytes_ > 0) {
+    std::shared_ptr<const v1::StoredPlan> local = LocalGet(plan_id);
+    if (local != nullptr) return local;
+  }
+  const char* outcome;
+  return SharedGet(plan_id, &outcome);
+}
+
+int64_t PlanCache::local_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+int64_t PlanCache::local_entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(lru_.size());
+}
+
+}  // namespace serenity

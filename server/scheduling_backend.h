@@ -1,0 +1,59 @@
+// The service's work without gRPC: read a request, apply the server's
+// limits, answer from the plan cache or plan it, and store the result. The
+// gRPC layer (scheduler_service.h) only adds threads, deadlines and status
+// mapping, so this is tested directly.
+#ifndef SERENITY_SERVER_SCHEDULING_BACKEND_H_
+#define SERENITY_SERVER_SCHEDULING_BACKEND_H_
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+
+#include "absl/status/statusor.h"
+#include "core/util/executor.h"
+#include "serenity/v1/scheduler.pb.h"
+#include "server/metrics.h"
+#include "server/plan_cache.h"
+
+namespace serenity {
+
+struct BackendLimits {
+  // Largest graph accepted, in ops.
+  int64_t max_ops = 100000;
+  // Longest search one job may run, whatever the request asks.
+  double max_job_seconds = 60;
+};
+
+class SchedulingBackend {
+ public:
+  // `executor` runs the parallel parts of searches (may be null); `cache`
+  // and `metrics` may be null.
+  SchedulingBackend(Executor* executor, PlanCache* cache, ServerMetrics* metrics, BackendLimits limits)
+      : executor_(executor), cache_(cache), metrics_(metrics), limits_(limits) {}
+
+  // Answers one request: the plan with stats.cache ("miss", "local",
+  // "shared") and plan_id set. `score_only` skips the arena and steps.
+  // The search gets the smallest of the request's limit (or the default),
+  // the server's max_job_seconds and 80% of `seconds_left` (time before the
+  // caller's deadline). InvalidArgument for bad input (naming the problem,
+  // and the limit for graphs that are too large); Cancelled when `cancelled`
+  // became true; DeadlineExceeded when no time was left.
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
+                                  double seconds_left = std::numeric_limits<double>::infinity(),
+                                  const std::atomic<bool>* cancelled = nullptr);
+
+  // A stored plan by plan_id, as it was first computed. NotFound when the
+  // cache does not hold it (or there is no cache); InvalidArgument for a
+  // malformed id.
+  absl::StatusOr<v1::Plan> GetPlan(const std::string& plan_id);
+
+ private:
+  Executor* const executor_;
+  PlanCache* const cache_;
+  ServerMetrics* const metrics_;
+  const BackendLimits limits_;
+};
+
+}  // namespace serenity
+
+#endif  // SERENITY_SERVER_SCHEDULING_BACKEND_H_

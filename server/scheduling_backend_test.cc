@@ -1,0 +1,255 @@
+#include "server/scheduling_backend.h"
+
+#include <algorithm>
+#include <random>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/thread_pool.h"
+#include "core/plan_proto.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/plan_verifier.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Graph ToProto(const GraphSpec& spec) {
+  v1::Graph g;
+  g.set_name(spec.name);
+  for (const TensorSpec& t : spec.tensors) {
+    v1::Tensor* tensor = g.add_tensors();
+    tensor->set_name(t.name);
+    for (int64_t d : t.shape) tensor->add_shape(d);
+    tensor->set_dtype(t.dtype);
+    if (t.bytes >= 0) tensor->set_bytes(t.bytes);
+    tensor->set_is_weight(t.is_weight);
+  }
+  for (const OpSpec& o : spec.ops) {
+    v1::Op* op = g.add_ops();
+    op->set_name(o.name);
+    op->set_type(o.type);
+    for (const std::string& in : o.inputs) op->add_inputs(in);
+    for (const std::string& out : o.outputs) op->add_outputs(out);
+    op->set_workspace_bytes(o.workspace_bytes);
+    op->set_macs(o.macs);
+  }
+  for (const std::string& in : spec.inputs) g.add_inputs(in);
+  for (const std::string& out : spec.outputs) g.add_outputs(out);
+  return g;
+}
+
+// The same graph with every op and tensor renamed and the op list shuffled.
+GraphSpec RenamedAndShuffled(GraphSpec spec, std::mt19937& rng) {
+  auto rename = [](const std::string& name) { return name.empty() ? name : "renamed/" + name + "/x"; };
+  for (TensorSpec& t : spec.tensors) t.name = rename(t.name);
+  for (OpSpec& o : spec.ops) {
+    o.name = rename(o.name);
+    for (std::string& in : o.inputs) in = rename(in);
+    for (std::string& out : o.outputs) out = rename(out);
+  }
+  for (std::string& in : spec.inputs) in = rename(in);
+  for (std::string& out : spec.outputs) out = rename(out);
+  std::shuffle(spec.ops.begin(), spec.ops.end(), rng);
+  std::shuffle(spec.tensors.begin(), spec.tensors.end(), rng);
+  return spec;
+}
+
+v1::PlanRequest RequestFor(const GraphSpec& spec) {
+  v1::PlanRequest request;
+  *request.mutable_graph() = ToProto(spec);
+  return request;
+}
+
+Graph BuildFrom(const v1::PlanRequest& request) { return *GraphFromRequest(request); }
+
+class SchedulingBackendTest : public ::testing::Test {
+ protected:
+  SchedulingBackendTest() : cache_(64 << 20, nullptr, &metrics_), backend_(&pool_, &cache_, &metrics_, {}) {}
+
+  ServerMetrics metrics_;
+  ThreadPool pool_{2};
+  PlanCache cache_;
+  SchedulingBackend backend_;
+};
+
+TEST_F(SchedulingBackendTest, SecondRequestHitsTheLocalCacheWithTheSameAnswer) {
+  std::mt19937 rng(5);
+  const GraphSpec spec = testing::RandomDag(14, rng);
+  absl::StatusOr<v1::Plan> first = backend_.Answer(RequestFor(spec), false);
+  absl::StatusOr<v1::Plan> second = backend_.Answer(RequestFor(spec), false);
+  ASSERT_TRUE(first.ok() && second.ok()) << first.status() << second.status();
+  EXPECT_EQ(first->stats().cache(), "miss");
+  EXPECT_EQ(second->stats().cache(), "local");
+  EXPECT_EQ(first->plan_id(), second->plan_id());
+  EXPECT_EQ(first->plan_id().size(), 32u);
+  EXPECT_EQ(first->order().size(), second->order().size());
+  EXPECT_TRUE(std::equal(first->order().begin(), first->order().end(), second->order().begin()));
+  EXPECT_EQ(first->peak_bytes(), second->peak_bytes());
+  EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(spec)), *second).ok());
+}
+
+// A renamed graph with a shuffled op list hits, and the plan it gets is in
+// its own names and indices: the independent verifier accepts it, and the
+// baselines describe its own file order.
+TEST_F(SchedulingBackendTest, RenamedAndPermutedGraphsHitWithTheirOwnNames) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 40; ++trial) {
+    const GraphSpec spec = testing::RandomDag(4 + trial % 12, rng);
+    ASSERT_TRUE(backend_.Answer(RequestFor(spec), false).ok());
+    const v1::PlanRequest other = RequestFor(RenamedAndShuffled(spec, rng));
+    absl::StatusOr<v1::Plan> hit = backend_.Answer(other, false);
+    ASSERT_TRUE(hit.ok()) << hit.status();
+    EXPECT_EQ(hit->stats().cache(), "local") << "trial " << trial;
+    const Graph graph = BuildFrom(other);
+    absl::Status verified = testing::VerifyPlan(graph, *hit);
+    EXPECT_TRUE(verified.ok()) << verified << " trial " << trial;
+    // Planned from scratch (no cache), the caller's graph has the same
+    // optimal peak and the same baselines.
+    absl::StatusOr<v1::Plan> fresh = ExecutePlanRequest(other);
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_EQ(hit->peak_bytes(), fresh->peak_bytes());
+    EXPECT_EQ(hit->baselines().file_order().peak_bytes(), fresh->baselines().file_order().peak_bytes());
+    EXPECT_EQ(hit->baselines().kahn().peak_bytes(), fresh->baselines().kahn().peak_bytes());
+    EXPECT_EQ(hit->baselines().file_order().arena_bytes(), fresh->baselines().file_order().arena_bytes());
+    EXPECT_EQ(hit->model(), graph.name());
+  }
+}
+
+TEST_F(SchedulingBackendTest, ChangesThatAlterTheAnswerMiss) {
+  testing::TestGraph base;
+  base.Input("in", 100).Op("a", "Relu", {"in"}, {{"x", 200}}).Op("b", "Relu", {"in"}, {{"y", 300}});
+  base.Op("c", "Add", {"x", "y"}, {{"out", 50}}).Output("out");
+  const GraphSpec spec = base.spec();
+  ASSERT_TRUE(backend_.Answer(RequestFor(spec), false).ok());
+
+  GraphSpec bigger = spec;
+  for (TensorSpec& t : bigger.tensors) {
+    if (t.name == "y") t.bytes = 301;
+  }
+  GraphSpec rewired = spec;
+  for (OpSpec& o : rewired.ops) {
+    if (o.name == "b") o.inputs = {"x"};
+  }
+  for (const GraphSpec& changed : {bigger, rewired}) {
+    absl::StatusOr<v1::Plan> plan = backend_.Answer(RequestFor(changed), false);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->stats().cache(), "miss");
+  }
+  v1::PlanRequest in_place = RequestFor(spec);
+  in_place.mutable_options()->mutable_memory_model()->set_in_place(true);
+  v1::PlanRequest budget = RequestFor(spec);
+  budget.mutable_options()->set_memory_budget_bytes(1000);
+  v1::PlanRequest alignment = RequestFor(spec);
+  alignment.mutable_options()->set_alignment(16);
+  for (const v1::PlanRequest& request : {in_place, budget, alignment}) {
+    absl::StatusOr<v1::Plan> plan = backend_.Answer(request, false);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->stats().cache(), "miss");
+  }
+}
+
+TEST_F(SchedulingBackendTest, ScoreOnlyEntriesServeScoresButNotFullPlans) {
+  std::mt19937 rng(21);
+  const GraphSpec spec = testing::RandomDag(10, rng);
+  absl::StatusOr<v1::Plan> score = backend_.Answer(RequestFor(spec), true);
+  ASSERT_TRUE(score.ok());
+  EXPECT_EQ(score->stats().cache(), "miss");
+  EXPECT_EQ(score->steps_size(), 0);
+  EXPECT_EQ(backend_.Answer(RequestFor(spec), true)->stats().cache(), "local");
+  absl::StatusOr<v1::Plan> full = backend_.Answer(RequestFor(spec), false);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->stats().cache(), "miss");
+  EXPECT_EQ(full->steps_size(), full->nodes());
+  EXPECT_EQ(full->peak_bytes(), score->peak_bytes());
+  // The full plan replaced the score-only entry and now serves both.
+  EXPECT_EQ(backend_.Answer(RequestFor(spec), false)->stats().cache(), "local");
+  EXPECT_EQ(backend_.Answer(RequestFor(spec), true)->stats().cache(), "local");
+}
+
+TEST_F(SchedulingBackendTest, GetPlanReturnsTheStoredPlan) {
+  std::mt19937 rng(23);
+  absl::StatusOr<v1::Plan> plan = backend_.Answer(RequestFor(testing::RandomDag(8, rng)), false);
+  ASSERT_TRUE(plan.ok());
+  absl::StatusOr<v1::Plan> again = backend_.GetPlan(plan->plan_id());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->peak_bytes(), plan->peak_bytes());
+  EXPECT_EQ(again->plan_id(), plan->plan_id());
+  EXPECT_EQ(again->arena().size_bytes(), plan->arena().size_bytes());
+  EXPECT_EQ(backend_.GetPlan(std::string(32, '0')).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(backend_.GetPlan("not-a-plan-id").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SchedulingBackendTest, EnforcesTheServerLimits) {
+  ServerMetrics metrics;
+  BackendLimits limits;
+  limits.max_ops = 5;
+  SchedulingBackend small(nullptr, nullptr, &metrics, limits);
+  std::mt19937 rng(29);
+  absl::StatusOr<v1::Plan> plan = small.Answer(RequestFor(testing::RandomDag(6, rng)), false);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("at most 5"));
+  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, /*seconds_left=*/0).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  std::atomic<bool> cancelled{true};
+  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, 10, &cancelled).status().code(),
+            absl::StatusCode::kCancelled);
+  // Without a cache nothing is stored, so GetPlan finds nothing.
+  EXPECT_EQ(small.GetPlan(std::string(32, 'a')).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Many callers at once, on a few graphs: every answer verifies and equals
+// the others for its graph (run under ThreadSanitizer by scripts/test.sh).
+TEST_F(SchedulingBackendTest, ConcurrentCallersShareTheCacheSafely) {
+  std::mt19937 rng(37);
+  std::vector<GraphSpec> specs;
+  for (int i = 0; i < 6; ++i) specs.push_back(testing::RandomDag(6 + i, rng));
+  std::vector<std::vector<int64_t>> peaks(specs.size());
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 8; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const size_t k = static_cast<size_t>(t * 7 + i) % specs.size();
+        const v1::PlanRequest request = RequestFor(specs[k]);
+        absl::StatusOr<v1::Plan> plan = backend_.Answer(request, /*score_only=*/i % 3 == 0);
+        std::lock_guard<std::mutex> lock(mu);
+        if (!plan.ok()) {
+          failures.push_back(plan.status().ToString());
+          continue;
+        }
+        if (i % 3 != 0) {
+          absl::Status verified = testing::VerifyPlan(BuildFrom(request), *plan);
+          if (!verified.ok()) failures.push_back(verified.ToString());
+        }
+        peaks[k].push_back(plan->peak_bytes());
+      }
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  EXPECT_TRUE(failures.empty()) << failures.front();
+  for (const std::vector<int64_t>& p : peaks) {
+    ASSERT_FALSE(p.empty());
+    EXPECT_EQ(*std::min_element(p.begin(), p.end()), *std::max_element(p.begin(), p.end()));
+  }
+}
+
+TEST_F(SchedulingBackendTest, LruStaysWithinItsBytes) {
+  ServerMetrics metrics;
+  PlanCache tiny(20000, nullptr, &metrics);
+  SchedulingBackend backend(nullptr, &tiny, &metrics, {});
+  std::mt19937 rng(31);
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(backend.Answer(RequestFor(testing::RandomDag(12, rng)), false).ok());
+  EXPECT_LE(tiny.local_bytes(), 20000);
+  EXPECT_GT(tiny.local_entries(), 0);
+  EXPECT_LT(tiny.local_entries(), 60);
+}
+
+}  // namespace
+}  // namespace serenity

@@ -1,0 +1,138 @@
+#include "server/stored_plan.h"
+
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/plan_proto.h"
+#include "core/util/status_macros.h"
+
+namespace serenity {
+namespace {
+
+bool Optimal(const v1::StoredPlan& s) { return s.plan().certificate() == v1::CERTIFICATE_OPTIMAL; }
+
+}  // namespace
+
+PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options) {
+  PlanKey key;
+  key.graph = canonical.serialization;
+  std::vector<int> position_of(canonical.op_at.size());
+  for (size_t p = 0; p < canonical.op_at.size(); ++p) position_of[canonical.op_at[p]] = static_cast<int>(p);
+  std::string given;
+  for (OpId u : options.given_order) absl::StrAppend(&given, position_of[u], ",");
+  std::string onchip;
+  for (int64_t bytes : options.onchip_bytes) absl::StrAppend(&onchip, bytes, ",");
+  // Every option that changes the answer, except the time limit.
+  key.options = absl::StrCat(
+      "format=", kStoredPlanFormat, ";alias_views=", options.memory_model.alias_views,
+      ";count_weights=", options.memory_model.count_weights, ";in_place=", options.memory_model.in_place,
+      ";budget=", options.memory_budget_bytes, ";alignment=", options.alignment, ";algorithm=", options.algorithm,
+      ";objective=", options.objective, ";step_time_limit=", options.step_time_limit_seconds,
+      ";max_states=", options.max_search_states, ";onchip=", onchip, ";given=", given);
+  key.id = StableHash128(absl::StrCat(canonical.key, "|", key.options));
+  return key;
+}
+
+v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonical, const Graph& graph,
+                              const v1::Plan& plan, const PlanOptions& options) {
+  v1::StoredPlan stored;
+  stored.set_format(kStoredPlanFormat);
+  stored.set_graph(key.graph);
+  stored.set_options(key.options);
+  *stored.mutable_plan() = plan;
+  stored.mutable_plan()->mutable_stats()->clear_cache();
+  for (OpId u : canonical.op_at) {
+    stored.add_op_ids(u);
+    stored.add_op_names(graph.op(u).name);
+  }
+  for (TensorId t : canonical.tensor_at) stored.add_tensor_names(graph.tensor(t).name);
+  stored.set_complete(!options.score_only);
+  stored.set_time_limit_seconds(options.time_limit_seconds > 0 ? options.time_limit_seconds
+                                                               : kDefaultTimeLimitSeconds);
+  return stored;
+}
+
+bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool need_complete,
+                       double time_limit_seconds) {
+  if (stored.format() != kStoredPlanFormat || stored.graph() != key.graph || stored.options() != key.options) {
+    return false;
+  }
+  if (need_complete && !stored.complete()) return false;
+  if (stored.plan().certificate() != v1::CERTIFICATE_BEST_FOUND) return true;
+  if (time_limit_seconds <= 0) time_limit_seconds = kDefaultTimeLimitSeconds;
+  return stored.time_limit_seconds() >= time_limit_seconds;
+}
+
+bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& current) {
+  const int64_t a = candidate.plan().peak_bytes(), b = current.plan().peak_bytes();
+  if (a != b) return a < b;
+  if (Optimal(candidate) != Optimal(current)) return Optimal(candidate);
+  if (candidate.complete() != current.complete()) return candidate.complete();
+  // Same answer: a longer search's entry serves more requests.
+  return candidate.time_limit_seconds() > current.time_limit_seconds();
+}
+
+absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const CanonicalGraph& canonical,
+                                         const Graph& graph, const PlanOptions& options) {
+  const int ops = graph.num_ops();
+  if (stored.op_ids_size() != ops || static_cast<int>(canonical.op_at.size()) != ops ||
+      stored.op_names_size() != ops || stored.tensor_names_size() != graph.num_tensors() ||
+      static_cast<int>(canonical.tensor_at.size()) != graph.num_tensors()) {
+    return absl::InternalError("a cached plan does not fit the graph it matched");
+  }
+  std::vector<OpId> op_of(ops, kNoOp);  // stored op id -> caller's op id
+  absl::flat_hash_map<std::string, std::string> op_name, tensor_name;
+  bool same_op_order = true;
+  for (int p = 0; p < ops; ++p) {
+    const int stored_id = stored.op_ids(p);
+    if (stored_id < 0 || stored_id >= ops || op_of[stored_id] != kNoOp) {
+      return absl::InternalError("a cached plan has a broken op mapping");
+    }
+    op_of[stored_id] = canonical.op_at[p];
+    same_op_order = same_op_order && stored_id == canonical.op_at[p];
+    op_name[stored.op_names(p)] = graph.op(canonical.op_at[p]).name;
+  }
+  for (int p = 0; p < graph.num_tensors(); ++p) {
+    tensor_name[stored.tensor_names(p)] = graph.tensor(canonical.tensor_at[p]).name;
+  }
+  auto rename = [](const absl::flat_hash_map<std::string, std::string>& names, std::string* name) {
+    auto it = names.find(*name);
+    if (it == names.end()) return false;
+    *name = it->second;
+    return true;
+  };
+
+  v1::Plan plan = stored.plan();
+  plan.set_model(graph.name());
+  std::vector<OpId> order;
+  for (int i = 0; i < plan.order_size(); ++i) {
+    const int stored_id = plan.order(i);
+    if (stored_id < 0 || stored_id >= ops) return absl::InternalError("a cached plan has a bad op index");
+    plan.set_order(i, op_of[stored_id]);
+    plan.set_order_names(i, graph.op(op_of[stored_id]).name);
+    order.push_back(op_of[stored_id]);
+  }
+  if (!IsTopologicalOrder(graph, order)) return absl::InternalError("a cached order is not valid for the graph");
+  bool names_ok = true;
+  for (v1::ArenaBuffer& buffer : *plan.mutable_arena()->mutable_buffers()) {
+    names_ok &= rename(buffer.kind() == v1::BUFFER_KIND_WORKSPACE ? op_name : tensor_name, buffer.mutable_tensor());
+    for (std::string& alias : *buffer.mutable_aliases()) names_ok &= rename(tensor_name, &alias);
+  }
+  for (v1::Step& step : *plan.mutable_steps()) {
+    names_ok &= rename(op_name, step.mutable_op());
+    for (v1::TensorPlacement& p : *step.mutable_inputs()) names_ok &= rename(tensor_name, p.mutable_tensor());
+    for (v1::TensorPlacement& p : *step.mutable_outputs()) names_ok &= rename(tensor_name, p.mutable_tensor());
+    names_ok &= rename(op_name, step.mutable_workspace()->mutable_tensor());
+  }
+  for (v1::OrderTraffic& traffic : *plan.mutable_traffic()) {
+    for (v1::TrafficPoint& point : *traffic.mutable_points()) {
+      if (!point.infeasible_op().empty()) names_ok &= rename(op_name, point.mutable_infeasible_op());
+    }
+  }
+  if (!names_ok) return absl::InternalError("a cached plan names a tensor or op the graph lacks");
+  if (!same_op_order) RETURN_IF_ERROR(RefreshBaselines(graph, options, &plan));
+  return plan;
+}
+
+}  // namespace serenity

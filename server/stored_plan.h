@@ -1,0 +1,58 @@
+// What the plan cache stores, how a request finds it, and how a stored plan
+// is handed to a caller whose graph has other names or another op order.
+#ifndef SERENITY_SERVER_STORED_PLAN_H_
+#define SERENITY_SERVER_STORED_PLAN_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/graph/canonical_graph.h"
+#include "core/graph/graph.h"
+#include "core/planner.h"
+#include "serenity/v1/stored_plan.pb.h"
+
+namespace serenity {
+
+// Bumped whenever StoredPlan's layout or meaning changes; entries of another
+// format are ignored.
+inline constexpr uint32_t kStoredPlanFormat = 1;
+
+// The cache key of one request: the canonical graph, the options that change
+// the answer, and `id`, a 32-hex-digit hash of both (the reply's plan_id).
+// Time limits are not part of it (see StoredPlanAnswers).
+struct PlanKey {
+  std::string id;
+  std::string graph;
+  std::string options;
+};
+
+// Builds the key of a request for `graph` (whose canonical form is
+// `canonical`) under `options`. A given order is keyed by canonical
+// positions, so it survives renaming and permutation too.
+PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options);
+
+// Packs a plan computed for `graph` into a cache entry.
+v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonical, const Graph& graph,
+                              const v1::Plan& plan, const PlanOptions& options);
+
+// True when `stored` may answer a request with `key`: same graph and
+// options, a full plan if `need_complete`, and either a proof (optimal or a
+// baseline) or a search given at least `time_limit_seconds`.
+bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool need_complete,
+                       double time_limit_seconds);
+
+// True when `candidate` should replace `current` in the cache: a lower peak;
+// or the same peak with a proof or a full plan that `current` lacks.
+bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& current);
+
+// The stored plan in the caller's terms: op indices, op and tensor names and
+// the model name of `graph` (canonical form `canonical`). When the caller's
+// op list is in another order, the baselines (which depend on it) are
+// recomputed for `graph`. Internal when the entry does not fit the graph
+// (which exact key equality rules out; checked anyway).
+absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const CanonicalGraph& canonical,
+                                         const Graph& graph, const PlanOptions& options);
+
+}  // namespace serenity
+
+#endif  // SERENITY_SERVER_STORED_PLAN_H_

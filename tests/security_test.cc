@@ -1,0 +1,166 @@
+// TLS, mutual TLS and bearer tokens on the real serenity-server, with
+// certificates made by openssl for each run.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "health.grpc.pb.h"
+#include "serenity/v1/scheduler.grpc.pb.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/server_process.h"
+
+namespace serenity {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
+const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
+const std::string kModel = SERENITY_SHARED_DIR "/bench/models/darts_v2_cifar10_reduce_cell.onnx";
+
+int RunShell(const std::string& command, std::string* output = nullptr) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  std::array<char, 4096> buffer;
+  size_t n;
+  std::string text;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) text.append(buffer.data(), n);
+  if (output != nullptr) *output = text;
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A CA, a server certificate for localhost/127.0.0.1 and a client
+// certificate, all signed by the CA; and a token file.
+class Pki {
+ public:
+  Pki() {
+    dir_ = ::testing::TempDir() + "/serenity_pki_" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+    const std::string d = dir_ + "/";
+    std::ofstream(d + "san.cnf") << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+    const std::string steps[] = {
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=serenity-test-ca -keyout " + d + "ca.key -out " +
+            d + "ca.pem",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout " + d + "server.key -out " + d + "server.csr",
+        "openssl x509 -req -in " + d + "server.csr -CA " + d + "ca.pem -CAkey " + d + "ca.key -CAcreateserial -days 2 -extfile " +
+            d + "san.cnf -out " + d + "server.pem",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=serenity-test-client -keyout " + d + "client.key -out " + d +
+            "client.csr",
+        "openssl x509 -req -in " + d + "client.csr -CA " + d + "ca.pem -CAkey " + d + "ca.key -CAcreateserial -days 2 -out " +
+            d + "client.pem",
+    };
+    for (const std::string& step : steps) {
+      std::string output;
+      if (RunShell(step, &output) != 0) {
+        error_ = step + ": " + output;
+        return;
+      }
+    }
+    std::ofstream(d + "token") << "s3cret-token\n";
+  }
+  ~Pki() { std::filesystem::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string read(const std::string& name) const { return testing::ReadFile(path(name)); }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string dir_, error_;
+};
+
+std::shared_ptr<grpc::Channel> TlsChannel(const Pki& pki, const std::string& address, bool client_cert) {
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pki.read("ca.pem");
+  if (client_cert) {
+    ssl.pem_cert_chain = pki.read("client.pem");
+    ssl.pem_private_key = pki.read("client.key");
+  }
+  return grpc::CreateChannel(address, grpc::SslCredentials(ssl));
+}
+
+grpc::Status CallPlan(const std::shared_ptr<grpc::Channel>& channel, const std::string& token) {
+  auto stub = v1::Scheduler::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  v1::PlanRequest request;
+  request.set_onnx_model(testing::ReadFile(kModel));
+  v1::Plan plan;
+  grpc::Status status = stub->Plan(&context, request, &plan);
+  if (status.ok()) {
+    EXPECT_EQ(plan.peak_bytes(), 1'769'472);
+  }
+  return status;
+}
+
+TEST(SecurityTest, TlsWithBearerTokenAdmitsOnlyTokenHoldersButLeavesHealthOpen) {
+  Pki pki;
+  ASSERT_TRUE(pki.error().empty()) << pki.error();
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--tls-cert", pki.path("server.pem"), "--tls-key", pki.path("server.key"),
+                                     "--token-file", pki.path("token")}))
+      << server.log();
+  const std::string address = "localhost:" + std::to_string(server.port());
+  auto channel = TlsChannel(pki, address, false);
+  EXPECT_TRUE(CallPlan(channel, "s3cret-token").ok());
+  EXPECT_EQ(CallPlan(channel, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(CallPlan(channel, "wrong-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Score streams need the token too.
+  {
+    auto stub = v1::Scheduler::NewStub(channel);
+    grpc::ClientContext context;
+    auto stream = stub->Score(&context);
+    stream->WritesDone();
+    v1::ScoreResult result;
+    EXPECT_FALSE(stream->Read(&result));
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // Health checks need no token.
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext health_context;
+  grpc::health::v1::HealthCheckRequest health_request;
+  grpc::health::v1::HealthCheckResponse health_response;
+  ASSERT_TRUE(health->Check(&health_context, health_request, &health_response).ok());
+  EXPECT_EQ(health_response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  // A plaintext client cannot talk to a TLS server.
+  EXPECT_EQ(CallPlan(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), "s3cret-token").error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // The CLI speaks TLS with a token too.
+  std::string output;
+  EXPECT_EQ(RunShell(kClient + " score " + kModel + " --server " + address + " --tls-ca " + pki.path("ca.pem") +
+                    " --token-file " + pki.path("token") + " --json",
+                &output),
+            0)
+      << output;
+  EXPECT_THAT(output, HasSubstr("\"peak_bytes\":1769472"));
+  EXPECT_EQ(RunShell(kClient + " plan " + kModel + " --server " + address + " --tls-ca " + pki.path("ca.pem"), &output), 1);
+  EXPECT_THAT(output, HasSubstr("Bearer"));
+}
+
+TEST(SecurityTest, MutualTlsRequiresAClientCertificateFromTheCa) {
+  Pki pki;
+  ASSERT_TRUE(pki.error().empty()) << pki.error();
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--tls-cert", pki.path("server.pem"), "--tls-key", pki.path("server.key"),
+                                     "--tls-client-ca", pki.path("ca.pem")}))
+      << server.log();
+  const std::string address = "localhost:" + std::to_string(server.port());
+  EXPECT_TRUE(CallPlan(TlsChannel(pki, address, true), "").ok());
+  EXPECT_EQ(CallPlan(TlsChannel(pki, address, false), "").error_code(), grpc::StatusCode::UNAVAILABLE);
+  std::string output;
+  EXPECT_EQ(RunShell(kClient + " plan " + kModel + " --server " + address + " --tls-ca " + pki.path("ca.pem") +
+                    " --tls-cert " + pki.path("client.pem") + " --tls-key " + pki.path("client.key") + " --json",
+                &output),
+            0)
+      << output;
+}
+
+}  // namespace
+}  // namespace serenity

@@ -1,0 +1,481 @@
+// The shared-service behaviour of the real serenity-server binary: the Score
+// stream and its CLI, the plan cache and GetPlan, the bounded queue and
+// cancellation, metrics (checked by promtool), logs, and the SIGTERM drain.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "core/onnx/onnx_import.h"
+#include "core/plan_proto.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "health.grpc.pb.h"
+#include "nlohmann/json.hpp"
+#include "serenity/v1/scheduler.grpc.pb.h"
+#include "tests/testing/orders.h"
+#include "server/redis_store.h"
+#include "tests/testing/plan_verifier.h"
+#include "tests/testing/redis_server.h"
+#include "tests/testing/server_process.h"
+
+namespace serenity {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
+const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
+const std::string kModels = SERENITY_SHARED_DIR "/bench/models/";
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+v1::PlanRequest OnnxRequest(const std::string& model) {
+  v1::PlanRequest request;
+  request.set_onnx_model(testing::ReadFile(kModels + model));
+  request.set_model_name(model);
+  return request;
+}
+
+Graph ImportedGraph(const std::string& model) {
+  absl::StatusOr<Graph> graph = GraphFromRequest(OnnxRequest(model));
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return *std::move(graph);
+}
+
+// A metric's value in a Prometheus text exposition ("" when absent).
+std::string MetricValue(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + series.size() + 2;
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+// Polls the metrics endpoint until `series` has `value` (at most ~20 s).
+bool AwaitMetric(int port, const std::string& series, const std::string& value) {
+  for (int i = 0; i < 400; ++i) {
+    if (MetricValue(testing::HttpGet(port, "/metrics"), series) == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new testing::ServerProcess();
+    started_ = server_->Start(kServer, {"--plaintext", "--threads", "2"}, /*with_metrics=*/true);
+  }
+  static void TearDownTestSuite() {
+    const int status = server_->Stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << server_->log();
+    delete server_;
+  }
+  void SetUp() override { ASSERT_TRUE(started_) << server_->log(); }
+
+  std::unique_ptr<v1::Scheduler::Stub> Stub() {
+    return v1::Scheduler::NewStub(grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  static inline testing::ServerProcess* server_ = nullptr;
+  static inline bool started_ = false;
+};
+
+TEST_F(ServiceTest, ScoreStreamsOneResultPerCandidateWithItsOwnStatus) {
+  const std::vector<std::string> models = {
+      "darts_v2_cifar10_normal_cell.onnx", "darts_v2_cifar10_reduce_cell.onnx", "nasnet_a_cifar10_normal_cell.onnx",
+      "amoebanet_a_cifar10_normal_cell.onnx", "tv_squeezenet1_0.onnx", "darts_v2_imagenet_reduce_cell.onnx"};
+  std::vector<v1::ScoreRequest> candidates;
+  for (size_t i = 0; i < models.size(); ++i) {
+    v1::ScoreRequest candidate;
+    candidate.set_id(models[i]);
+    *candidate.mutable_request() = OnnxRequest(models[i]);
+    candidate.mutable_request()->mutable_options()->set_memory_budget_bytes(2'000'000);
+    candidate.set_full_plan(i == 2);
+    candidates.push_back(candidate);
+  }
+  v1::ScoreRequest cyclic;
+  cyclic.set_id("cyclic");
+  v1::Graph* g = cyclic.mutable_request()->mutable_graph();
+  for (const char* t : {"a", "b"}) {
+    v1::Tensor* tensor = g->add_tensors();
+    tensor->set_name(t);
+    tensor->add_shape(4);
+  }
+  v1::Op* op1 = g->add_ops();
+  op1->set_name("x");
+  op1->set_type("Relu");
+  op1->add_inputs("b");
+  op1->add_outputs("a");
+  v1::Op* op2 = g->add_ops();
+  op2->set_name("y");
+  op2->set_type("Relu");
+  op2->add_inputs("a");
+  op2->add_outputs("b");
+  candidates.insert(candidates.begin() + 3, cyclic);
+  v1::ScoreRequest empty;
+  empty.set_id("empty");
+  candidates.push_back(empty);
+
+  grpc::ClientContext context;
+  std::unique_ptr<v1::Scheduler::Stub> stub = Stub();
+  auto stream = stub->Score(&context);
+  for (const v1::ScoreRequest& c : candidates) ASSERT_TRUE(stream->Write(c));
+  stream->WritesDone();
+  std::map<std::string, v1::ScoreResult> results;
+  std::set<int> indices;
+  v1::ScoreResult result;
+  while (stream->Read(&result)) {
+    EXPECT_TRUE(indices.insert(result.index()).second) << "index " << result.index() << " answered twice";
+    EXPECT_EQ(candidates.at(result.index()).id(), result.id());
+    results[result.id()] = result;
+  }
+  grpc::Status status = stream->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(results.size(), candidates.size());
+
+  EXPECT_EQ(results["cyclic"].code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(results["cyclic"].error(), HasSubstr("cycle"));
+  EXPECT_EQ(results["empty"].code(), grpc::StatusCode::INVALID_ARGUMENT);
+  for (const std::string& model : models) {
+    const v1::ScoreResult& r = results[model];
+    ASSERT_EQ(r.code(), 0) << model << ": " << r.error();
+    // The same peak a plan of the model finds, and the slack against it.
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(OnnxRequest(model));
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(r.peak_bytes(), plan->peak_bytes()) << model;
+    EXPECT_EQ(r.certificate(), v1::CERTIFICATE_OPTIMAL) << model;
+    EXPECT_EQ(r.slack_bytes(), r.peak_bytes() - 2'000'000) << model;
+    EXPECT_EQ(r.feasible(), r.peak_bytes() <= 2'000'000) << model;
+    EXPECT_EQ(r.plan_id().size(), 32u);
+    EXPECT_FALSE(r.cache().empty());
+  }
+  // Only the candidate that asked for it carries the whole plan, and it
+  // passes the verifier.
+  const v1::ScoreResult& full = results["nasnet_a_cifar10_normal_cell.onnx"];
+  ASSERT_TRUE(full.has_plan());
+  EXPECT_TRUE(testing::VerifyPlan(ImportedGraph("nasnet_a_cifar10_normal_cell.onnx"), full.plan()).ok());
+  EXPECT_FALSE(results["darts_v2_cifar10_normal_cell.onnx"].has_plan());
+}
+
+TEST_F(ServiceTest, ScoreCommandPrintsOneLinePerModelAndGoesOnPastBadFiles) {
+  const std::string a = kModels + "darts_v2_cifar10_reduce_cell.onnx";
+  const std::string b = kModels + "amoebanet_a_cifar10_reduce_cell.onnx";
+  CommandResult r = RunCommand(kClient + " score " + a + " /nonexistent/model.onnx " + b + " --server " +
+                               server_->address() + " --budget 1500000 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::map<std::string, nlohmann::json> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    lines[j.at("model").get<std::string>()] = j;
+  }
+  ASSERT_EQ(lines.size(), 3u) << r.output;
+  EXPECT_NE(lines["/nonexistent/model.onnx"].at("status").get<std::string>(), "OK");
+  EXPECT_THAT(lines["/nonexistent/model.onnx"].at("error").get<std::string>(), HasSubstr("cannot open"));
+  for (const std::string& model : {a, b}) {
+    const nlohmann::json& j = lines[model];
+    ASSERT_EQ(j.at("status").get<std::string>(), "OK") << j.dump();
+    const int64_t peak = j.at("peak_bytes").get<int64_t>();
+    EXPECT_EQ(peak, model == a ? 1'769'472 : 1'327'104);  // proven optima (shared/bench/README.md)
+    EXPECT_EQ(j.at("slack_bytes").get<int64_t>(), peak - 1'500'000);
+    EXPECT_EQ(j.at("feasible").get<bool>(), peak <= 1'500'000);
+    EXPECT_EQ(j.at("certificate").get<std::string>(), "optimal");
+    const std::string cache = j.at("cache").get<std::string>();
+    EXPECT_TRUE(cache == "miss" || cache == "local") << cache;
+  }
+  CommandResult text = RunCommand(kClient + " score " + a + " --server " + server_->address());
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("OK peak 1,769,472 B"));
+  EXPECT_THAT(text.output, HasSubstr("optimal"));
+  CommandResult help = RunCommand(kClient + " score --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* flag : {"--server", "--budget", "--json", "--tls-ca", "--token-file", "--time-limit"}) {
+    EXPECT_THAT(help.output, HasSubstr(flag));
+  }
+}
+
+// The second request for a model, even renamed, is answered from the cache,
+// in the caller's own names; GetPlan returns the stored plan.
+TEST_F(ServiceTest, CacheAnswersRepeatsAndRenamedGraphsAndGetPlanReturnsThePlan) {
+  std::unique_ptr<v1::Scheduler::Stub> stub = Stub();
+  auto call = [&](const v1::PlanRequest& request) {
+    grpc::ClientContext context;
+    v1::Plan plan;
+    grpc::Status status = stub->Plan(&context, request, &plan);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return plan;
+  };
+  v1::PlanRequest request = OnnxRequest("darts_v2_imagenet_normal_cell.onnx");
+  request.mutable_options()->set_alignment(128);  // a key only this test uses
+  const v1::Plan first = call(request);
+  const v1::Plan second = call(request);
+  EXPECT_EQ(first.stats().cache(), "miss");
+  EXPECT_EQ(second.stats().cache(), "local");
+  EXPECT_EQ(first.plan_id(), second.plan_id());
+  EXPECT_EQ(first.peak_bytes(), second.peak_bytes());
+
+  // The same graph as a serenity.v1.Graph with every name changed.
+  const Graph graph = ImportedGraph("darts_v2_imagenet_normal_cell.onnx");
+  v1::PlanRequest renamed;
+  v1::Graph* g = renamed.mutable_graph();
+  for (const Tensor& t : graph.tensors()) {
+    v1::Tensor* tensor = g->add_tensors();
+    tensor->set_name("t_" + t.name + "_renamed");
+    for (int64_t d : t.shape) tensor->add_shape(d);
+    tensor->set_dtype(t.dtype);
+    tensor->set_bytes(t.bytes);
+    tensor->set_is_weight(t.is_weight);
+  }
+  for (int u = graph.num_ops() - 1; u >= 0; --u) {  // reversed op list (still a valid graph)
+    const Op& o = graph.op(u);
+    v1::Op* op = g->add_ops();
+    op->set_name("op_" + std::to_string(u));
+    op->set_type(o.type);
+    for (TensorId t : o.inputs) op->add_inputs("t_" + graph.tensor(t).name + "_renamed");
+    for (TensorId t : o.outputs) op->add_outputs("t_" + graph.tensor(t).name + "_renamed");
+    op->set_workspace_bytes(o.workspace_bytes);
+    op->set_macs(o.macs);
+  }
+  for (TensorId t : graph.inputs()) g->add_inputs("t_" + graph.tensor(t).name + "_renamed");
+  for (TensorId t : graph.outputs()) g->add_outputs("t_" + graph.tensor(t).name + "_renamed");
+  *renamed.mutable_options() = request.options();
+  renamed.set_model_name("renamed");
+  const v1::Plan hit = call(renamed);
+  EXPECT_EQ(hit.stats().cache(), "local");
+  EXPECT_EQ(hit.peak_bytes(), first.peak_bytes());
+  EXPECT_EQ(hit.model(), "renamed");
+  absl::StatusOr<Graph> renamed_graph = GraphFromRequest(renamed);
+  ASSERT_TRUE(renamed_graph.ok());
+  EXPECT_TRUE(testing::VerifyPlan(*renamed_graph, hit).ok()) << testing::VerifyPlan(*renamed_graph, hit);
+
+  grpc::ClientContext context;
+  v1::GetPlanRequest get;
+  get.set_plan_id(first.plan_id());
+  v1::Plan stored;
+  ASSERT_TRUE(stub->GetPlan(&context, get, &stored).ok());
+  EXPECT_EQ(stored.peak_bytes(), first.peak_bytes());
+  EXPECT_EQ(stored.arena().size_bytes(), first.arena().size_bytes());
+  EXPECT_TRUE(testing::VerifyPlan(graph, stored).ok());
+  grpc::ClientContext missing_context;
+  get.set_plan_id(std::string(32, 'f'));
+  EXPECT_EQ(stub->GetPlan(&missing_context, get, &stored).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, MetricsPassPromtoolAndCountCalls) {
+  std::unique_ptr<v1::Scheduler::Stub> stub = Stub();
+  grpc::ClientContext context;
+  v1::Plan plan;
+  ASSERT_TRUE(stub->Plan(&context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
+  grpc::ClientContext bad_context;
+  v1::PlanRequest bad;
+  EXPECT_EQ(stub->Plan(&bad_context, bad, &plan).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  const std::string text = testing::HttpGet(server_->metrics_port(), "/metrics");
+  ASSERT_FALSE(text.empty());
+  EXPECT_THAT(text, HasSubstr("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Plan\""));
+  EXPECT_THAT(text, HasSubstr("grpc_server_handled_total{grpc_code=\"INVALID_ARGUMENT\",grpc_method=\"Plan\""));
+  EXPECT_THAT(text, HasSubstr("grpc_server_handling_seconds_bucket{"));
+  for (const char* name : {"serenity_jobs_queued", "serenity_jobs_active", "serenity_cache_lookups_total",
+                           "serenity_search_states_explored_total", "serenity_search_timeouts_total",
+                           "serenity_infeasible_budgets_total"}) {
+    EXPECT_THAT(text, HasSubstr(name));
+  }
+  const std::string path = ::testing::TempDir() + "/serenity_metrics.txt";
+  std::ofstream(path) << text;
+  CommandResult promtool = RunCommand("promtool check metrics < " + path);
+  EXPECT_EQ(promtool.exit_code, 0) << promtool.output;
+}
+
+TEST_F(ServiceTest, LogLinesCarryRequestIds) {
+  std::unique_ptr<v1::Scheduler::Stub> stub = Stub();
+  grpc::ClientContext context;
+  v1::Plan plan;
+  v1::PlanRequest request = OnnxRequest("darts_v2_cifar10_reduce_cell.onnx");
+  request.set_model_name("log-probe-model");
+  ASSERT_TRUE(stub->Plan(&context, request, &plan).ok());
+  const std::string log = server_->log();
+  EXPECT_THAT(log, HasSubstr("event=listening"));
+  EXPECT_THAT(log, ::testing::ContainsRegex("event=plan request_id=[0-9]+ peer=[^ ]+ model=log-probe-model code=OK"));
+}
+
+TEST(ServiceLimitsTest, AFullQueueRefusesAndACancelledCallFreesItsThread) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--threads", "1", "--max-queue", "0"}, true)) << server.log();
+  auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  // A long search holds the only job thread.
+  grpc::ClientContext long_context;
+  grpc::Status long_status;
+  std::thread long_call([&] {
+    v1::PlanRequest request = OnnxRequest("randwire_ws_cifar10_stage2.onnx");
+    request.mutable_options()->set_time_limit_seconds(50);
+    v1::Plan plan;
+    long_status = stub->Plan(&long_context, request, &plan);
+  });
+  ASSERT_TRUE(AwaitMetric(server.metrics_port(), "serenity_jobs_active", "1"));
+  grpc::ClientContext refused_context;
+  v1::Plan plan;
+  grpc::Status refused = stub->Plan(&refused_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("busy"));
+  // Cancelling the call stops its search long before its 50 s limit.
+  long_context.TryCancel();
+  long_call.join();
+  EXPECT_EQ(long_status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(AwaitMetric(server.metrics_port(), "serenity_jobs_active", "0"));
+  grpc::ClientContext again_context;
+  EXPECT_TRUE(stub->Plan(&again_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
+  const std::string metrics = testing::HttpGet(server.metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("grpc_code=\"RESOURCE_EXHAUSTED\""));
+  const int status = server.Stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(ServiceLimitsTest, GraphsAboveTheOpLimitAreRefusedByName) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--max-ops", "20"})) << server.log();
+  auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::Plan plan;
+  grpc::Status status = stub->Plan(&context, OnnxRequest("darts_v2_cifar10_normal_cell.onnx"), &plan);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("at most 20"));
+}
+
+// SIGTERM: watchers see NOT_SERVING, the running call still gets its plan,
+// new calls are refused, and the server exits 0.
+TEST(ServiceLifecycleTest, SigtermDrainsRunningCallsThenExitsZero) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--shutdown-grace-seconds", "30"}, true)) << server.log();
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Scheduler::NewStub(channel);
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext watch_context;
+  grpc::health::v1::HealthCheckRequest watch_request;
+  auto watch = health->Watch(&watch_context, watch_request);
+  grpc::health::v1::HealthCheckResponse health_response;
+  ASSERT_TRUE(watch->Read(&health_response));
+  EXPECT_EQ(health_response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  grpc::Status running_status;
+  v1::Plan running_plan;
+  std::thread running([&] {
+    grpc::ClientContext context;
+    v1::PlanRequest request = OnnxRequest("randwire_ws_cifar10_stage3.onnx");
+    request.mutable_options()->set_time_limit_seconds(4);
+    running_status = stub->Plan(&context, request, &running_plan);
+  });
+  ASSERT_TRUE(AwaitMetric(server.metrics_port(), "serenity_jobs_active", "1"));
+  kill(server.pid(), SIGTERM);
+  ASSERT_TRUE(watch->Read(&health_response));
+  EXPECT_EQ(health_response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  grpc::ClientContext late_context;
+  late_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::Plan late_plan;
+  grpc::Status late = stub->Plan(&late_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &late_plan);
+  EXPECT_FALSE(late.ok());
+  running.join();
+  EXPECT_TRUE(running_status.ok()) << running_status.error_message();
+  EXPECT_TRUE(testing::VerifyPlan(ImportedGraph("randwire_ws_cifar10_stage3.onnx"), running_plan).ok());
+  watch_context.TryCancel();
+  const int status = server.Stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const std::string log = server.log();
+  EXPECT_THAT(log, HasSubstr("event=draining"));
+  EXPECT_THAT(log, HasSubstr("event=stopped"));
+}
+
+// Replicas share plans through Redis; garbage in Redis is counted and
+// ignored, and the plan is computed.
+TEST(ServiceSharedCacheTest, ReplicasSharePlansAndSurviveGarbage) {
+  testing::RedisServerProcess redis;
+  ASSERT_TRUE(redis.Start());
+  testing::ServerProcess a, b, c;
+  ASSERT_TRUE(a.Start(kServer, {"--plaintext", "--redis", redis.address()})) << a.log();
+  ASSERT_TRUE(b.Start(kServer, {"--plaintext", "--redis", redis.address()}, true)) << b.log();
+  auto plan_on = [](const testing::ServerProcess& server, const v1::PlanRequest& request) {
+    auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    v1::Plan plan;
+    grpc::Status status = stub->Plan(&context, request, &plan);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return plan;
+  };
+  const v1::PlanRequest request = OnnxRequest("nasnet_a_cifar10_reduce_cell.onnx");
+  const v1::Plan first = plan_on(a, request);
+  EXPECT_EQ(first.stats().cache(), "miss");
+  const v1::Plan shared = plan_on(b, request);
+  EXPECT_EQ(shared.stats().cache(), "shared");
+  EXPECT_EQ(shared.peak_bytes(), first.peak_bytes());
+  EXPECT_EQ(plan_on(b, request).stats().cache(), "local");
+  EXPECT_TRUE(testing::VerifyPlan(ImportedGraph("nasnet_a_cifar10_reduce_cell.onnx"), shared).ok());
+  // GetPlan on a replica that never computed it finds it in Redis.
+  {
+    auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(b.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    v1::GetPlanRequest get;
+    get.set_plan_id(first.plan_id());
+    v1::Plan stored;
+    EXPECT_TRUE(stub->GetPlan(&context, get, &stored).ok());
+    EXPECT_EQ(stored.peak_bytes(), first.peak_bytes());
+  }
+
+  // Overwrite the entry with garbage: a fresh replica computes the plan.
+  RedisStoreOptions options;
+  options.address = redis.address();
+  absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::Create(options);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Put(first.plan_id(), "this is not a plan").ok());
+  ASSERT_TRUE(c.Start(kServer, {"--plaintext", "--redis", redis.address()}, true)) << c.log();
+  const v1::Plan recomputed = plan_on(c, request);
+  EXPECT_EQ(recomputed.stats().cache(), "miss");
+  EXPECT_EQ(recomputed.peak_bytes(), first.peak_bytes());
+  EXPECT_EQ(MetricValue(testing::HttpGet(c.metrics_port(), "/metrics"),
+                        "serenity_cache_lookups_total{result=\"error\",tier=\"shared\"}"),
+            "1");
+  EXPECT_THAT(c.log(), HasSubstr("event=cache_shared_garbage"));
+  // Redis gone: replicas still answer.
+  redis.Stop();
+  v1::PlanRequest other = OnnxRequest("amoebanet_a_cifar10_reduce_cell.onnx");
+  const v1::Plan without_redis = plan_on(c, other);
+  EXPECT_EQ(without_redis.stats().cache(), "miss");
+  EXPECT_EQ(without_redis.peak_bytes(), 1'327'104);
+}
+
+TEST(ServiceStartupTest, RefusesToServeWithoutAChosenTransport) {
+  CommandResult none = RunCommand(kServer + " --port 0");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.output, HasSubstr("--plaintext"));
+  CommandResult half = RunCommand(kServer + " --port 0 --tls-cert /nonexistent.pem");
+  EXPECT_EQ(half.exit_code, 2);
+  EXPECT_THAT(half.output, HasSubstr("--tls-key"));
+  CommandResult missing = RunCommand(kServer + " --port 0 --plaintext --token-file /nonexistent/token");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr("--token-file"));
+}
+
+}  // namespace
+}  // namespace serenity
