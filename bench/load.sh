@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Load benchmark of serenity-server on loopback (issue 6): throughput and
+# latency of Plan calls at 1, 8 and 64 concurrent clients for a DARTS cell
+# and a RandWire stage, cache cold and warm, and of the Score batch stream.
+# Usage: bench/load.sh [BUILD_DIR]   (default build; the server runs with
+# --threads $(nproc)). Prints one line per run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+MODELS=${SERENITY_MODELS_DIR:-../shared/bench/models}
+port_file=$(mktemp)
+"$BUILD_DIR/server/serenity-server" --plaintext --port 0 --port-file "$port_file" --max-queue 1024 \
+  --max-jobs-per-connection 64 2>/dev/null &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -f "$port_file"' EXIT
+for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.1; done
+address="127.0.0.1:$(cat "$port_file")"
+load="$BUILD_DIR/bench/serenity-load --server $address"
+
+cell="$MODELS/darts_v2_cifar10_normal_cell.onnx"
+stage="$MODELS/randwire_ws_cifar10_stage1.onnx"
+for model in "$cell" "$stage"; do
+  name=$(basename "$model" .onnx)
+  for clients in 1 8 64; do
+    cold_requests=$([ "$model" = "$cell" ] && echo 400 || echo 40)
+    echo "$name plan cold:  $($load --model "$model" --clients $clients --requests $((cold_requests > clients ? cold_requests : clients)) --cache cold)"
+    echo "$name plan warm:  $($load --model "$model" --clients $clients --requests 20000 --cache warm)"
+  done
+  echo "$name score cold: $($load --model "$model" --mode score --requests $([ "$model" = "$cell" ] && echo 400 || echo 40) --cache cold)"
+  echo "$name score warm: $($load --model "$model" --mode score --requests 20000 --cache warm)"
+done
