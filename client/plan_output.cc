@@ -96,6 +96,18 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
   j["memory_budget_bytes"] = plan.memory_budget_bytes();
   j["feasible"] = plan.feasible();
   j["headroom_bytes"] = plan.headroom_bytes();
+  j["arena_fits_budget"] = plan.arena_fits_budget();
+  nlohmann::ordered_json moves = nlohmann::ordered_json::array();
+  for (const v1::Move& m : plan.moves()) {
+    moves.push_back({{"tensor", m.tensor()},
+                     {"kind", KindText(m.kind())},
+                     {"before_step", m.before_step()},
+                     {"from_offset", m.from_offset()},
+                     {"to_offset", m.to_offset()},
+                     {"bytes", m.bytes()}});
+  }
+  j["moves"] = std::move(moves);
+  j["moved_bytes"] = plan.moved_bytes();
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   auto placements = [](const google::protobuf::RepeatedPtrField<v1::TensorPlacement>& list) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -126,7 +138,9 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
                 {"total_ms", plan.stats().total_ms()},
                 {"algorithm", plan.stats().algorithm()},
                 {"states_explored", plan.stats().states_explored()},
-                {"search_memory_bytes", plan.stats().search_memory_bytes()}};
+                {"search_memory_bytes", plan.stats().search_memory_bytes()},
+                {"cache", plan.stats().cache()}};
+  j["plan_id"] = plan.plan_id();
   return j;
 }
 
@@ -146,6 +160,12 @@ std::string PlanSummary(const v1::Plan& plan) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()), " bytes: ",
                     plan.feasible() ? "fits, " : "DOES NOT FIT, ", WithCommas(plan.headroom_bytes()),
                     " bytes of headroom\n");
+    if (plan.moves_size() > 0) {
+      absl::StrAppend(&out, "moves        ", plan.moves_size(), " defragmentation moves copy ",
+                      WithCommas(plan.moved_bytes()), " bytes so the arena fits the budget\n");
+    } else if (plan.feasible() && !plan.arena_fits_budget()) {
+      absl::StrAppend(&out, "moves        the arena does not fit the budget even with moves (alignment)\n");
+    }
   }
   absl::StrAppend(&out, "memory model alias_views=", plan.memory_model().alias_views() ? "on" : "off",
                   " count_weights=", plan.memory_model().count_weights() ? "on" : "off",

@@ -149,39 +149,68 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
     for (TensorId a : b.aliases) buffer->add_aliases(graph.tensor(a).name);
   }
 
-  // Per-step view: every tensor's arena offset, through its buffer.
-  std::vector<int64_t> offset_of(graph.num_tensors(), -1);
-  std::vector<int64_t> workspace_offset(graph.num_ops(), 0);
+  // Defragmentation moves, named by their buffer's tensor (or op).
+  auto buffer_name = [&](size_t i) {
+    const BufferLifetimeInfo& b = plan.profile.buffers[i];
+    return b.kind == BufferKind::kWorkspace ? graph.op(b.op).name : graph.tensor(b.tensor).name;
+  };
+  for (const ArenaMove& m : plan.moves) {
+    v1::Move* move = out.add_moves();
+    move->set_tensor(buffer_name(static_cast<size_t>(m.buffer)));
+    const BufferKind kind = plan.profile.buffers[static_cast<size_t>(m.buffer)].kind;
+    move->set_kind(kind == BufferKind::kWorkspace ? v1::BUFFER_KIND_WORKSPACE
+                   : kind == BufferKind::kWeight  ? v1::BUFFER_KIND_WEIGHT
+                                                  : v1::BUFFER_KIND_TENSOR);
+    move->set_before_step(m.before_step);
+    move->set_from_offset(m.from_offset);
+    move->set_to_offset(m.to_offset);
+    move->set_bytes(m.bytes);
+  }
+  out.set_moved_bytes(plan.moved_bytes);
+
+  // Per-step view: every tensor's arena offset at that step, through its
+  // buffer (after the moves that run before the step).
+  std::vector<int> buffer_of(graph.num_tensors(), -1);
+  std::vector<int> workspace_buffer(graph.num_ops(), -1);
   for (size_t i = 0; i < plan.profile.buffers.size(); ++i) {
     const BufferLifetimeInfo& b = plan.profile.buffers[i];
     if (b.kind == BufferKind::kWorkspace) {
-      workspace_offset[b.op] = plan.arena.offsets[i];
+      workspace_buffer[b.op] = static_cast<int>(i);
       continue;
     }
-    offset_of[b.tensor] = plan.arena.offsets[i];
-    for (TensorId a : b.aliases) offset_of[a] = plan.arena.offsets[i];
+    buffer_of[b.tensor] = static_cast<int>(i);
+    for (TensorId a : b.aliases) buffer_of[a] = static_cast<int>(i);
   }
+  std::vector<int64_t> current = plan.arena.offsets;
+  size_t next_move = 0;
   auto place = [&](TensorId t, v1::TensorPlacement* p) {
     p->set_tensor(graph.tensor(t).name);
-    p->set_offset(offset_of[t]);
+    p->set_offset(current[buffer_of[t]]);
     p->set_size(graph.tensor(t).bytes);
   };
-  for (OpId u : plan.order) {
+  for (size_t position = 0; position < plan.order.size(); ++position) {
+    for (; next_move < plan.moves.size() && plan.moves[next_move].before_step == static_cast<int32_t>(position);
+         ++next_move) {
+      current[plan.moves[next_move].buffer] = plan.moves[next_move].to_offset;
+    }
+    const OpId u = plan.order[position];
     const Op& op = graph.op(u);
     v1::Step* step = out.add_steps();
     step->set_op(op.name);
     std::vector<TensorId> seen;
     for (TensorId t : op.inputs) {
-      if (offset_of[t] < 0 || std::find(seen.begin(), seen.end(), t) != seen.end()) continue;  // uncounted weight
+      if (buffer_of[t] < 0 || std::find(seen.begin(), seen.end(), t) != seen.end()) continue;  // uncounted weight
       seen.push_back(t);
       place(t, step->add_inputs());
     }
     for (TensorId t : op.outputs) {
-      if (offset_of[t] >= 0) place(t, step->add_outputs());
+      if (buffer_of[t] >= 0) place(t, step->add_outputs());
     }
     step->mutable_workspace()->set_tensor(op.name);
     step->mutable_workspace()->set_size(op.workspace_bytes);
-    step->mutable_workspace()->set_offset(op.workspace_bytes > 0 ? workspace_offset[u] : 0);
+    step->mutable_workspace()->set_offset(op.workspace_bytes > 0 && workspace_buffer[u] >= 0
+                                              ? current[workspace_buffer[u]]
+                                              : 0);
   }
 }
 
@@ -228,6 +257,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   out.set_memory_budget_bytes(options.memory_budget_bytes);
   out.set_feasible(plan.feasible);
   if (options.memory_budget_bytes > 0) out.set_headroom_bytes(options.memory_budget_bytes - plan.profile.peak_bytes);
+  out.set_arena_fits_budget(plan.arena_fits_budget);
   for (const auto& [name, points] : plan.traffic) FillTraffic(graph, name, points, out.add_traffic());
   return out;
 }

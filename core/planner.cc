@@ -260,6 +260,19 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment, Ours));
   ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
   plan.arena_bytes_tflite = tflite.size_bytes;
+  if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible) {
+    // The peak fits the budget but the static arena does not: move buffers.
+    std::vector<ArenaBuffer> lifetimes;
+    for (const BufferLifetimeInfo& b : plan.profile.buffers) lifetimes.push_back({b.bytes, b.first_step, b.last_step});
+    absl::StatusOr<MovingArenaPlan> moving =
+        PlanArenaWithMoves(lifetimes, options.alignment, options.memory_budget_bytes);
+    if (moving.ok()) {
+      plan.arena = std::move(moving->plan);
+      plan.moves = std::move(moving->moves);
+      plan.moved_bytes = moving->moved_bytes;
+    }
+  }
+  plan.arena_fits_budget = options.memory_budget_bytes == 0 || plan.arena.size_bytes <= options.memory_budget_bytes;
   if (!options.onchip_bytes.empty()) {
     const std::pair<const char*, const std::vector<OpId>*> orders[] = {
         {plan.serenity.has_value() ? "given" : "serenity", &plan.order},

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/arena/arena_planner.h"
+#include "core/arena/defragment.h"
 #include "core/graph/graph.h"
 #include "core/memory/simulator.h"
 #include "core/schedule/budget_search.h"
@@ -78,6 +79,12 @@ struct Plan {
   int64_t lower_bound_bytes = 0;
   Certificate certificate = Certificate::kBaseline;
   ArenaPlan arena;                   // offsets parallel to profile.buffers (PlanArena)
+  // Defragmentation moves (buffer indices into profile.buffers) when the
+  // budget fits the peak but not the static arena; then arena.offsets are
+  // each buffer's offset at its first step.
+  std::vector<ArenaMove> moves;
+  int64_t moved_bytes = 0;
+  bool arena_fits_budget = true;     // arena.size_bytes <= budget (or no budget)
   int64_t arena_bytes_tflite = 0;    // the TFLite-style planner on the same order
   OrderSummary file_order, kahn, greedy, inductor, xla;
   std::optional<OrderSummary> serenity;  // set when a given order was evaluated

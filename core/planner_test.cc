@@ -262,6 +262,61 @@ TEST(PlannerTest, ScoreOnlyKeepsThePeakAndSkipsTheArena) {
   }
 }
 
+// A budget the peak fits but the static arena does not: the plan moves
+// buffers, fits the budget, and the moved plan verifies.
+TEST(PlannerTest, DefragmentationMovesFitABudgetAtThePeak) {
+  std::mt19937 rng(79);
+  int moved = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(8 + trial % 25, rng));
+    PlanOptions options;
+    options.alignment = 1;
+    absl::StatusOr<Plan> free_plan = PlanGraph(g, options);
+    ASSERT_TRUE(free_plan.ok());
+    options.memory_budget_bytes = free_plan->profile.peak_bytes;
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_TRUE(plan->arena_fits_budget) << "trial " << trial;
+    EXPECT_LE(plan->arena.size_bytes, options.memory_budget_bytes);
+    v1::Plan proto = PlanToProto(g, *plan, options);
+    absl::Status verified = testing::VerifyPlan(g, proto);
+    ASSERT_TRUE(verified.ok()) << verified << " trial " << trial;
+    EXPECT_EQ(proto.moves_size(), static_cast<int>(plan->moves.size()));
+    if (!plan->moves.empty()) {
+      ++moved;
+      EXPECT_GT(free_plan->arena.size_bytes, options.memory_budget_bytes);
+    }
+  }
+  // The shared NASNet network's static arena ends above its peak.
+  absl::StatusOr<Graph> nasnet =
+      ImportOnnxModel(testing::ReadFile(SERENITY_SHARED_DIR "/bench/models/nasnet_a_cifar10.onnx"), {});
+  ASSERT_TRUE(nasnet.ok());
+  PlanOptions options;
+  options.time_limit_seconds = 5;
+  absl::StatusOr<Plan> free_plan = PlanGraph(*nasnet, options);
+  ASSERT_TRUE(free_plan.ok());
+  options.memory_budget_bytes = free_plan->profile.peak_bytes;
+  absl::StatusOr<Plan> plan = PlanGraph(*nasnet, options);
+  ASSERT_TRUE(plan.ok());
+  v1::Plan proto = PlanToProto(*nasnet, *plan, options);
+  EXPECT_TRUE(testing::VerifyPlan(*nasnet, proto).ok()) << testing::VerifyPlan(*nasnet, proto);
+  if (free_plan->arena.size_bytes > options.memory_budget_bytes) {
+    ++moved;
+    EXPECT_FALSE(proto.moves().empty());
+    EXPECT_TRUE(proto.arena_fits_budget());
+    EXPECT_LE(proto.arena().size_bytes(), options.memory_budget_bytes);
+    EXPECT_GT(proto.moved_bytes(), 0);
+  }
+  EXPECT_GT(moved, 0);
+  // A budget below the peak cannot be met by moving: the plan says so.
+  options.memory_budget_bytes = free_plan->profile.peak_bytes - 1;
+  plan = PlanGraph(*nasnet, options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->feasible);
+  EXPECT_FALSE(plan->arena_fits_budget);
+  EXPECT_TRUE(plan->moves.empty());
+}
+
 TEST(PlannerTest, ACancelledCallReturnsCancelled) {
   std::mt19937 rng(73);
   Graph g = *Graph::Build(testing::RandomDag(12, rng));

@@ -125,6 +125,9 @@ absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const Can
     for (v1::TensorPlacement& p : *step.mutable_outputs()) names_ok &= rename(tensor_name, p.mutable_tensor());
     names_ok &= rename(op_name, step.mutable_workspace()->mutable_tensor());
   }
+  for (v1::Move& move : *plan.mutable_moves()) {
+    names_ok &= rename(move.kind() == v1::BUFFER_KIND_WORKSPACE ? op_name : tensor_name, move.mutable_tensor());
+  }
   for (v1::OrderTraffic& traffic : *plan.mutable_traffic()) {
     for (v1::TrafficPoint& point : *traffic.mutable_points()) {
       if (!point.infeasible_op().empty()) names_ok &= rename(op_name, point.mutable_infeasible_op());

@@ -215,9 +215,67 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
     }
   }
 
-  // Offsets: aligned, inside the arena, no overlap among co-live buffers.
+  // Offsets: aligned, inside the arena, no overlap among co-live buffers;
+  // with defragmentation moves, at every step, with the moves applied.
   if (arena.alignment() < 1) return absl::FailedPreconditionError("alignment below 1");
+  // (kind, tensor or op name) -> buffer
+  std::map<std::pair<int, std::string>, int> buffer_index;
   for (int i = 0; i < arena.buffers_size(); ++i) {
+    buffer_index[{arena.buffers(i).kind(), arena.buffers(i).tensor()}] = i;
+  }
+  std::vector<std::vector<int64_t>> offset_at(n);  // [step][buffer]
+  {
+    std::vector<int64_t> current;
+    for (const v1::ArenaBuffer& b : arena.buffers()) current.push_back(b.offset());
+    int next_move = 0;
+    int64_t moved = 0;
+    for (int t = 0; t < n; ++t) {
+      for (; next_move < plan.moves_size() && plan.moves(next_move).before_step() == t; ++next_move) {
+        const v1::Move& m = plan.moves(next_move);
+        auto it = buffer_index.find({m.kind(), m.tensor()});
+        if (it == buffer_index.end()) return absl::FailedPreconditionError("a move names no buffer");
+        const v1::ArenaBuffer& b = arena.buffers(it->second);
+        if (!(b.first_step() < t && t <= b.last_step()) || m.from_offset() != current[it->second] ||
+            m.bytes() != b.size()) {
+          return absl::FailedPreconditionError(absl::StrCat("the move of '", m.tensor(), "' before step ", t,
+                                                            " is outside its lifetime or not where it is"));
+        }
+        for (int j = 0; j < arena.buffers_size(); ++j) {
+          const v1::ArenaBuffer& o = arena.buffers(j);
+          const bool across = o.first_step() < t && t <= o.last_step();
+          if (j != it->second && across && o.size() > 0 && b.size() > 0 && m.to_offset() < current[j] + o.size() &&
+              current[j] < m.to_offset() + b.size()) {
+            return absl::FailedPreconditionError(absl::StrCat("the move of '", m.tensor(), "' lands on '", o.tensor(), "'"));
+          }
+        }
+        current[it->second] = m.to_offset();
+        moved += m.bytes();
+      }
+      offset_at[t] = current;
+    }
+    if (next_move != plan.moves_size()) return absl::FailedPreconditionError("moves out of step order");
+    if (moved != plan.moved_bytes()) return absl::FailedPreconditionError("moved_bytes is not the moves' total");
+  }
+  for (int t = 0; t < n && plan.moves_size() > 0; ++t) {
+    std::vector<int> live;
+    for (int i = 0; i < arena.buffers_size(); ++i) {
+      const v1::ArenaBuffer& a = arena.buffers(i);
+      if (a.first_step() > t || a.last_step() < t) continue;
+      const int64_t at = offset_at[t][i];
+      if (at < 0 || at % arena.alignment() != 0 || at + a.size() > arena.size_bytes()) {
+        return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
+      }
+      for (int j : live) {
+        const v1::ArenaBuffer& b = arena.buffers(j);
+        if (a.size() > 0 && b.size() > 0 && at < offset_at[t][j] + b.size() && offset_at[t][j] < at + a.size()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("buffers '", a.tensor(), "' and '", b.tensor(), "' overlap at step ", t));
+        }
+      }
+      live.push_back(i);
+    }
+  }
+  for (int i = 0; i < arena.buffers_size() && plan.moves_size() == 0; ++i) {
     const v1::ArenaBuffer& a = arena.buffers(i);
     if (a.offset() < 0 || a.offset() % arena.alignment() != 0 || a.offset() + a.size() > arena.size_bytes()) {
       return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
@@ -235,13 +293,14 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   // The per-step view names each step's op and the offsets of its buffers.
   if (plan.steps_size() > 0) {
     if (plan.steps_size() != n) return absl::FailedPreconditionError("steps do not match the order");
-    std::map<std::string, int64_t> offset_of;
-    for (const v1::ArenaBuffer& b : arena.buffers()) {
-      if (b.kind() == v1::BUFFER_KIND_WORKSPACE) continue;
-      offset_of[b.tensor()] = b.offset();
-      for (const std::string& a : b.aliases()) offset_of[a] = b.offset();
-    }
     for (int t = 0; t < n; ++t) {
+      std::map<std::string, int64_t> offset_of;
+      for (int i = 0; i < arena.buffers_size(); ++i) {
+        const v1::ArenaBuffer& b = arena.buffers(i);
+        if (b.kind() == v1::BUFFER_KIND_WORKSPACE) continue;
+        offset_of[b.tensor()] = offset_at[t][i];
+        for (const std::string& a : b.aliases()) offset_of[a] = offset_at[t][i];
+      }
       const v1::Step& step = plan.steps(t);
       const Op& op = graph.op(order[t]);
       if (step.op() != op.name) return absl::FailedPreconditionError(absl::StrCat("step ", t, " names the wrong op"));
@@ -261,7 +320,7 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
       }
       if (op.workspace_bytes > 0) {
         auto ws = workspace_buffers.find(op.name);
-        if (ws == workspace_buffers.end() || ws->second->offset() != step.workspace().offset()) {
+        if (ws == workspace_buffers.end() || offset_at[t][buffer_index[{v1::BUFFER_KIND_WORKSPACE, op.name}]] != step.workspace().offset()) {
           return absl::FailedPreconditionError(absl::StrCat("step ", t, " has the wrong workspace offset"));
         }
       }

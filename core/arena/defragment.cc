@@ -1,0 +1,197 @@
+#include "core/arena/defragment.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace serenity {
+namespace {
+
+int64_t AlignUp(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+struct Placed {
+  int buffer;
+  int64_t offset;
+};
+
+// The best-fit aligned offset for `size` below `capacity` among `live`
+// (sorted by offset), or -1.
+int64_t BestFit(const std::vector<Placed>& live, absl::Span<const ArenaBuffer> buffers, int64_t size,
+                int64_t alignment, int64_t capacity) {
+  int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
+  auto consider = [&](int64_t hole_end) {
+    const int64_t start = AlignUp(cursor, alignment);
+    if (start + size <= hole_end && hole_end - start < best_gap) {
+      best = start;
+      best_gap = hole_end - start;
+    }
+  };
+  for (const Placed& p : live) {
+    consider(p.offset);
+    cursor = std::max(cursor, p.offset + buffers[p.buffer].size);
+  }
+  consider(capacity);
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                                   int64_t capacity) {
+  if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
+  for (const ArenaBuffer& b : buffers) {
+    if (b.size < 0 || b.last_step < b.first_step || b.first_step < 0) {
+      return absl::InvalidArgumentError("a buffer has a negative size or an empty lifetime");
+    }
+  }
+  MovingArenaPlan result;
+  result.plan.alignment = alignment;
+  result.plan.offsets.assign(buffers.size(), 0);
+  // Only steps where buffers start change anything.
+  std::map<int32_t, std::vector<int>> starting;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].size > 0) starting[buffers[i].first_step].push_back(static_cast<int>(i));
+  }
+  std::vector<Placed> live;  // sorted by offset
+  std::vector<int64_t> current(buffers.size(), 0);
+  for (auto& [step, fresh] : starting) {
+    live.erase(std::remove_if(live.begin(), live.end(), [&](const Placed& p) { return buffers[p.buffer].last_step < step; }),
+               live.end());
+    std::sort(fresh.begin(), fresh.end(), [&](int a, int b) {
+      return std::make_pair(-buffers[a].size, a) < std::make_pair(-buffers[b].size, b);
+    });
+    auto insert = [&](int buffer, int64_t offset) {
+      current[buffer] = offset;
+      Placed p{buffer, offset};
+      live.insert(std::upper_bound(live.begin(), live.end(), p,
+                                   [](const Placed& x, const Placed& y) { return x.offset < y.offset; }),
+                  p);
+    };
+    bool compacted = false;
+    for (size_t k = 0; k < fresh.size(); ++k) {
+      const int buffer = fresh[k];
+      int64_t offset = BestFit(live, buffers, buffers[buffer].size, alignment, capacity);
+      if (offset < 0 && !compacted) {
+        // Slide every carried-over buffer down, in address order; the new
+        // ones of this step are placed again above them.
+        compacted = true;
+        std::vector<Placed> kept;
+        int64_t top = 0;
+        for (const Placed& p : live) {
+          if (buffers[p.buffer].first_step == step) continue;  // not written yet: no move
+          const int64_t to = AlignUp(top, alignment);
+          if (to != p.offset) {
+            result.moves.push_back({p.buffer, step, p.offset, to, buffers[p.buffer].size});
+            result.moved_bytes += buffers[p.buffer].size;
+          }
+          kept.push_back({p.buffer, to});
+          current[p.buffer] = to;
+          top = to + buffers[p.buffer].size;
+        }
+        live = std::move(kept);
+        for (size_t j = 0; j < k; ++j) {
+          const int64_t again = BestFit(live, buffers, buffers[fresh[j]].size, alignment, capacity);
+          if (again < 0) break;
+          insert(fresh[j], again);
+          result.plan.offsets[fresh[j]] = again;
+        }
+        offset = BestFit(live, buffers, buffers[buffer].size, alignment, capacity);
+        // Any new buffer that no longer fits makes the step impossible.
+        size_t placed_new = 0;
+        for (const Placed& p : live) placed_new += buffers[p.buffer].first_step == step ? 1 : 0;
+        if (placed_new < k) offset = -1;
+      }
+      if (offset < 0) {
+        int64_t live_bytes = 0;
+        for (const ArenaBuffer& b : buffers) {
+          if (b.first_step <= step && step <= b.last_step) live_bytes += AlignUp(b.size, alignment);
+        }
+        const int32_t at_step = step;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "step ", at_step, " needs ", live_bytes, " aligned bytes at once; ", capacity, " cannot hold them"));
+      }
+      insert(buffer, offset);
+      result.plan.offsets[buffer] = offset;
+    }
+    for (const Placed& p : live) {
+      result.plan.size_bytes = std::max(result.plan.size_bytes, p.offset + buffers[p.buffer].size);
+    }
+  }
+  return result;
+}
+
+absl::Status VerifyMovingArena(absl::Span<const ArenaBuffer> buffers, const MovingArenaPlan& plan) {
+  const ArenaPlan& arena = plan.plan;
+  if (arena.offsets.size() != buffers.size()) return absl::FailedPreconditionError("one offset per buffer needed");
+  if (arena.alignment < 1) return absl::FailedPreconditionError("alignment below 1");
+  for (size_t k = 1; k < plan.moves.size(); ++k) {
+    if (plan.moves[k].before_step < plan.moves[k - 1].before_step) {
+      return absl::FailedPreconditionError("moves are not in step order");
+    }
+  }
+  auto check_fits = [&](size_t i, int64_t offset) -> absl::Status {
+    if (offset < 0 || offset % arena.alignment != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("buffer ", i, " at ", offset, " is not aligned"));
+    }
+    if (offset + buffers[i].size > arena.size_bytes) {
+      return absl::FailedPreconditionError(absl::StrCat("buffer ", i, " ends beyond the arena"));
+    }
+    return absl::OkStatus();
+  };
+  auto overlap = [&](size_t i, int64_t a, size_t j, int64_t b) {
+    return buffers[i].size > 0 && buffers[j].size > 0 && a < b + buffers[j].size && b < a + buffers[i].size;
+  };
+  // Placements only change where a buffer starts or moves; checking there
+  // covers every step.
+  std::map<int32_t, std::vector<size_t>> starting;
+  for (size_t i = 0; i < buffers.size(); ++i) starting[buffers[i].first_step].push_back(i);
+  std::set<int32_t> events;
+  for (const auto& [step, ids] : starting) events.insert(step);
+  for (const ArenaMove& m : plan.moves) events.insert(m.before_step);
+  std::vector<int64_t> at(arena.offsets);
+  std::vector<size_t> live;
+  size_t next_move = 0;
+  for (int32_t step : events) {
+    live.erase(std::remove_if(live.begin(), live.end(), [&](size_t i) { return buffers[i].last_step < step; }),
+               live.end());
+    for (; next_move < plan.moves.size() && plan.moves[next_move].before_step == step; ++next_move) {
+      const ArenaMove& m = plan.moves[next_move];
+      if (m.buffer < 0 || static_cast<size_t>(m.buffer) >= buffers.size()) {
+        return absl::FailedPreconditionError("a move names no buffer");
+      }
+      const ArenaBuffer& b = buffers[m.buffer];
+      if (!(b.first_step < step && step <= b.last_step)) {
+        return absl::FailedPreconditionError(absl::StrCat("move of buffer ", m.buffer, " before step ", step,
+                                                          " is outside its lifetime"));
+      }
+      if (m.from_offset != at[m.buffer] || m.bytes != b.size) {
+        return absl::FailedPreconditionError(absl::StrCat("move of buffer ", m.buffer, " does not start where it is"));
+      }
+      if (absl::Status s = check_fits(m.buffer, m.to_offset); !s.ok()) return s;
+      for (size_t j : live) {
+        if (j != static_cast<size_t>(m.buffer) && overlap(m.buffer, m.to_offset, j, at[j])) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("move of buffer ", m.buffer, " before step ", step, " lands on buffer ", j));
+        }
+      }
+      at[m.buffer] = m.to_offset;
+    }
+    auto it = starting.find(step);
+    if (it == starting.end()) continue;
+    for (size_t i : it->second) {
+      if (absl::Status s = check_fits(i, at[i]); !s.ok()) return s;
+      for (size_t j : live) {
+        if (overlap(i, at[i], j, at[j])) {
+          return absl::FailedPreconditionError(absl::StrCat("buffers ", i, " and ", j, " overlap at step ", step));
+        }
+      }
+      live.push_back(i);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace serenity
