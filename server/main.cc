@@ -232,6 +232,7 @@ int Run(int argc, char** argv) {
                    {"running_jobs", absl::StrCat(runner.running())},
                    {"queued_jobs", absl::StrCat(runner.queued())},
                    {"grace_seconds", absl::StrCat(flags.shutdown_grace_seconds)}});
+    service.StartDraining();
     server->GetHealthCheckService()->SetServingStatus(false);
     // Calls still running at the deadline are cancelled; their searches
     // stop at once.

@@ -68,6 +68,9 @@ class PlanCall final : public grpc::ServerUnaryReactor {
         start_(Clock::now()) {}
 
   void Start() {
+    if (service_->draining()) {
+      return Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"), "");
+    }
     grpc::Status auth = service_->Authenticate(*context_);
     if (!auth.ok()) return Complete(auth, "");
     if (!service_->AcquireSlot(peer_)) {
@@ -143,7 +146,9 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
         start_(Clock::now()) {}
 
   void Begin() {
-    grpc::Status auth = service_->Authenticate(*context_);
+    grpc::Status auth = service_->draining()
+                            ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
+                            : service_->Authenticate(*context_);
     if (!auth.ok()) {
       final_status_ = auth;
       reading_done_ = true;

@@ -52,6 +52,11 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* context, const v1::GetPlanRequest* request,
                                     v1::Plan* response) override;
 
+  // From now on new calls get UNAVAILABLE (SIGTERM: set before health turns
+  // NOT_SERVING, so a caller that saw NOT_SERVING is refused for sure).
+  void StartDraining() { draining_.store(true); }
+  bool draining() const { return draining_.load(); }
+
   // For the reactors (scheduler_service.cc).
   JobRunner* runner() const { return runner_; }
   SchedulingBackend* backend() const { return backend_; }
@@ -71,6 +76,7 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   ServerMetrics* const metrics_;
   const ServiceOptions options_;
   std::atomic<int64_t> next_request_id_{0};
+  std::atomic<bool> draining_{false};
   std::mutex slots_mu_;
   absl::flat_hash_map<std::string, int64_t> slots_;  // peer -> jobs held
 };
