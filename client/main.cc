@@ -24,6 +24,7 @@
 #include "common/thread_pool.h"
 #include "core/arena/arena_csv.h"
 #include "core/arena/arena_planner.h"
+#include "core/arena/defragment.h"
 #include "core/onnx/onnx_export.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
@@ -217,6 +218,7 @@ int RunPlan(const std::vector<std::string>& args) {
 int RunArena(const std::vector<std::string>& args) {
   bool json = false;
   int64_t alignment = 1;
+  int64_t budget = 0;
   FlagSet flag_set("serenity-client arena INSTANCE.csv... [flags]",
                    "Plans offsets for each instance, in this process: CSV with the header\n"
                    "id,lower,upper,size, one buffer per line, live on [lower, upper). Prints the\n"
@@ -226,6 +228,9 @@ int RunArena(const std::vector<std::string>& args) {
                    "Print {\"size_bytes\", \"lower_bound_bytes\", \"solve_ms\", \"buffers\": [{\"id\", \"offset\"}]}\n"
                    "      per instance (one per line for several).");
   flag_set.AddInt("alignment", &alignment, "BYTES", "Offset alignment.");
+  flag_set.AddInt("budget", &budget, "BYTES",
+                  "When the static arena exceeds BYTES, fit it with defragmentation moves (reported\n"
+                  "      as moves and moved_bytes; JSON adds \"moves\": [{\"id\", \"before\", \"from\", \"to\"}]).");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
     std::cout << flag_set.Help();
@@ -256,6 +261,17 @@ int RunArena(const std::vector<std::string>& args) {
     }
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<ArenaPlan> plan = PlanArena(instance->buffers, alignment);
+    MovingArenaPlan moving;
+    if (plan.ok() && budget > 0 && plan->size_bytes > budget) {
+      absl::StatusOr<MovingArenaPlan> moved = PlanArenaWithMoves(instance->buffers, alignment, budget);
+      if (!moved.ok()) {
+        std::cerr << path << ": " << moved.status().message() << "\n";
+        ++failures;
+        continue;
+      }
+      moving = std::move(moved).value();
+      *plan = moving.plan;
+    }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!plan.ok()) {
       std::cerr << path << ": " << plan.status().message() << "\n";
@@ -272,12 +288,27 @@ int RunArena(const std::vector<std::string>& args) {
       for (size_t i = 0; i < instance->ids.size(); ++i) {
         j["buffers"].push_back({{"id", instance->ids[i]}, {"offset", plan->offsets[i]}});
       }
+      if (budget > 0) {
+        j["moves"] = nlohmann::ordered_json::array();
+        for (const ArenaMove& m : moving.moves) {
+          // "before": the time step before which the copy runs, in the file's units.
+          j["moves"].push_back({{"id", instance->ids[m.buffer]},
+                                {"before", m.before_step},
+                                {"from", m.from_offset},
+                                {"to", m.to_offset}});
+        }
+        j["moved_bytes"] = moving.moved_bytes;
+      }
       std::cout << (flag_set.positionals().size() > 1 ? j.dump() : j.dump(2)) << std::endl;
     } else {
       std::cout << std::filesystem::path(path).stem().string() << ": " << instance->buffers.size()
                 << " buffers, arena " << WithCommas(plan->size_bytes) << " bytes, lower bound " << WithCommas(bound)
-                << absl::StrFormat(" (%.3fx), %.1f ms\n",
+                << absl::StrFormat(" (%.3fx), %.1f ms",
                                    bound > 0 ? static_cast<double>(plan->size_bytes) / bound : 1.0, ms);
+      if (!moving.moves.empty()) {
+        std::cout << ", " << moving.moves.size() << " moves copying " << WithCommas(moving.moved_bytes) << " bytes";
+      }
+      std::cout << "\n";
     }
   }
   return failures == 0 ? 0 : 1;

@@ -37,6 +37,89 @@ int64_t BestFit(const std::vector<Placed>& live, absl::Span<const ArenaBuffer> b
   return best;
 }
 
+// The best-fit aligned offset for `size` below `capacity` among occupied
+// [begin, end) ranges sorted by begin, or -1.
+int64_t BestFitRanges(const std::vector<std::pair<int64_t, int64_t>>& occupied, int64_t size, int64_t alignment,
+                      int64_t capacity) {
+  int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
+  auto consider = [&](int64_t hole_end) {
+    const int64_t start = AlignUp(cursor, alignment);
+    if (start + size <= hole_end && hole_end - start < best_gap) {
+      best = start;
+      best_gap = hole_end - start;
+    }
+  };
+  for (const auto& [begin, end] : occupied) {
+    consider(begin);
+    cursor = std::max(cursor, end);
+  }
+  consider(capacity);
+  return best;
+}
+
+// Makes room for `size` bytes by moving few bytes: for each aligned window
+// [x, x + size) starting at 0 or where a live buffer ends, the carried-over
+// buffers it overlaps must go to holes outside both the window and every
+// old range (so the moves can run in any order). The cheapest windows are
+// tried first. Returns the window's start and appends the moves, or -1.
+int64_t MakeRoom(std::vector<Placed>& live, absl::Span<const ArenaBuffer> buffers, int64_t size, int64_t alignment,
+                 int64_t capacity, int32_t step, std::vector<ArenaMove>* moves) {
+  std::vector<int64_t> starts = {0};
+  for (const Placed& p : live) starts.push_back(AlignUp(p.offset + buffers[p.buffer].size, alignment));
+  std::vector<std::pair<int64_t, int64_t>> windows;  // (cost, start)
+  for (int64_t x : starts) {
+    if (x + size > capacity) continue;
+    int64_t cost = 0;
+    bool blocked = false;
+    for (const Placed& p : live) {
+      if (p.offset < x + size && x < p.offset + buffers[p.buffer].size && buffers[p.buffer].size > 0) {
+        blocked = blocked || buffers[p.buffer].first_step == step;
+        cost += buffers[p.buffer].size;
+      }
+    }
+    if (!blocked) windows.push_back({cost, x});
+  }
+  std::sort(windows.begin(), windows.end());
+  windows.erase(std::unique(windows.begin(), windows.end()), windows.end());
+  constexpr size_t kWindowsTried = 16;
+  for (size_t w = 0; w < windows.size() && w < kWindowsTried; ++w) {
+    const int64_t x = windows[w].second;
+    std::vector<std::pair<int64_t, int64_t>> occupied = {{x, x + size}};
+    std::vector<Placed> movers;
+    for (const Placed& p : live) {
+      const int64_t end = p.offset + buffers[p.buffer].size;
+      occupied.push_back({p.offset, end});  // movers' old ranges stay reserved too
+      if (p.offset < x + size && x < end && buffers[p.buffer].size > 0) movers.push_back(p);
+    }
+    std::sort(movers.begin(), movers.end(), [&](const Placed& a, const Placed& b) {
+      return std::make_pair(-buffers[a.buffer].size, a.buffer) < std::make_pair(-buffers[b.buffer].size, b.buffer);
+    });
+    std::vector<std::pair<int, int64_t>> destinations;
+    bool all_fit = true;
+    for (const Placed& m : movers) {
+      std::sort(occupied.begin(), occupied.end());
+      const int64_t to = BestFitRanges(occupied, buffers[m.buffer].size, alignment, capacity);
+      if (to < 0) {
+        all_fit = false;
+        break;
+      }
+      occupied.push_back({to, to + buffers[m.buffer].size});
+      destinations.push_back({m.buffer, to});
+    }
+    if (!all_fit) continue;
+    for (const auto& [buffer, to] : destinations) {
+      for (Placed& p : live) {
+        if (p.buffer != buffer) continue;
+        moves->push_back({buffer, step, p.offset, to, buffers[buffer].size});
+        p.offset = to;
+      }
+    }
+    std::sort(live.begin(), live.end(), [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    return x;
+  }
+  return -1;
+}
+
 }  // namespace
 
 absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
@@ -74,6 +157,14 @@ absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer>
     for (size_t k = 0; k < fresh.size(); ++k) {
       const int buffer = fresh[k];
       int64_t offset = BestFit(live, buffers, buffers[buffer].size, alignment, capacity);
+      if (offset < 0) {
+        const size_t before = result.moves.size();
+        offset = MakeRoom(live, buffers, buffers[buffer].size, alignment, capacity, step, &result.moves);
+        for (size_t m = before; m < result.moves.size(); ++m) {
+          current[result.moves[m].buffer] = result.moves[m].to_offset;
+          result.moved_bytes += result.moves[m].bytes;
+        }
+      }
       if (offset < 0 && !compacted) {
         // Slide every carried-over buffer down, in address order; the new
         // ones of this step are placed again above them.

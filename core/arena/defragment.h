@@ -35,8 +35,10 @@ struct MovingArenaPlan {
 
 // Places `buffers` within `capacity` bytes, moving live buffers when needed:
 // at each step, buffers that start there go best-fit into the holes left;
-// when one does not fit, the live buffers are compacted to the bottom (in
-// address order, each move recorded) and the new ones placed above them.
+// when one does not fit, the cheapest window is cleared by moving the few
+// buffers in it to other holes; failing that, the live buffers are
+// compacted to the bottom (in address order, each move recorded) and the
+// new ones placed above them.
 // FailedPrecondition when even compaction cannot fit a step (the aligned
 // live bytes exceed `capacity`); InvalidArgument as PlanArena.
 absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
