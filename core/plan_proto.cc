@@ -36,6 +36,31 @@ GraphSpec GraphSpecFromProto(const v1::Graph& graph) {
   return spec;
 }
 
+v1::Graph GraphSpecToProto(const GraphSpec& spec) {
+  v1::Graph g;
+  g.set_name(spec.name);
+  for (const TensorSpec& t : spec.tensors) {
+    v1::Tensor* tensor = g.add_tensors();
+    tensor->set_name(t.name);
+    for (int64_t d : t.shape) tensor->add_shape(d);
+    tensor->set_dtype(t.dtype);
+    if (t.bytes >= 0) tensor->set_bytes(t.bytes);
+    tensor->set_is_weight(t.is_weight);
+  }
+  for (const OpSpec& o : spec.ops) {
+    v1::Op* op = g.add_ops();
+    op->set_name(o.name);
+    op->set_type(o.type);
+    for (const std::string& in : o.inputs) op->add_inputs(in);
+    for (const std::string& out : o.outputs) op->add_outputs(out);
+    op->set_workspace_bytes(o.workspace_bytes);
+    op->set_macs(o.macs);
+  }
+  for (const std::string& in : spec.inputs) g.add_inputs(in);
+  for (const std::string& out : spec.outputs) g.add_outputs(out);
+  return g;
+}
+
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options) {
   PlanOptions out;
   out.memory_model.alias_views = options.memory_model().alias_views();

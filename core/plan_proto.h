@@ -14,6 +14,10 @@ namespace serenity {
 // Copies a Graph message into a GraphSpec (validated later by Graph::Build).
 GraphSpec GraphSpecFromProto(const v1::Graph& graph);
 
+// The inverse: a Graph message holding `spec` (bytes given explicitly when
+// the spec gives them).
+v1::Graph GraphSpecToProto(const GraphSpec& spec);
+
 // Reads request options; empty fields take their defaults (alignment 64,
 // algorithm "auto"). InvalidArgument for negative numbers.
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options);

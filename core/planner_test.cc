@@ -4,6 +4,7 @@
 #include <random>
 
 #include "common/thread_pool.h"
+#include "core/graph/canonical_graph.h"
 #include "core/onnx/onnx_import.h"
 #include "core/plan_proto.h"
 #include "core/schedule/baselines.h"
@@ -110,6 +111,18 @@ TEST(PlanRequestTest, GraphMessageRoundTrip) {
   absl::StatusOr<Graph> g = GraphFromRequest(request);
   ASSERT_TRUE(g.ok());
   EXPECT_TRUE(testing::VerifyPlan(*g, *plan).ok()) << testing::VerifyPlan(*g, *plan);
+}
+
+TEST(PlanRequestTest, GraphSpecToProtoRoundTrips) {
+  std::mt19937 rng(83);
+  for (int trial = 0; trial < 50; ++trial) {
+    const GraphSpec spec = testing::RandomDag(1 + trial % 20, rng);
+    const Graph direct = *Graph::Build(spec);
+    absl::StatusOr<Graph> through = Graph::Build(GraphSpecFromProto(GraphSpecToProto(spec)));
+    ASSERT_TRUE(through.ok()) << through.status();
+    EXPECT_EQ(Canonicalize(direct).serialization, Canonicalize(*through).serialization);
+    for (OpId u = 0; u < direct.num_ops(); ++u) EXPECT_EQ(direct.op(u).name, through->op(u).name);
+  }
 }
 
 TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {

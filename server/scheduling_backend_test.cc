@@ -19,31 +19,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-v1::Graph ToProto(const GraphSpec& spec) {
-  v1::Graph g;
-  g.set_name(spec.name);
-  for (const TensorSpec& t : spec.tensors) {
-    v1::Tensor* tensor = g.add_tensors();
-    tensor->set_name(t.name);
-    for (int64_t d : t.shape) tensor->add_shape(d);
-    tensor->set_dtype(t.dtype);
-    if (t.bytes >= 0) tensor->set_bytes(t.bytes);
-    tensor->set_is_weight(t.is_weight);
-  }
-  for (const OpSpec& o : spec.ops) {
-    v1::Op* op = g.add_ops();
-    op->set_name(o.name);
-    op->set_type(o.type);
-    for (const std::string& in : o.inputs) op->add_inputs(in);
-    for (const std::string& out : o.outputs) op->add_outputs(out);
-    op->set_workspace_bytes(o.workspace_bytes);
-    op->set_macs(o.macs);
-  }
-  for (const std::string& in : spec.inputs) g.add_inputs(in);
-  for (const std::string& out : spec.outputs) g.add_outputs(out);
-  return g;
-}
-
 // The same graph with every op and tensor renamed and the op list shuffled.
 GraphSpec RenamedAndShuffled(GraphSpec spec, std::mt19937& rng) {
   auto rename = [](const std::string& name) { return name.empty() ? name : "renamed/" + name + "/x"; };
@@ -62,7 +37,7 @@ GraphSpec RenamedAndShuffled(GraphSpec spec, std::mt19937& rng) {
 
 v1::PlanRequest RequestFor(const GraphSpec& spec) {
   v1::PlanRequest request;
-  *request.mutable_graph() = ToProto(spec);
+  *request.mutable_graph() = GraphSpecToProto(spec);
   return request;
 }
 

@@ -49,28 +49,6 @@ std::string MetricValue(const std::string& text, const std::string& series) {
   return text.substr(start, text.find('\n', start) - start);
 }
 
-v1::Graph ToProto(const GraphSpec& spec) {
-  v1::Graph g;
-  for (const TensorSpec& t : spec.tensors) {
-    v1::Tensor* tensor = g.add_tensors();
-    tensor->set_name(t.name);
-    for (int64_t d : t.shape) tensor->add_shape(d);
-    if (t.bytes >= 0) tensor->set_bytes(t.bytes);
-    tensor->set_is_weight(t.is_weight);
-  }
-  for (const OpSpec& o : spec.ops) {
-    v1::Op* op = g.add_ops();
-    op->set_name(o.name);
-    op->set_type(o.type);
-    for (const std::string& in : o.inputs) op->add_inputs(in);
-    for (const std::string& out : o.outputs) op->add_outputs(out);
-    op->set_workspace_bytes(o.workspace_bytes);
-  }
-  for (const std::string& in : spec.inputs) g.add_inputs(in);
-  for (const std::string& out : spec.outputs) g.add_outputs(out);
-  return g;
-}
-
 TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
   testing::RedisServerProcess redis;
   ASSERT_TRUE(redis.Start()) << "redis-server did not start";
@@ -96,7 +74,7 @@ TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
   std::mt19937 graph_rng(99);
   for (int i = 0; i < 20; ++i) {
     v1::PlanRequest r;
-    *r.mutable_graph() = ToProto(testing::RandomDag(5 + i % 15, graph_rng));
+    *r.mutable_graph() = GraphSpecToProto(testing::RandomDag(5 + i % 15, graph_rng));
     r.set_model_name("random" + std::to_string(i));
     valid.push_back(r);
   }
