@@ -51,10 +51,20 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
   std::vector<bool> pinned(all.size(), false);
   for (int32_t t = 0; t < n; ++t) {
     const OpId u = order[t];
+    // In place: the output takes over the first candidate input read last
+    // here (same size), so it needs no room of its own.
+    BufferId overwritten = kNoBuffer, overwriting = kNoBuffer;
+    for (BufferId b : buffers.in_place_inputs(u)) {
+      if (!reads[b].empty() && reads[b].back() == t && !all[b].live_to_end) {
+        overwritten = b;
+        overwriting = buffers.allocates(u)[0];
+        break;
+      }
+    }
     // What the step needs on chip.
     int64_t need = buffers.graph().op(u).workspace_bytes;
     for (BufferId b : buffers.reads(u)) need += all[b].bytes;
-    for (BufferId b : buffers.allocates(u)) need += all[b].bytes;
+    for (BufferId b : buffers.allocates(u)) need += b == overwriting ? 0 : all[b].bytes;
     if (need > onchip_bytes) {
       result.feasible = false;
       result.infeasible_op = u;
@@ -64,7 +74,7 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
     for (BufferId b : buffers.allocates(u)) pinned[b] = true;
     int64_t missing = buffers.graph().op(u).workspace_bytes;
     for (BufferId b : buffers.reads(u)) missing += resident[b] ? 0 : all[b].bytes;
-    for (BufferId b : buffers.allocates(u)) missing += all[b].bytes;
+    for (BufferId b : buffers.allocates(u)) missing += b == overwriting ? 0 : all[b].bytes;
     // Evict until the step fits: the farthest next read first.
     while (used + missing > onchip_bytes) {
       size_t victim = all.size();
@@ -97,6 +107,10 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
     for (BufferId b : buffers.allocates(u)) {
       resident[b] = true;
       used += all[b].bytes;
+    }
+    if (overwriting != kNoBuffer) {  // the input's bytes now hold the output
+      resident[overwritten] = false;
+      used -= all[overwritten].bytes;
     }
     // After the step: unpin, and drop whatever is no longer needed.
     for (BufferId b : buffers.reads(u)) pinned[b] = false;

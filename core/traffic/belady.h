@@ -9,7 +9,9 @@
 // buffer reads it back. Graph inputs start on chip in order of first use
 // while they fit; the rest start off chip and their first reads count. Only
 // these bytes count: an order whose peak fits the on-chip size moves nothing.
-// Weights are not part of the model (they are streamed separately).
+// Weights are not part of the model (they are streamed separately). With
+// the in-place switch, an element-wise op whose input it reads last writes
+// its output over that input, as the simulator does, needing no room for it.
 #ifndef SERENITY_CORE_TRAFFIC_BELADY_H_
 #define SERENITY_CORE_TRAFFIC_BELADY_H_
 

@@ -53,12 +53,35 @@ TEST(BeladyTest, NoTrafficWhenThePeakFits) {
   std::mt19937 rng(73);
   for (int trial = 0; trial < 300; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(1 + trial % 20, rng));
-    BufferModel buffers(g, MemoryModel{trial % 2 == 0, false});
+    BufferModel buffers(g, MemoryModel{trial % 2 == 0, false, trial % 3 == 0});
     std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
     TrafficResult r = SimulateTraffic(buffers, order, PeakOf(buffers, order));
     ASSERT_TRUE(r.feasible);
     ASSERT_EQ(r.read_bytes + r.write_bytes, 0) << "trial " << trial;
   }
+}
+
+// In place, a chain of element-wise ops runs in one buffer's room.
+TEST(BeladyTest, InPlaceOpsNeedNoRoomForTheirOutput) {
+  Graph g = TestGraph()
+                .Input("in", 10)
+                .Op("conv", "Conv", {"in"}, {{"a", 100}})
+                .Op("relu1", "Relu", {"a"}, {{"b", 100}})
+                .Op("relu2", "Relu", {"b"}, {{"c", 100}})
+                .Op("pool", "GlobalAveragePool", {"c"}, {{"out", 1}})
+                .Output("out")
+                .Build();
+  const std::vector<OpId> order = {0, 1, 2, 3};
+  BufferModel in_place(g, MemoryModel{false, false, true});
+  ASSERT_EQ(PeakOf(in_place, order), 110);  // conv: in + a; each Relu: 100
+  TrafficResult r = SimulateTraffic(in_place, order, 110);
+  EXPECT_TRUE(r.feasible);
+  EXPECT_EQ(r.read_bytes + r.write_bytes, 0);
+  // Without the switch each Relu needs 200 bytes: 110 is too little.
+  BufferModel plain(g, {});
+  TrafficResult without = SimulateTraffic(plain, order, 110);
+  EXPECT_FALSE(without.feasible);
+  EXPECT_EQ(without.infeasible_op, 1);
 }
 
 // The fewest reloads over every eviction choice, by exhaustive search, for
