@@ -15,7 +15,7 @@ namespace serenity {
 
 // Bumped whenever StoredPlan's layout or meaning changes; entries of another
 // format are ignored.
-inline constexpr uint32_t kStoredPlanFormat = 1;
+inline constexpr uint32_t kStoredPlanFormat = 2;
 
 // The cache key of one request: the canonical graph, the options that change
 // the answer, and `id`, a 32-hex-digit hash of both (the reply's plan_id).
