@@ -1,35 +1,188 @@
 #include "server/redis_store.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
-#include "absl/strings/numbers.h"
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace serenity {
 namespace {
 
+// Redis's own limit on a bulk string (proto-max-bulk-len); a peer that sends
+// more than this in one reply is not a Redis answering GET.
+constexpr size_t kMaxReplyBytes = size_t{512} << 20;
+// Error replies quoted in statuses are cut to this length.
+constexpr size_t kMaxQuotedBytes = 200;
+// Bounds on durations, so that deadlines never overflow.
+constexpr absl::Duration kMaxTimeout = absl::Hours(1);
+constexpr absl::Duration kMaxRetryAfter = absl::Hours(24);
 
-// Frees a hiredis reply when it goes out of scope.
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const {
-    if (reply != nullptr) freeReplyObject(reply);
+std::string ErrnoText(int error) { return std::error_code(error, std::generic_category()).message(); }
+
+// A short, printable rendering of bytes that came from the peer.
+std::string Quote(const char* data, size_t size) {
+  const size_t shown = std::min(size, kMaxQuotedBytes);
+  std::string quoted = absl::CHexEscape(absl::string_view(data, shown));
+  if (shown < size) absl::StrAppend(&quoted, "...");
+  return quoted;
+}
+
+const char* ReplyTypeName(int type) {
+  switch (type) {
+    case REDIS_REPLY_STRING:
+      return "string";
+    case REDIS_REPLY_ARRAY:
+      return "array";
+    case REDIS_REPLY_INTEGER:
+      return "integer";
+    case REDIS_REPLY_NIL:
+      return "nil";
+    case REDIS_REPLY_STATUS:
+      return "status";
+    case REDIS_REPLY_ERROR:
+      return "error";
+    default:
+      return "unknown";
   }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+}
+
+// Milliseconds left until `deadline` for poll(), rounded up; 0 when past.
+int PollMillis(std::chrono::steady_clock::time_point deadline) {
+  const auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+  const auto millis = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return static_cast<int>(std::min<decltype(millis)>(millis, 3'600'000));
+}
+
+timeval ToTimeval(std::chrono::steady_clock::duration d) {
+  const auto micros = std::max<int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count(), 1000);
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(micros / 1'000'000);
+  tv.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
+  return tv;
+}
+
+// Waits until `fd` is ready for `events` (or has an error or hang-up, which
+// the following read or send reports). DeadlineExceeded when `deadline` passes.
+absl::Status WaitFor(int fd, short events, std::chrono::steady_clock::time_point deadline, const char* doing,
+                     const std::string& address) {
+  for (;;) {
+    pollfd p{};
+    p.fd = fd;
+    p.events = events;
+    const int ready = poll(&p, 1, PollMillis(deadline));
+    if (ready > 0) return absl::OkStatus();
+    if (ready == 0) {
+      return absl::DeadlineExceededError(absl::StrCat("Redis at ", address, " timed out ", doing));
+    }
+    if (errno != EINTR) return absl::UnavailableError(absl::StrCat("poll on Redis socket: ", ErrnoText(errno)));
+  }
+}
+
+// "HOST:PORT" or "[IPV6]:PORT" -> host and port; false when malformed.
+bool ParseAddress(absl::string_view address, std::string* host, int* port) {
+  absl::string_view host_part, port_part;
+  if (!address.empty() && address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close == absl::string_view::npos || close + 1 >= address.size() || address[close + 1] != ':') return false;
+    host_part = address.substr(1, close - 1);
+    port_part = address.substr(close + 2);
+  } else {
+    const size_t colon = address.rfind(':');
+    if (colon == absl::string_view::npos) return false;
+    host_part = address.substr(0, colon);
+    port_part = address.substr(colon + 1);
+    if (host_part.find(':') != absl::string_view::npos) return false;  // IPv6 needs brackets
+  }
+  if (host_part.empty()) return false;
+  for (const char c : host_part) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::iscntrl(u) || std::isspace(u) || c == '[' || c == ']' || c == '/') return false;
+  }
+  if (port_part.empty() || port_part.size() > 5) return false;
+  int value = 0;
+  for (const char c : port_part) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  if (value < 1 || value > 65535) return false;
+  *host = std::string(host_part);
+  *port = value;
+  return true;
+}
+
+// The RESP request for a format with %b arguments; empty when hiredis fails.
+template <typename... Args>
+std::string FormatCommand(const char* format, Args... args) {
+  char* raw = nullptr;
+  const int length = redisFormatCommand(&raw, format, args...);
+  std::string command;
+  if (length > 0 && raw != nullptr) command.assign(raw, static_cast<size_t>(length));
+  if (raw != nullptr) redisFreeCommand(raw);
+  return command;
+}
+
+// A pointer %b accepts even for an empty view.
+const char* DataOf(absl::string_view bytes) { return bytes.empty() ? "" : bytes.data(); }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options) {
-  const size_t colon = options.address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(options.address).substr(colon + 1), &port) || port < 1 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a Redis address is HOST:PORT with a port 1..65535, not '", options.address, "'"));
+// The right to use the connection, held by one call at a time.
+class RedisStore::Turn {
+ public:
+  // Waits for the turn until `deadline`; see acquired().
+  Turn(RedisStore* store, Clock::time_point deadline) : store_(store) {
+    std::unique_lock<std::mutex> lock(store_->mu_);
+    acquired_ = store_->turn_over_.wait_until(lock, deadline, [this] { return !store_->busy_; });
+    if (acquired_) store_->busy_ = true;
   }
-  if (options.timeout <= absl::ZeroDuration()) return absl::InvalidArgumentError("the Redis timeout must be positive");
-  std::string host = options.address.substr(0, colon);
+  ~Turn() {
+    if (!acquired_) return;
+    {
+      std::lock_guard<std::mutex> lock(store_->mu_);
+      store_->busy_ = false;
+    }
+    store_->turn_over_.notify_one();
+  }
+  Turn(const Turn&) = delete;
+  Turn& operator=(const Turn&) = delete;
+  bool acquired() const { return acquired_; }
+
+ private:
+  RedisStore* const store_;
+  bool acquired_ = false;
+};
+
+void RedisStore::ReplyDeleter::operator()(redisReply* reply) const {
+  if (reply != nullptr) freeReplyObject(reply);
+}
+
+absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions options) {
+  std::string host;
+  int port = 0;
+  if (!ParseAddress(options.address, &host, &port)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a Redis address is HOST:PORT or [IPV6]:PORT with a port 1..65535, not '", absl::CHexEscape(options.address),
+        "'"));
+  }
+  if (options.timeout <= absl::ZeroDuration() || options.timeout > kMaxTimeout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the Redis timeout must be positive and at most ", absl::FormatDuration(kMaxTimeout)));
+  }
+  if (options.retry_after < absl::ZeroDuration() || options.retry_after > kMaxRetryAfter) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the Redis retry_after must be between 0 and ", absl::FormatDuration(kMaxRetryAfter)));
+  }
+  if (options.ttl_seconds < 0) return absl::InvalidArgumentError("the Redis TTL must not be negative");
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(options), std::move(host), port));
 }
 
@@ -40,74 +193,165 @@ RedisStore::~RedisStore() {
   if (context_ != nullptr) redisFree(context_);
 }
 
-absl::Status RedisStore::FailLocked(absl::Status status) {
-  ++errors_;
+absl::Status RedisStore::Count(absl::Status status) {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  return status;
+}
+
+void RedisStore::DisconnectLocked() {
   if (context_ != nullptr) {
     redisFree(context_);
     context_ = nullptr;
   }
-  retry_at_ = absl::Now() + options_.retry_after;
+}
+
+absl::Status RedisStore::FailLocked(absl::Status status) {
+  DisconnectLocked();
+  retry_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.retry_after);
   return status;
 }
 
-absl::Status RedisStore::EnsureConnectedLocked() {
-  if (context_ != nullptr) return absl::OkStatus();
-  if (absl::Now() < retry_at_) {
-    ++errors_;
+absl::Status RedisStore::EnsureConnectedLocked(Clock::time_point deadline) {
+  if (context_ != nullptr) {
+    // An idle connection has nothing to read. If it has, the server closed it
+    // (a restart, an idle timeout) or sent something unasked: start afresh.
+    pollfd p{};
+    p.fd = context_->fd;
+    p.events = POLLIN;
+    if (context_->err == 0 && poll(&p, 1, 0) == 0) return absl::OkStatus();
+    DisconnectLocked();
+  }
+  if (Clock::now() < retry_at_) {
     return absl::UnavailableError(absl::StrCat("Redis at ", options_.address, " failed recently; skipped"));
   }
-  context_ = redisConnectWithTimeout(host_.c_str(), port_, absl::ToTimeval(options_.timeout));
+  const Clock::duration left = deadline - Clock::now();
+  if (left <= Clock::duration::zero()) {
+    return absl::DeadlineExceededError(absl::StrCat("no time left to connect to Redis at ", options_.address));
+  }
+  context_ = redisConnectWithTimeout(host_.c_str(), port_, ToTimeval(left));
   if (context_ == nullptr || context_->err != 0) {
     const std::string why = context_ != nullptr ? context_->errstr : "out of memory";
     return FailLocked(absl::UnavailableError(absl::StrCat("cannot connect to Redis at ", options_.address, ": ", why)));
   }
-  if (redisSetTimeout(context_, absl::ToTimeval(options_.timeout)) != REDIS_OK) {
-    return FailLocked(absl::UnavailableError("cannot set the Redis timeout"));
+  // A backstop: the round trip below polls with the call's deadline anyway.
+  if (redisSetTimeout(context_, ToTimeval(absl::ToChronoNanoseconds(options_.timeout))) != REDIS_OK) {
+    return FailLocked(absl::UnavailableError(absl::StrCat("cannot set the timeout of Redis at ", options_.address)));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<std::string>> RedisStore::Get(absl::string_view key) {
-  const std::string full = absl::StrCat(options_.key_prefix, key);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Status s = EnsureConnectedLocked(); !s.ok()) return s;
-  Reply reply(static_cast<redisReply*>(redisCommand(context_, "GET %b", full.data(), full.size())));
-  if (reply == nullptr) {
-    return FailLocked(absl::UnavailableError(absl::StrCat("Redis GET failed: ", context_->errstr)));
+absl::StatusOr<RedisStore::Reply> RedisStore::RoundTripLocked(const std::string& command,
+                                                              Clock::time_point deadline) {
+  if (absl::Status connected = EnsureConnectedLocked(deadline); !connected.ok()) return connected;
+  const int fd = context_->fd;
+  // Send without blocking and without SIGPIPE (hiredis would write()).
+  size_t sent = 0;
+  while (sent < command.size()) {
+    if (absl::Status ready = WaitFor(fd, POLLOUT, deadline, "taking a command", options_.address); !ready.ok()) {
+      return FailLocked(ready);
+    }
+    const ssize_t n = send(fd, command.data() + sent, command.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return FailLocked(absl::UnavailableError(
+          absl::StrCat("cannot send to Redis at ", options_.address, ": ", ErrnoText(errno))));
+    }
+    sent += static_cast<size_t>(n);
   }
-  switch (reply->type) {
+  // Read until hiredis has one complete reply.
+  for (;;) {
+    void* raw = nullptr;
+    if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) {
+      return FailLocked(absl::InternalError(
+          absl::StrCat("garbage from Redis at ", options_.address, ": ", context_->errstr)));
+    }
+    if (raw != nullptr) {
+      Reply reply(static_cast<redisReply*>(raw));
+      if (context_->reader->pos < context_->reader->len) {
+        // Bytes nobody asked for: whatever this peer is, its next answer
+        // would belong to a different question.
+        return FailLocked(absl::InternalError(
+            absl::StrCat("garbage from Redis at ", options_.address, ": more than one reply to one command")));
+      }
+      return reply;
+    }
+    if (absl::Status ready = WaitFor(fd, POLLIN, deadline, "answering", options_.address); !ready.ok()) {
+      return FailLocked(ready);
+    }
+    if (redisBufferRead(context_) != REDIS_OK) {
+      const std::string why = context_->errstr;
+      if (context_->err == REDIS_ERR_PROTOCOL || context_->err == REDIS_ERR_OOM) {
+        return FailLocked(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address, ": ", why)));
+      }
+      return FailLocked(absl::UnavailableError(absl::StrCat("Redis at ", options_.address, " failed: ", why)));
+    }
+    if (context_->reader->len - context_->reader->pos > kMaxReplyBytes) {
+      return FailLocked(absl::InternalError(
+          absl::StrCat("garbage from Redis at ", options_.address, ": a reply of more than ", kMaxReplyBytes,
+                       " bytes")));
+    }
+  }
+}
+
+absl::StatusOr<std::optional<std::string>> RedisStore::Get(absl::string_view key) {
+  const Clock::time_point deadline = Clock::now() + absl::ToChronoNanoseconds(options_.timeout);
+  const std::string full = absl::StrCat(options_.key_prefix, key);
+  const std::string command = FormatCommand("GET %b", DataOf(full), full.size());
+  if (command.empty()) return Count(absl::InternalError("cannot format a Redis GET"));
+  Turn turn(this, deadline);
+  if (!turn.acquired()) {
+    return Count(absl::DeadlineExceededError(absl::StrCat("Redis at ", options_.address, " busy with other calls")));
+  }
+  absl::StatusOr<Reply> reply = RoundTripLocked(command, deadline);
+  if (!reply.ok()) return Count(reply.status());
+  const redisReply& r = **reply;
+  switch (r.type) {
     case REDIS_REPLY_NIL:
       return std::optional<std::string>();
     case REDIS_REPLY_STRING:
-      return std::optional<std::string>(std::string(reply->str, reply->len));
+      return std::optional<std::string>(std::string(r.str, r.len));
     case REDIS_REPLY_ERROR:
-      return FailLocked(absl::InternalError(absl::StrCat("Redis GET answered an error: ",
-                                                         std::string(reply->str, reply->len))));
+      // A proper Redis reply (e.g. WRONGTYPE): the connection stays usable.
+      return Count(absl::InternalError(
+          absl::StrCat("Redis at ", options_.address, " answered GET with an error: ", Quote(r.str, r.len))));
     default:
-      return FailLocked(absl::InternalError(absl::StrCat("Redis GET answered a reply of type ", reply->type)));
+      // Not what Redis answers to GET: do not trust this connection further.
+      DisconnectLocked();
+      return Count(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address,
+                                                    ": GET answered with a reply of type ", ReplyTypeName(r.type))));
   }
 }
 
 absl::Status RedisStore::Put(absl::string_view key, absl::string_view value) {
+  const Clock::time_point deadline = Clock::now() + absl::ToChronoNanoseconds(options_.timeout);
   const std::string full = absl::StrCat(options_.key_prefix, key);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Status s = EnsureConnectedLocked(); !s.ok()) return s;
-  Reply reply;
+  std::string command;
   if (options_.ttl_seconds > 0) {
     const std::string ttl = absl::StrCat(options_.ttl_seconds);
-    reply.reset(static_cast<redisReply*>(redisCommand(context_, "SET %b %b EX %s", full.data(), full.size(),
-                                                      value.data(), value.size(), ttl.c_str())));
+    command = FormatCommand("SET %b %b EX %b", DataOf(full), full.size(), DataOf(value), value.size(), ttl.data(),
+                            ttl.size());
   } else {
-    reply.reset(static_cast<redisReply*>(
-        redisCommand(context_, "SET %b %b", full.data(), full.size(), value.data(), value.size())));
+    command = FormatCommand("SET %b %b", DataOf(full), full.size(), DataOf(value), value.size());
   }
-  if (reply == nullptr) {
-    return FailLocked(absl::UnavailableError(absl::StrCat("Redis SET failed: ", context_->errstr)));
+  if (command.empty()) return Count(absl::InternalError("cannot format a Redis SET"));
+  Turn turn(this, deadline);
+  if (!turn.acquired()) {
+    return Count(absl::DeadlineExceededError(absl::StrCat("Redis at ", options_.address, " busy with other calls")));
   }
-  if (reply->type != REDIS_REPLY_STATUS) {
-    return FailLocked(absl::InternalError(absl::StrCat("Redis SET answered a reply of type ", reply->type)));
+  absl::StatusOr<Reply> reply = RoundTripLocked(command, deadline);
+  if (!reply.ok()) return Count(reply.status());
+  const redisReply& r = **reply;
+  if (r.type == REDIS_REPLY_STATUS && absl::string_view(r.str, r.len) == "OK") return absl::OkStatus();
+  if (r.type == REDIS_REPLY_ERROR) {
+    // A proper Redis reply (e.g. OOM): the connection stays usable.
+    return Count(absl::InternalError(
+        absl::StrCat("Redis at ", options_.address, " answered SET with an error: ", Quote(r.str, r.len))));
   }
-  return absl::OkStatus();
+  DisconnectLocked();
+  return Count(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address,
+                                                ": SET answered with a reply of type ", ReplyTypeName(r.type),
+                                                r.type == REDIS_REPLY_STATUS ? absl::StrCat(" ", Quote(r.str, r.len))
+                                                                             : std::string())));
 }
 
 }  // namespace serenity
