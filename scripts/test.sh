@@ -34,3 +34,11 @@ if [ "${SERENITY_SKIP_SANITIZERS:-0}" != 1 ]; then
     ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" --timeout 600 \
     -R "^(JobRunnerTest|ThreadPoolTest|LogTest|SchedulingBackendTest)\."
 fi
+
+# The libFuzzer targets (clang, ASan+UBSan, in build-fuzz) for a bounded time
+# each on seed corpora built from ../shared and fuzz/regressions; fails when
+# any target crashes. SERENITY_FUZZ_SECONDS sets the time per target
+# (default 20), SERENITY_SKIP_FUZZ=1 skips it.
+if [ "${SERENITY_SKIP_FUZZ:-0}" != 1 ]; then
+  scripts/fuzz.sh "${SERENITY_FUZZ_SECONDS:-20}"
+fi

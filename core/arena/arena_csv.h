@@ -19,7 +19,8 @@ struct ArenaInstance {
 
 // Parses the CSV. InvalidArgument naming the line for a missing or wrong
 // header, a line without four fields, a non-integer, a negative size, an
-// empty or reversed interval, or a step beyond 32 bits.
+// empty or reversed interval, a step beyond 32 bits, or buffers live at one
+// step whose sizes add up to more than 2^63-1 bytes (no arena could hold them).
 absl::StatusOr<ArenaInstance> ParseArenaCsv(absl::string_view text);
 
 }  // namespace serenity

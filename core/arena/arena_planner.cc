@@ -14,8 +14,15 @@ int64_t AlignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
-absl::Status CheckBuffers(absl::Span<const ArenaBuffer> buffers) {
+// Also OutOfRange when the buffers, each rounded up to `alignment`, total
+// more than 2^62 bytes: no offset or end computed from them can overflow.
+absl::Status CheckBuffers(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  int64_t total = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].size > kLimit - alignment || (total += AlignUp(buffers[i].size, alignment)) > kLimit) {
+      return absl::OutOfRangeError("the buffers need more than 2^62 bytes in all once aligned");
+    }
     if (buffers[i].size < 0) {
       return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has negative size"));
     }
@@ -96,7 +103,7 @@ std::vector<size_t> SortedBy(size_t n, Less less) {
 
 absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
-  absl::Status valid = CheckBuffers(buffers);
+  absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
   std::vector<size_t> by_size = SortedBy(buffers.size(), [&](size_t a, size_t b) {
     if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
@@ -108,7 +115,7 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                     int64_t skyline_nodes) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
-  absl::Status valid = CheckBuffers(buffers);
+  absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
   const size_t n = buffers.size();
   auto length = [&](size_t i) { return int64_t{buffers[i].last_step} - buffers[i].first_step + 1; };
@@ -141,7 +148,10 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
         if (length(a) != length(b)) return length(a) > length(b);
         return buffers[a].size > buffers[b].size;
       }),
-      SortedBy(n, [&](size_t a, size_t b) { return buffers[a].size * length(a) > buffers[b].size * length(b); }),
+      SortedBy(n, [&](size_t a, size_t b) {  // in double: the product may not fit 64 bits
+        return static_cast<double>(buffers[a].size) * static_cast<double>(length(a)) >
+               static_cast<double>(buffers[b].size) * static_cast<double>(length(b));
+      }),
       SortedBy(n, [&](size_t a, size_t b) {
         if (buffers[a].first_step != buffers[b].first_step) return buffers[a].first_step < buffers[b].first_step;
         return buffers[a].size > buffers[b].size;

@@ -34,7 +34,8 @@ int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
 // first step, then input position); each goes into the lowest-waste gap
 // (best fit) between the already placed buffers whose lifetimes overlap it,
 // or above them all; offsets are multiples of `alignment`. InvalidArgument
-// for alignment < 1, a negative size, or last_step < first_step.
+// for alignment < 1, a negative size, or last_step < first_step; OutOfRange
+// when the sizes, each rounded up to `alignment`, total more than 2^62 bytes.
 absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers,
                                                 int64_t alignment);
 

@@ -183,5 +183,37 @@ TEST(ArenaCsvTest, NamesTheBadLine) {
   EXPECT_THAT(ParseArenaCsv("id,lower,upper,size\n0,1,2,-3\n").status().message(), HasSubstr("negative"));
 }
 
+// Sizes whose sum at one step overflows 64 bits made ArenaLowerBound and the
+// planners overflow (UBSan, fuzz/fuzz_arena_csv); no arena can hold them, so
+// the parser refuses them, naming the line that tips the sum over.
+TEST(ArenaCsvTest, FuzzRegressionRejectsLiveBytesBeyond64Bits) {
+  absl::StatusOr<ArenaInstance> instance =
+      ParseArenaCsv("id,lower,upper,size\na,0,1,9223372036854775807\nb,0,1,9223372036854775807\n");
+  EXPECT_EQ(instance.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(instance.status().message(), HasSubstr("line 3: the buffers live at step 0 hold more than 2^63-1 bytes"));
+  instance = ParseArenaCsv("id,lower,upper,size\na,0,5,4611686018427387904\nb,4,9,4611686018427387904\n");
+  EXPECT_THAT(instance.status().message(), HasSubstr("line 3: the buffers live at step 4"));
+  // Huge buffers that are never live together parse (one ends where the
+  // next starts), but the planners refuse totals beyond 2^62 bytes rather
+  // than risk overflowing an offset.
+  instance = ParseArenaCsv("id,lower,upper,size\na,0,1,9223372036854775807\nb,1,2,9223372036854775807\n");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(ArenaLowerBound(instance->buffers), INT64_MAX);
+  EXPECT_EQ(PlanArena(instance->buffers, 1).status().code(), absl::StatusCode::kOutOfRange);
+}
+
+// Found by fuzz_arena_csv (fuzz/regressions/fuzz_arena_csv/): sizes near
+// 2^63 overflowed the alignment rounding, and size * lifetime the sort key.
+TEST(ArenaPlannerTest, FuzzRegressionHugeSizesAreOutOfRangeNotOverflow) {
+  const std::vector<ArenaBuffer> huge = {{1, 0, 0}, {9223372036854775806, 0, 0}};
+  EXPECT_EQ(PlanArena(huge, 64).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(PlanArenaGreedyBySize(huge, 64).status().code(), absl::StatusCode::kOutOfRange);
+  const std::vector<ArenaBuffer> long_lived = {{8589934592, 0, 2147483646}, {1, 0, 0}};
+  absl::StatusOr<ArenaPlan> plan = PlanArena(long_lived, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyArena(long_lived, *plan).ok());
+  EXPECT_EQ(plan->size_bytes, 8589934593);
+}
+
 }  // namespace
 }  // namespace serenity

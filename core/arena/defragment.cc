@@ -129,6 +129,9 @@ absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer>
     if (b.size < 0 || b.last_step < b.first_step || b.first_step < 0) {
       return absl::InvalidArgumentError("a buffer has a negative size or an empty lifetime");
     }
+    if (b.size > capacity) {
+      return absl::FailedPreconditionError(absl::StrCat("a buffer of ", b.size, " bytes exceeds the capacity"));
+    }
   }
   MovingArenaPlan result;
   result.plan.alignment = alignment;
@@ -140,7 +143,8 @@ absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer>
   }
   std::vector<Placed> live;  // sorted by offset
   std::vector<int64_t> current(buffers.size(), 0);
-  for (auto& [step, fresh] : starting) {
+  for (auto& [first_step, fresh] : starting) {
+    const int32_t step = first_step;  // lambdas cannot capture a structured binding in C++17
     live.erase(std::remove_if(live.begin(), live.end(), [&](const Placed& p) { return buffers[p.buffer].last_step < step; }),
                live.end());
     std::sort(fresh.begin(), fresh.end(), [&](int a, int b) {

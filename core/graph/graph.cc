@@ -126,14 +126,16 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
       absl::StatusOr<TensorId> t = lookup(out, absl::StrCat("output of op '", op.name, "'"));
       if (!t.ok()) return t.status();
       Tensor& tensor = g.tensors_[*t];
+      // Before the producer check: this op is not in ops_ yet, so a repeated
+      // output must not reach g.ops_[tensor.producer].
+      if (std::find(op.outputs.begin(), op.outputs.end(), *t) != op.outputs.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op.name, "' lists output '", tensor.name, "' twice"));
+      }
       if (tensor.producer != kNoOp) {
         return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "' is produced by both op '",
                                                        g.ops_[tensor.producer].name, "' and op '", op.name,
                                                        "'"));
-      }
-      if (std::find(op.outputs.begin(), op.outputs.end(), *t) != op.outputs.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("op '", op.name, "' lists output '", tensor.name, "' twice"));
       }
       if (tensor.is_graph_input) {
         return absl::InvalidArgumentError(

@@ -91,6 +91,24 @@ TEST(GraphTest, RejectsDuplicateProducer) {
   EXPECT_THAT(BuildError(s).message(), HasSubstr("'y' is produced by both op 'b' and op 'c'"));
 }
 
+// An op listing one output twice read ops_[its own id] before it was added
+// (a garbage name, std::length_error; found by fuzz/fuzz_graph_import). The
+// minimized find is the 18-byte serenity.v1.Graph
+// "\x12\x09\x0a\x01\x62\x22\x01\x79\x22\x01\x79\x1a\x05\x0a\x01\x79\x20\x01"
+// (op "b" with outputs "y", "y"; fuzz/regressions/fuzz_graph_import/), the
+// GraphSpec below.
+TEST(GraphTest, FuzzRegressionRejectsRepeatedOutputOfOneOp) {
+  GraphSpec s = Diamond();
+  s.ops[1].outputs = {"y", "y"};
+  absl::Status status = BuildError(s);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'b' lists output 'y' twice"));
+  // The first op of the graph too (ops_ still empty).
+  s = Diamond();
+  s.ops[0].outputs = {"x", "x"};
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("op 'a' lists output 'x' twice"));
+}
+
 TEST(GraphTest, RejectsUndescribedTensorAndDuplicateNames) {
   GraphSpec s = Diamond();
   s.ops[1].outputs = {"nowhere"};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -11,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/graph/dtype.h"
 #include "core/util/status_macros.h"
+#include "onnx/defs/schema.h"
+#include "onnx/defs/tensor_proto_util.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -64,6 +68,385 @@ absl::Status CheckSupported(const onnx::NodeProto& node, const std::string& name
   return absl::InvalidArgumentError(absl::StrCat("op '", name, "' (", type,
                                                  ") is unsupported: control-flow ops (If, Loop, Scan) and ops "
                                                  "with subgraph attributes are not supported"));
+}
+
+// --- Guards for ONNX shape inference ----------------------------------------
+//
+// ONNX's shape inference (1.12, the system libonnx) trusts its input in places
+// a hostile model can reach (found by fuzz/fuzz_onnx_import and
+// fuzz/fuzz_onnx_ops): a zero stride or blocksize, a Split without outputs, a
+// zero split size, or a -1 over an overflowed element count divides by zero
+// (SIGFPE); raw_data whose length is not a whole number of elements overflows
+// the buffer it is parsed into; inputs of a rank the op does not allow, an
+// out-of-range axis or batch_dims, or an untyped input are indexed or
+// dereferenced unchecked (SIGSEGV); auto_pad SAME computes a remainder by
+// repeated subtraction, taking time proportional to dim / stride; and a shape
+// input declared 2^40 long becomes an output of rank 2^40. The checks below
+// turn every such input into an InvalidArgument before ONNX acts on it: what
+// the model states is checked up front (CheckBeforeShapeInference), what
+// depends on inferred shapes as inference reaches each node
+// (GuardedSchemaRegistry, CheckNodeContext).
+
+// Largest dim / stride accepted for auto_pad SAME (about a second of ONNX's
+// remainder loop).
+constexpr int64_t kMaxSamePadSteps = int64_t{1} << 31;
+
+// Largest rank a shape input may give an output (ConstantOfShape, Expand and
+// Reshape turn the length of a 1-D input into the output rank: a declared
+// length of 2^40 made ONNX allocate 2^40 dims).
+constexpr int64_t kMaxRank = 1024;
+
+using AttributeLookup = std::function<const onnx::AttributeProto*(const std::string&)>;
+
+// Attributes that ONNX divides by or squares without checking: strides,
+// dilations and kernel_shape must be positive (as the ONNX spec says), and
+// blocksize must lie in 1..2^31-1 (so that its square fits 64 bits).
+absl::Status CheckInferenceAttributes(const AttributeLookup& attribute) {
+  for (const char* name : {"strides", "dilations", "kernel_shape"}) {
+    const onnx::AttributeProto* attr = attribute(name);
+    if (attr == nullptr) continue;
+    for (int64_t v : attr->ints()) {
+      if (v < 1) return absl::InvalidArgumentError(absl::StrCat("attribute ", name, " must be positive, found ", v));
+    }
+  }
+  if (const onnx::AttributeProto* attr = attribute("blocksize"); attr != nullptr && attr->has_i()) {
+    if (attr->i() < 1 || attr->i() > INT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute blocksize must lie in 1..2^31-1, found ", attr->i()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A tensor stored in the model (initializer or attribute value): no negative
+// dims, and raw_data, when present, exactly as long as dims and data type say.
+absl::Status CheckTensorData(const onnx::TensorProto& tensor, const std::string& what) {
+  for (int64_t d : tensor.dims()) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has negative dimension ", d));
+  }
+  if (!tensor.has_raw_data() || tensor.data_location() == onnx::TensorProto::EXTERNAL) return absl::OkStatus();
+  absl::StatusOr<int64_t> bytes = TensorBytes({tensor.dims().begin(), tensor.dims().end()}, tensor.data_type());
+  if (!bytes.ok()) return absl::OkStatus();  // no fixed element size: ONNX does not parse it
+  if (static_cast<uint64_t>(*bytes) != tensor.raw_data().size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", tensor.raw_data().size(),
+                                                   " bytes of raw_data where its dims and data type need ", *bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSparseTensorData(const onnx::SparseTensorProto& tensor, const std::string& what) {
+  for (int64_t d : tensor.dims()) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has negative dimension ", d));
+  }
+  RETURN_IF_ERROR(CheckTensorData(tensor.values(), absl::StrCat(what, " (values)")));
+  return CheckTensorData(tensor.indices(), absl::StrCat(what, " (indices)"));
+}
+
+// Declared shapes: dims must not be negative.
+absl::Status CheckDeclaredDims(const onnx::ValueInfoProto& value) {
+  if (!value.type().has_tensor_type() || !value.type().tensor_type().has_shape()) return absl::OkStatus();
+  for (const onnx::TensorShapeProto_Dimension& dim : value.type().tensor_type().shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", value.name(), "' has negative dimension ", dim.dim_value()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Everything a model states that shape inference would trip over.
+absl::Status CheckBeforeShapeInference(const onnx::ModelProto& model, const std::vector<std::string>& names) {
+  const onnx::GraphProto& graph = model.graph();
+  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
+    for (const onnx::ValueInfoProto& v : *list) RETURN_IF_ERROR(CheckDeclaredDims(v));
+  }
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    RETURN_IF_ERROR(CheckTensorData(init, absl::StrCat("initializer '", init.name(), "'")));
+  }
+  for (const onnx::SparseTensorProto& init : graph.sparse_initializer()) {
+    RETURN_IF_ERROR(CheckSparseTensorData(init, absl::StrCat("sparse initializer '", init.values().name(), "'")));
+  }
+  // Model-local functions are bodies ONNX infers too.
+  std::vector<std::pair<const onnx::NodeProto*, std::string>> nodes;
+  for (int i = 0; i < graph.node_size(); ++i) nodes.emplace_back(&graph.node(i), names[i]);
+  for (const onnx::FunctionProto& function : model.functions()) {
+    for (const onnx::NodeProto& node : function.node()) {
+      nodes.emplace_back(&node, absl::StrCat(node.name().empty() ? node.op_type() : node.name(), " in function '",
+                                             function.name(), "'"));
+    }
+  }
+  for (const auto& [node, name] : nodes) {
+    const std::string op = absl::StrCat("op '", name, "' (", node->op_type(), ")");
+    absl::Status attributes = CheckInferenceAttributes([node = node](const std::string& attr_name) {
+      for (const onnx::AttributeProto& attr : node->attribute()) {
+        if (attr.name() == attr_name) return &attr;
+      }
+      return static_cast<const onnx::AttributeProto*>(nullptr);
+    });
+    if (!attributes.ok()) return absl::InvalidArgumentError(absl::StrCat(op, ": ", attributes.message()));
+    for (const onnx::AttributeProto& attr : node->attribute()) {
+      const std::string what = absl::StrCat("attribute ", attr.name(), " of ", op);
+      if (attr.has_t()) RETURN_IF_ERROR(CheckTensorData(attr.t(), what));
+      for (const onnx::TensorProto& t : attr.tensors()) RETURN_IF_ERROR(CheckTensorData(t, what));
+      if (attr.has_sparse_tensor()) RETURN_IF_ERROR(CheckSparseTensorData(attr.sparse_tensor(), what));
+      for (const onnx::SparseTensorProto& t : attr.sparse_tensors()) RETURN_IF_ERROR(CheckSparseTensorData(t, what));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Integer values of a constant input (int32 or int64); nullopt otherwise.
+std::optional<std::vector<int64_t>> IntegerData(const onnx::TensorProto* tensor) {
+  if (tensor == nullptr) return std::nullopt;
+  if (tensor->data_type() == onnx::TensorProto::INT64) return onnx::ParseData<int64_t>(tensor);
+  if (tensor->data_type() == onnx::TensorProto::INT32) {
+    std::vector<int32_t> values = onnx::ParseData<int32_t>(tensor);
+    return std::vector<int64_t>(values.begin(), values.end());
+  }
+  return std::nullopt;
+}
+
+// Rank of input `i` when inference knows its shape.
+std::optional<int> InputRank(onnx::InferenceContext& ctx, size_t i) {
+  if (i >= ctx.getNumInputs()) return std::nullopt;
+  const onnx::TypeProto* type = ctx.getInputType(i);
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
+  return type->tensor_type().shape().dim_size();
+}
+
+// True when a required input (not optional in `schema`) has no type, or a
+// tensor type without a shape. Some ONNX inference functions dereference
+// such inputs unchecked; the importer rejects the model later anyway, as
+// every activation needs a shape, so inference of the node is skipped.
+bool MissingRequiredInputShape(const onnx::OpSchema& schema, onnx::InferenceContext& ctx) {
+  const std::vector<onnx::OpSchema::FormalParameter>& formals = schema.inputs();
+  for (size_t i = 0; i < ctx.getNumInputs() && !formals.empty(); ++i) {
+    const onnx::OpSchema::FormalParameter& formal = formals[std::min(i, formals.size() - 1)];
+    if (i >= formals.size() && formal.GetOption() != onnx::OpSchema::Variadic) break;
+    if (formal.GetOption() == onnx::OpSchema::Optional) continue;
+    const onnx::TypeProto* type = ctx.getInputType(i);
+    if (type == nullptr || (type->has_tensor_type() && !type->tensor_type().has_shape())) return true;
+  }
+  return false;
+}
+
+// Ranks the ONNX spec fixes and some ONNX 1.12 inference functions index
+// without checking (reading past the dims they were given).
+absl::Status CheckInputRanks(const onnx::OpSchema& schema, onnx::InferenceContext& ctx) {
+  if (schema.domain() != onnx::ONNX_DOMAIN) return absl::OkStatus();
+  const std::string& type = schema.Name();
+  auto require = [&](size_t i, int rank) -> absl::Status {
+    std::optional<int> actual = InputRank(ctx, i);
+    if (!actual.has_value() || *actual == rank) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " has rank ", *actual, ", needs ", rank));
+  };
+  auto same_rank = [&](size_t i, size_t j) -> absl::Status {
+    std::optional<int> a = InputRank(ctx, i);
+    return a.has_value() ? require(j, *a) : absl::OkStatus();
+  };
+  auto at_least = [&](size_t i, int rank) -> absl::Status {
+    std::optional<int> actual = InputRank(ctx, i);
+    if (!actual.has_value() || *actual >= rank) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " has rank ", *actual, ", needs at least ", rank));
+  };
+  if (type == "Gemm") {
+    RETURN_IF_ERROR(require(0, 2));
+    return require(1, 2);
+  }
+  // The weights' dims give the kernel shape, one per spatial dim of X.
+  if (type == "Conv" || type == "ConvInteger" || type == "ConvTranspose" || type == "MaxUnpool") {
+    return same_rank(0, 1);
+  }
+  if (type == "QLinearConv") return same_rank(0, 3);
+  if (type == "MaxRoiPool") return require(0, 4);
+  if (type == "DFT" || type == "STFT") return at_least(0, 2);
+  if (type == "RNN" || type == "GRU" || type == "LSTM") return require(0, 3);
+  if (type == "ConstantOfShape" || type == "Expand" || type == "Reshape") {
+    const size_t shape_input = type == "ConstantOfShape" ? 0 : 1;
+    const onnx::TypeProto* shape = shape_input < ctx.getNumInputs() ? ctx.getInputType(shape_input) : nullptr;
+    if (shape != nullptr && shape->has_tensor_type() && shape->tensor_type().shape().dim_size() == 1 &&
+        shape->tensor_type().shape().dim(0).dim_value() > kMaxRank) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", shape_input, " gives the output rank ",
+                                                     shape->tensor_type().shape().dim(0).dim_value(),
+                                                     ", more than ", kMaxRank));
+    }
+  }
+  if (type == "GatherND") {
+    const onnx::AttributeProto* batch_dims = ctx.getAttribute("batch_dims");
+    std::optional<int> data = InputRank(ctx, 0), indices = InputRank(ctx, 1);
+    if (batch_dims != nullptr && batch_dims->i() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("batch_dims must not be negative, found ", batch_dims->i()));
+    }
+    if (batch_dims != nullptr && data.has_value() && indices.has_value() &&
+        batch_dims->i() >= std::min(*data, *indices)) {
+      return absl::InvalidArgumentError(absl::StrCat("batch_dims ", batch_dims->i(), " must be below the ranks of ",
+                                                     "data and indices (", *data, ", ", *indices, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// An `axis` attribute beyond every range the ONNX ops allow (-r-1..r for
+// input 0 of rank r): some inference functions index dims with it unchecked.
+absl::Status CheckAxis(const onnx::OpSchema& schema, onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* axis = ctx.getAttribute("axis");
+  std::optional<int> rank = InputRank(ctx, 0);
+  if (schema.domain() != onnx::ONNX_DOMAIN || !rank.has_value()) return absl::OkStatus();
+  if (schema.Name() == "LayerNormalization") {
+    // Normalizes over dims axis.. (default -1): the axis must name a dim.
+    const int64_t value = axis != nullptr ? axis->i() : -1;
+    if (value < -*rank || value >= *rank) {
+      return absl::InvalidArgumentError(absl::StrCat("axis ", value, " is out of range for input 0 of rank ", *rank));
+    }
+  }
+  if (axis == nullptr) return absl::OkStatus();
+  if (axis->i() < -*rank - 1 || axis->i() > *rank) {
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis->i(), " is out of range for input 0 of rank ", *rank));
+  }
+  return absl::OkStatus();
+}
+
+// What depends on the shapes inference has found so far, for one node. Sets
+// `*skip` when the node's inference must not run (and the model will be
+// rejected for a missing shape later).
+absl::Status CheckNodeContext(const onnx::OpSchema& schema, onnx::InferenceContext& ctx, bool* skip) {
+  *skip = false;
+  RETURN_IF_ERROR(CheckInferenceAttributes([&ctx](const std::string& name) { return ctx.getAttribute(name); }));
+  if (MissingRequiredInputShape(schema, ctx)) {
+    *skip = true;
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(CheckInputRanks(schema, ctx));
+  RETURN_IF_ERROR(CheckAxis(schema, ctx));
+  if (ctx.getNumOutputs() < static_cast<size_t>(std::max(schema.min_output(), 0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("has ", ctx.getNumOutputs(), " outputs, needs at least ", schema.min_output()));
+  }
+  // Input shapes: no negative dims, element counts within 64 bits.
+  for (size_t i = 0; i < ctx.getNumInputs(); ++i) {
+    const onnx::TypeProto* type = ctx.getInputType(i);
+    if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) continue;
+    int64_t elements = 1;
+    for (const onnx::TensorShapeProto_Dimension& dim : type->tensor_type().shape().dim()) {
+      if (!dim.has_dim_value()) continue;
+      if (dim.dim_value() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("input ", i, " has negative dimension ", dim.dim_value()));
+      }
+      if (__builtin_mul_overflow(elements, dim.dim_value(), &elements)) {
+        return absl::InvalidArgumentError(absl::StrCat("input ", i, " has more than 2^63 elements"));
+      }
+    }
+  }
+  // auto_pad SAME: ONNX's remainder loop runs dim / stride times.
+  const onnx::AttributeProto* auto_pad = ctx.getAttribute("auto_pad");
+  if (auto_pad != nullptr && auto_pad->s().rfind("SAME", 0) == 0 && ctx.getNumInputs() > 0) {
+    const onnx::TypeProto* type = ctx.getInputType(0);
+    const onnx::AttributeProto* strides = ctx.getAttribute("strides");
+    if (type != nullptr && type->has_tensor_type() && strides != nullptr) {
+      const onnx::TensorShapeProto& shape = type->tensor_type().shape();
+      for (int i = 0; i < strides->ints_size() && 2 + i < shape.dim_size(); ++i) {
+        if (shape.dim(2 + i).has_dim_value() && shape.dim(2 + i).dim_value() / strides->ints(i) > kMaxSamePadSteps) {
+          return absl::InvalidArgumentError(absl::StrCat("input dimension ", shape.dim(2 + i).dim_value(),
+                                                         " is too large for auto_pad ", auto_pad->s(),
+                                                         " with stride ", strides->ints(i)));
+        }
+      }
+    }
+  }
+  if (schema.domain() == onnx::ONNX_DOMAIN) {
+    // Reshape: the product of the target dims (0 copies an input dim) must
+    // fit 64 bits, or ONNX's -1 inference divides by a wrapped product.
+    if (schema.Name() == "Reshape" && ctx.getNumInputs() > 1) {
+      if (std::optional<std::vector<int64_t>> target = IntegerData(ctx.getInputData(1))) {
+        const onnx::TypeProto* type = ctx.getInputType(0);
+        int64_t product = 1;
+        for (size_t i = 0; i < target->size(); ++i) {
+          int64_t factor = (*target)[i];
+          if (factor == 0 && type != nullptr && type->has_tensor_type() &&
+              static_cast<int>(i) < type->tensor_type().shape().dim_size()) {
+            factor = type->tensor_type().shape().dim(static_cast<int>(i)).dim_value();
+          }
+          if (factor > 0 && __builtin_mul_overflow(product, factor, &product)) {
+            return absl::InvalidArgumentError("the target shape has more than 2^63 elements");
+          }
+        }
+      }
+    }
+    // SplitToSequence: a scalar split size must be positive.
+    if (schema.Name() == "SplitToSequence" && ctx.getNumInputs() > 1 && ctx.getInputData(1) != nullptr &&
+        ctx.getInputData(1)->dims_size() == 0) {
+      std::optional<std::vector<int64_t>> split = IntegerData(ctx.getInputData(1));
+      if (split.has_value() && !split->empty() && (*split)[0] < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("split size must be positive, found ", (*split)[0]));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The ONNX schema registry with every inference function wrapped in
+// CheckNodeContext. The first refusal is kept (with the op type) and the node
+// fails inference.
+class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
+    if (schema == nullptr || !schema->has_type_and_shape_inference_function()) return schema;
+    std::unique_ptr<onnx::OpSchema>& guarded = guarded_[schema];
+    if (guarded == nullptr) {
+      guarded = std::make_unique<onnx::OpSchema>(*schema);
+      guarded->TypeAndShapeInferenceFunction(
+          [this, schema, inner = schema->GetTypeAndShapeInferenceFunction()](onnx::InferenceContext& ctx) {
+            bool skip = false;
+            absl::Status status = CheckNodeContext(*schema, ctx, &skip);
+            if (!status.ok()) {
+              if (refusal_.ok()) {
+                refusal_ = status;
+                refused_type_ = schema->Name();
+                refused_domain_ = schema->domain();
+              }
+              fail_shape_inference(std::string(status.message()));
+            }
+            if (!skip) inner(ctx);
+          });
+    }
+    return guarded.get();
+  }
+
+  const absl::Status& refusal() const { return refusal_; }
+  const std::string& refused_type() const { return refused_type_; }
+  const std::string& refused_domain() const { return refused_domain_; }
+
+ private:
+  mutable absl::flat_hash_map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> guarded_;
+  mutable absl::Status refusal_;
+  mutable std::string refused_type_;
+  mutable std::string refused_domain_;
+};
+
+// The refusal of `registry` as InvalidArgument naming the op: the first node
+// of the refused type whose outputs inference left untyped.
+absl::Status RefusalStatus(const GuardedSchemaRegistry& registry, const onnx::GraphProto& graph,
+                           const std::vector<std::string>& names) {
+  absl::flat_hash_set<std::string> typed;
+  for (const auto* list : {&graph.value_info(), &graph.output()}) {
+    for (const onnx::ValueInfoProto& v : *list) {
+      if (v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) typed.insert(v.name());
+    }
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    const bool same_domain = node.domain() == registry.refused_domain() ||
+                             (IsDefaultDomain(node.domain()) && registry.refused_domain() == onnx::ONNX_DOMAIN);
+    if (node.op_type() != registry.refused_type() || !same_domain) continue;
+    bool untyped = node.output_size() == 0;
+    for (const std::string& out : node.output()) untyped = untyped || (!out.empty() && !typed.contains(out));
+    if (!untyped) continue;
+    return absl::InvalidArgumentError(absl::StrCat("op '", names[i], "' (", node.op_type(),
+                                                   "): ", registry.refusal().message()));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("an op of type ", registry.refused_type(), ": ", registry.refusal().message()));
 }
 
 // Shape and dtype of a Constant node's output from its value attribute;
@@ -202,13 +585,18 @@ absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const O
   for (onnx::ValueInfoProto& v : *mutable_graph->mutable_input()) FixDims(v, options);
   for (onnx::ValueInfoProto& v : *mutable_graph->mutable_output()) FixDims(v, options);
   for (onnx::ValueInfoProto& v : *mutable_graph->mutable_value_info()) FixDims(v, options);
+  RETURN_IF_ERROR(CheckBeforeShapeInference(model, names));
+  GuardedSchemaRegistry registry;
   try {
-    onnx::shape_inference::InferShapes(model);
+    onnx::shape_inference::InferShapes(model, &registry);
   } catch (const std::exception& e) {
+    if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
     return absl::InvalidArgumentError(absl::StrCat("ONNX shape inference failed: ", e.what()));
   } catch (...) {
+    if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
     return absl::InvalidArgumentError("ONNX shape inference failed with an unknown exception");
   }
+  if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
 
   // Known types by value name; a ValueInfo without a type says nothing.
   absl::flat_hash_map<std::string, const onnx::TypeProto*> types;

@@ -35,7 +35,20 @@ struct OnnxImportOptions {
 // dim values; control-flow ops (If, Loop, Scan) and ops with subgraph
 // attributes; shape inference errors; tensors without an inferred shape;
 // symbolic or unknown dims not fixed by `dim_values`; non-tensor types;
-// workspace for an unknown op or negative workspace. Never throws.
+// workspace for an unknown op or negative workspace. Also InvalidArgument,
+// naming the op where it can, for inputs that crash, overflow or hang ONNX
+// 1.12's own shape inference, checked before it or as it reaches each node:
+// negative dims; raw_data whose length does not match dims and data type;
+// non-positive strides, dilations or kernel_shape; a blocksize outside
+// 1..2^31-1; fewer outputs than the op needs; a non-positive scalar
+// SplitToSequence split; an element count (or Reshape target) beyond 2^63;
+// auto_pad SAME over a dim more than 2^31 strides long; input ranks the op
+// requires (Gemm, Conv/ConvTranspose/QLinearConv/MaxUnpool weights,
+// MaxRoiPool, RNN/GRU/LSTM, DFT/STFT); an axis outside -rank-1..rank (for
+// LayerNormalization -rank..rank-1); a negative or too large GatherND
+// batch_dims; and shape inputs giving an output rank above 1024. Nodes whose
+// required inputs have no inferred shape are not inferred (the model is then
+// rejected for that missing shape). Never throws.
 absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const OnnxImportOptions& options);
 
 // OnnxToGraphSpec followed by Graph::Build.

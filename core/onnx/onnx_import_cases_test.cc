@@ -493,6 +493,242 @@ TEST(OnnxImportTest, RejectsControlFlowAndSubgraphs) {
   EXPECT_THAT(status.message(), HasSubstr("subgraph"));
 }
 
+// Inputs that crashed (SIGFPE), overflowed a buffer in or hung ONNX 1.12's
+// shape inference, found by fuzz/fuzz_onnx_import: each is now a clear error.
+TEST(OnnxImportTest, FuzzRegressionZeroStrideIsAnError) {
+  // The fuzzer's find, minimized: MaxPool with strides [0, 1] on x[1,1,8,8].
+  const std::string reproducer(
+      "\x08\x08\x3a\x5f\x0a\x38\x0a\x01\x78\x12\x01\x79\x22\x07\x4d\x61\x78\x50\x6f\x6f\x6c\x2a\x15\x0a\x0c\x6b"
+      "\x65\x72\x6e\x65\x6c\x5f\x73\x68\x61\x70\x65\x40\x02\x40\x02\xa0\x01\x07\x2a\x10\x0a\x07\x73\x74\x72\x69"
+      "\x64\x65\x73\x40\x00\x40\x01\xa0\x01\x07\x12\x01\x74\x5a\x1b\x0a\x01\x78\x12\x16\x0a\x14\x08\x01\x12\x10"
+      "\x0a\x02\x08\x01\x0a\x02\x08\x01\x0a\x02\x08\x08\x0a\x02\x08\x08\x62\x03\x0a\x01\x79\x42\x04\x0a\x00\x10"
+      "\x0d",
+      105);
+  absl::Status status = ImportError(reproducer);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'MaxPool_0' (MaxPool): attribute strides must be positive, found 0"));
+
+  // Conv, and the old (opset 6) AveragePool, take the same path.
+  ModelBuilder conv;
+  conv.Input("x", {1, 1, 8, 8}).Output("y");
+  conv.Initializer("w", {1, 1, 1, 1});
+  IntsAttribute(conv.Node("Conv", {"x", "w"}, {"y"}, "conv"), "strides", {1, 0});
+  EXPECT_THAT(ImportError(conv.Bytes()).message(), HasSubstr("op 'conv' (Conv): attribute strides must be positive"));
+  ModelBuilder pool;
+  pool.model().mutable_opset_import(0)->set_version(6);
+  pool.Input("x", {1, 1, 8, 8}).Output("y");
+  onnx::NodeProto* avg = pool.Node("AveragePool", {"x"}, {"y"}, "avg");
+  IntsAttribute(avg, "kernel_shape", {2, 2});
+  IntsAttribute(avg, "strides", {-1, 1});
+  EXPECT_THAT(ImportError(pool.Bytes()).message(), HasSubstr("op 'avg' (AveragePool): attribute strides"));
+  IntsAttribute(conv.model().mutable_graph()->mutable_node(0), "dilations", {0, 1});
+  conv.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_ints(1, 1);
+  EXPECT_THAT(ImportError(conv.Bytes()).message(), HasSubstr("attribute dilations must be positive"));
+}
+
+TEST(OnnxImportTest, FuzzRegressionBlocksizeSplitAndReshapeAreErrors) {
+  // DepthToSpace squares blocksize: 2^32 squared wraps to 0, a division by zero.
+  ModelBuilder d2s;
+  d2s.Input("x", {1, 16, 2, 2}).Output("y");
+  IntAttribute(d2s.Node("DepthToSpace", {"x"}, {"y"}, "d2s"), "blocksize", int64_t{1} << 32);
+  absl::Status status = ImportError(d2s.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'd2s' (DepthToSpace): attribute blocksize must lie in 1..2^31-1"));
+
+  // Split without outputs: ONNX divides the axis by the number of outputs.
+  ModelBuilder split;
+  split.Input("x", {4, 8}).Output("x");
+  split.Node("Split", {"x"}, {}, "split");
+  status = ImportError(split.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'split' (Split): has 0 outputs, needs at least 1"));
+
+  // SplitToSequence with a scalar split of 0.
+  ModelBuilder sequence;
+  sequence.Input("x", {4, 8}).Output("y");
+  sequence.Initializer("s", {}, onnx::TensorProto::INT64)->add_int64_data(0);
+  sequence.Node("SplitToSequence", {"x", "s"}, {"y"}, "to_sequence");
+  status = ImportError(sequence.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'to_sequence' (SplitToSequence): split size must be positive"));
+
+  // Reshape to [0, -1] of x[-1, -2^63]: INT64_MIN % -1. Negative dims are
+  // refused where declared ...
+  ModelBuilder reshape;
+  reshape.Input("x", {1, 2}).Output("y");
+  reshape.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
+      ->mutable_dim(0)->set_dim_value(-1);
+  onnx::TensorProto* target = reshape.Initializer("shape", {2}, onnx::TensorProto::INT64);
+  target->add_int64_data(0);
+  target->add_int64_data(-1);
+  reshape.Node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  status = ImportError(reshape.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'x' has negative dimension -1"));
+  // ... and a target whose element count overflows where inference meets it:
+  // 3 * 6148914691236517205 wraps to -1.
+  ModelBuilder wrapped;
+  wrapped.Input("x", {int64_t{1} << 32, int64_t{1} << 30}).Output("y");
+  onnx::TensorProto* wrapping = wrapped.Initializer("shape", {3}, onnx::TensorProto::INT64);
+  for (int64_t v : {int64_t{3}, int64_t{6148914691236517205}, int64_t{-1}}) wrapping->add_int64_data(v);
+  wrapped.Node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  status = ImportError(wrapped.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'reshape' (Reshape): the target shape has more than 2^63 elements"));
+}
+
+TEST(OnnxImportTest, FuzzRegressionRawDataAndHugeSamePadding) {
+  // raw_data of 9 bytes for one int64: ONNX copies 9 bytes into 8.
+  ModelBuilder raw;
+  raw.Input("x", {2, 4}).Output("y");
+  raw.Initializer("shape", {1}, onnx::TensorProto::INT64)->set_raw_data(std::string(9, '\x01'));
+  raw.Node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  absl::Status status = ImportError(raw.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("initializer 'shape' has 9 bytes of raw_data where its dims and data type need 8"));
+  // The same inside a Constant node.
+  ModelBuilder constant;
+  constant.Input("x", {2, 4}).Output("y");
+  onnx::NodeProto* c = constant.Node("Constant", {}, {"shape"}, "const");
+  onnx::AttributeProto* value = c->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->set_raw_data(std::string(12, '\x01'));
+  constant.Node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  EXPECT_THAT(ImportError(constant.Bytes()).message(),
+              HasSubstr("attribute value of op 'const' (Constant) has 12 bytes of raw_data"));
+
+  // auto_pad SAME with a stride of 2 over a dim of 2^62: ONNX would subtract
+  // 2 a quintillion times.
+  ModelBuilder same;
+  same.Input("x", {1, 1, 1, int64_t{1} << 62}).Output("y");
+  onnx::NodeProto* pool = same.Node("MaxPool", {"x"}, {"y"}, "pool");
+  IntsAttribute(pool, "kernel_shape", {1, 1});
+  IntsAttribute(pool, "strides", {1, 2});
+  onnx::AttributeProto* pad = pool->add_attribute();
+  pad->set_name("auto_pad");
+  pad->set_type(onnx::AttributeProto::STRING);
+  pad->set_s("SAME_UPPER");
+  status = ImportError(same.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'pool' (MaxPool): input dimension 4611686018427387904 is too large"));
+  // A normal SAME-padded pool still imports.
+  same.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
+      ->mutable_dim(3)->set_dim_value(9);
+  absl::StatusOr<Graph> g = ImportOnnxModel(same.Bytes(), {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(BytesOf(*g, "y"), 1 * 5 * 4);
+}
+
+TEST(OnnxImportTest, FuzzRegressionRanksOnnxIndexesUnchecked) {
+  // ONNX 1.12 reads dims these inputs do not have (SIGSEGV): Gemm-6 with a
+  // scalar B, Conv with a scalar W, ConvTranspose with a 1-D W, MaxRoiPool on
+  // a 2-D X.
+  ModelBuilder gemm;
+  gemm.model().mutable_opset_import(0)->set_version(6);
+  gemm.Input("a", {2, 1}).Input("b", {}).Input("c", {2}).Output("y");
+  IntAttribute(gemm.Node("Gemm", {"a", "b", "c"}, {"y"}, "gemm"), "transB", 1);
+  absl::Status status = ImportError(gemm.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'gemm' (Gemm): input 1 has rank 0, needs 2"));
+
+  ModelBuilder conv;
+  conv.Input("x", {7, 6, 1, 5}).Input("w", {}).Output("y");
+  conv.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  EXPECT_THAT(ImportError(conv.Bytes()).message(), HasSubstr("op 'conv' (Conv): input 1 has rank 0, needs 4"));
+
+  ModelBuilder transpose;
+  transpose.Input("x", {1, 1, 4, 4}).Input("w", {1}).Output("y");
+  IntsAttribute(transpose.Node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "kernel_shape", {1, 1});
+  EXPECT_THAT(ImportError(transpose.Bytes()).message(), HasSubstr("op 'up' (ConvTranspose): input 1 has rank 1"));
+
+  ModelBuilder roi;
+  roi.Input("x", {1, 3}).Input("rois", {2, 5}).Output("y");
+  IntsAttribute(roi.Node("MaxRoiPool", {"x", "rois"}, {"y"}, "roi"), "pooled_shape", {});
+  EXPECT_THAT(ImportError(roi.Bytes()).message(), HasSubstr("op 'roi' (MaxRoiPool): input 0 has rank 2, needs 4"));
+
+  // MaxUnpool dereferences the type of its indices unchecked: without one,
+  // the node is not inferred and the missing shape is the error.
+  ModelBuilder unpool;
+  unpool.Input("x", {1, 1, 4, 4}).Output("y");
+  IntsAttribute(unpool.Node("MaxUnpool", {"x", "ghost"}, {"y"}, "unpool"), "kernel_shape", {2, 2});
+  status = ImportError(unpool.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'ghost' (input of op 'unpool') has no inferred shape"));
+}
+
+TEST(OnnxImportTest, FuzzRegressionAxesAndRecurrentRanks) {
+  // Found by fuzz/fuzz_onnx_ops; each crashed ONNX 1.12 (SIGSEGV).
+  // LSTM-1 on a 1-D X reads dims 0 and 1.
+  ModelBuilder lstm;
+  lstm.model().mutable_opset_import(0)->set_version(1);
+  lstm.Input("x", {4}).Input("w", {1, 8, 3}).Input("r", {1, 8, 2}).Output("y");
+  IntAttribute(lstm.Node("LSTM", {"x", "w", "r"}, {"y"}, "lstm"), "hidden_size", 2);
+  absl::Status status = ImportError(lstm.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'lstm' (LSTM): input 0 has rank 1, needs 3"));
+
+  // GatherND-12 with a negative batch_dims indexes dims below 0.
+  ModelBuilder gather;
+  gather.model().mutable_opset_import(0)->set_version(12);
+  gather.Input("data", {2, 3}).Output("y");
+  gather.model().mutable_graph()->add_input()->CopyFrom(gather.model().graph().input(0));
+  gather.model().mutable_graph()->mutable_input(1)->set_name("indices");
+  gather.model().mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::INT64);
+  IntAttribute(gather.Node("GatherND", {"data", "indices"}, {"y"}, "gather"), "batch_dims", -3);
+  EXPECT_THAT(ImportError(gather.Bytes()).message(),
+              HasSubstr("op 'gather' (GatherND): batch_dims must not be negative, found -3"));
+
+  // LayerNormalization with an axis below -rank, or on a scalar.
+  ModelBuilder norm;
+  norm.model().mutable_opset_import(0)->set_version(17);
+  norm.Input("x", {2, 3}).Output("y").Output("mean");
+  IntAttribute(norm.Node("LayerNormalization", {"x"}, {"y", "mean"}, "norm"), "axis", -3);
+  EXPECT_THAT(ImportError(norm.Bytes()).message(),
+              HasSubstr("op 'norm' (LayerNormalization): axis -3 is out of range for input 0 of rank 2"));
+  ModelBuilder scalar;
+  scalar.model().mutable_opset_import(0)->set_version(17);
+  scalar.Input("x", {}).Output("y").Output("mean");
+  scalar.Node("LayerNormalization", {"x"}, {"y", "mean"}, "norm");
+  EXPECT_THAT(ImportError(scalar.Bytes()).message(), HasSubstr("axis -1 is out of range for input 0 of rank 0"));
+
+  // Any axis beyond -rank-1..rank is refused.
+  ModelBuilder softmax;
+  softmax.Input("x", {2, 3}).Output("y");
+  IntAttribute(softmax.Node("Softmax", {"x"}, {"y"}, "softmax"), "axis", 5);
+  EXPECT_THAT(ImportError(softmax.Bytes()).message(),
+              HasSubstr("op 'softmax' (Softmax): axis 5 is out of range for input 0 of rank 2"));
+  // In range, it imports.
+  softmax.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_i(-2);
+  absl::StatusOr<Graph> g = ImportOnnxModel(softmax.Bytes(), {});
+  ASSERT_TRUE(g.ok()) << g.status();
+}
+
+TEST(OnnxImportTest, FuzzRegressionShapeInputsCannotMakeHugeRanks) {
+  // ConstantOfShape of a declared [2^31] input: ONNX allocated 2^31 dims
+  // (out of memory). Expand and Reshape read their shape input the same way.
+  ModelBuilder constant;
+  constant.model().mutable_opset_import(0)->set_version(10);
+  constant.Input("shape", {int64_t{1} << 31}).Output("y");
+  constant.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::INT64);
+  constant.Node("ConstantOfShape", {"shape"}, {"y"}, "fill");
+  absl::Status status = ImportError(constant.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("op 'fill' (ConstantOfShape): input 0 gives the output rank 2147483648, more than 1024"));
+
+  ModelBuilder expand;
+  expand.Input("x", {}).Input("shape", {int64_t{1} << 40}).Output("y");
+  expand.model().mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::INT64);
+  expand.Node("Expand", {"x", "shape"}, {"y"}, "expand");
+  EXPECT_THAT(ImportError(expand.Bytes()).message(), HasSubstr("op 'expand' (Expand): input 1 gives the output rank"));
+}
+
 TEST(OnnxImportTest, RejectsBadWorkspace) {
   OnnxImportOptions options;
   options.workspace_bytes["nope"] = 1;
