@@ -22,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/plan_cache.h"
 #include "server/redis_store.h"
+#include "server/request_memo.h"
 #include "server/scheduler_service.h"
 #include "server/scheduling_backend.h"
 
@@ -101,7 +102,8 @@ int Run(int argc, char** argv) {
                      "Longest search one job may run, whatever the request asks.");
   flag_set.AddInt("max-jobs-per-connection", &flags.max_jobs_per_connection, "N",
                   "Plan calls one connection may have in flight; candidates one Score stream may have in flight.");
-  flag_set.AddInt("cache-mb", &flags.cache_mb, "MB", "Size of the in-process plan cache; 0 turns it off.");
+  flag_set.AddInt("cache-mb", &flags.cache_mb, "MB", "Size of the in-process plan cache (an eighth of it remembers replies to\n"
+                  "byte-identical requests); 0 turns it off.");
   flag_set.AddString("redis", &flags.redis, "HOST:PORT", "Share plans with other replicas through this Redis.");
   flag_set.AddDouble("redis-timeout-ms", &flags.redis_timeout_ms, "MS",
                      "Longest wait for Redis per command; after a failure Redis is skipped for a second.");
@@ -187,12 +189,15 @@ int Run(int argc, char** argv) {
     if (!store.ok()) return Fail(absl::StrCat("--redis: ", store.status().message()));
     redis = std::move(store).value();
   }
-  serenity::PlanCache cache(flags.cache_mb * 1024 * 1024, std::move(redis), &metrics);
+  // An eighth of --cache-mb keeps replies to byte-identical requests.
+  const int64_t cache_bytes = flags.cache_mb * 1024 * 1024;
+  serenity::PlanCache cache(cache_bytes - cache_bytes / 8, std::move(redis), &metrics);
+  serenity::RequestMemo memo(cache_bytes / 8);
   serenity::ThreadPool pool(static_cast<int>(flags.threads));
   serenity::BackendLimits limits;
   limits.max_ops = flags.max_ops;
   limits.max_job_seconds = flags.max_job_seconds;
-  serenity::SchedulingBackend backend(&pool, &cache, &metrics, limits);
+  serenity::SchedulingBackend backend(&pool, &cache, &metrics, limits, &memo);
   serenity::JobRunner runner(static_cast<int>(flags.threads), flags.max_queue,
                              [&metrics](int64_t queued, int64_t running) { metrics.SetLoad(queued, running); });
   serenity::SchedulerService service(&runner, &backend, &metrics, service_options);

@@ -37,7 +37,7 @@ ServerMetrics::ServerMetrics()
                    .Add({})),
       cache_lookups_(prometheus::BuildCounter()
                          .Name("serenity_cache_lookups_total")
-                         .Help("Plan cache lookups by tier (local, shared) and result (hit, miss, error).")
+                         .Help("Plan cache lookups by tier (request, local, shared) and result (hit, miss, error).")
                          .Register(*registry_)),
       cache_bytes_(prometheus::BuildGauge()
                        .Name("serenity_cache_local_bytes")

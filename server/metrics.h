@@ -31,7 +31,8 @@ class ServerMetrics {
   void RecordCandidate(const std::string& code);
   // Jobs waiting for a thread and jobs running.
   void SetLoad(int64_t queued, int64_t running);
-  // A cache lookup: tier "local" or "shared"; result "hit", "miss" or
+  // A cache lookup: tier "request" (byte-identical requests), "local" or
+  // "shared"; result "hit", "miss" or
   // "error" (the tier failed or returned garbage).
   void RecordCacheLookup(const std::string& tier, const std::string& result);
   // Bytes held by the in-process cache and its entries.

@@ -39,6 +39,9 @@ class PlanCache {
   // Stores `stored` in both tiers unless an entry at least as good is there.
   void Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id);
 
+  // The in-process tier's entry for `id` (marked recently used), or null.
+  std::shared_ptr<const v1::StoredPlan> LocalEntry(const std::string& id) { return LocalGet(id); }
+
   // The entry stored under `plan_id` in either tier (GetPlan), or null.
   std::shared_ptr<const v1::StoredPlan> Get(const std::string& plan_id);
 

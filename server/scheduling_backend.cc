@@ -19,9 +19,53 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+// The search time limit of one job: the request's (or the default), capped
+// by the server and by 80% of the time before the caller's deadline (the
+// rest is for import, arena planning and the reply). Not positive when no
+// time is left.
+double SchedulingBackend::JobTimeLimit(double request_limit, double seconds_left) const {
+  double limit = request_limit > 0 ? request_limit : kDefaultTimeLimitSeconds;
+  limit = std::min(limit, limits_.max_job_seconds);
+  return std::min(limit, seconds_left * 0.8);
+}
+
+std::optional<v1::Plan> SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool score_only,
+                                                           double seconds_left) {
+  std::shared_ptr<const MemoizedReply> memoized = memo_->Find(request_key);
+  if (memoized == nullptr) {
+    if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
+    return std::nullopt;
+  }
+  const double limit = JobTimeLimit(memoized->request_time_limit_seconds, seconds_left);
+  // Only while the cache still holds the very entry the reply came from (a
+  // better plan may have replaced it), and only if that entry answers this
+  // call's time limit.
+  if (cache_->LocalEntry(memoized->key.id) != memoized->stored ||
+      !StoredPlanAnswers(*memoized->stored, memoized->key, /*need_complete=*/!score_only, limit)) {
+    if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
+    return std::nullopt;
+  }
+  if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "hit");
+  return memoized->reply;
+}
+
 absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& request, bool score_only,
                                                    double seconds_left, const std::atomic<bool>* cancelled) {
   const auto start = std::chrono::steady_clock::now();
+  if (seconds_left * 0.8 <= 0) {
+    return absl::DeadlineExceededError("the call's deadline had passed before planning began");
+  }
+  std::string request_key;
+  if (memo_ != nullptr && cache_ != nullptr) {
+    request_key = RequestMemoKey(request, score_only);
+    std::optional<v1::Plan> plan = AnswerFromMemo(request_key, score_only, seconds_left);
+    if (plan.has_value()) {
+      plan->mutable_stats()->set_cache("local");
+      plan->mutable_stats()->set_total_ms(MillisSince(start));
+      return *std::move(plan);
+    }
+  }
+
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
   if (prepared.graph.num_ops() > limits_.max_ops) {
     return absl::InvalidArgumentError(absl::StrCat("the graph has ", prepared.graph.num_ops(),
@@ -30,22 +74,30 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   PlanOptions& options = prepared.options;
   options.score_only = score_only;
   options.cancelled = cancelled;
-  double limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
-  limit = std::min(limit, limits_.max_job_seconds);
-  // Keep a fifth of the time left for import, arena planning and the reply.
-  const double usable = seconds_left * 0.8;
-  if (usable <= 0) return absl::DeadlineExceededError("the call's deadline had passed before planning began");
-  limit = std::min(limit, usable);
+  const double request_limit = options.time_limit_seconds;
+  const double limit = JobTimeLimit(request_limit, seconds_left);
   options.time_limit_seconds = limit;
 
   const CanonicalGraph canonical = Canonicalize(prepared.graph);
   const PlanKey key = MakePlanKey(canonical, options);
+  // Remembers the reply for a repeat of these exact request bytes.
+  auto memoize = [&](const v1::Plan& plan, std::shared_ptr<const v1::StoredPlan> stored) {
+    if (request_key.empty() || stored == nullptr) return;
+    auto entry = std::make_shared<MemoizedReply>();
+    entry->request = std::move(request_key);
+    entry->key = key;
+    entry->stored = std::move(stored);
+    entry->request_time_limit_seconds = request_limit;
+    entry->reply = plan;
+    memo_->Put(std::move(entry));
+  };
   if (cache_ != nullptr) {
     std::optional<PlanCache::Hit> hit = cache_->Lookup(key, /*need_complete=*/!score_only, limit);
     if (hit.has_value()) {
       absl::StatusOr<v1::Plan> plan = RemapStoredPlan(*hit->stored, canonical, prepared.graph, options);
       if (plan.ok()) {
         plan->set_plan_id(key.id);
+        memoize(*plan, cache_->LocalEntry(key.id) == hit->stored ? hit->stored : nullptr);
         plan->mutable_stats()->set_cache(hit->tier);
         plan->mutable_stats()->set_total_ms(MillisSince(start));
         return plan;
@@ -61,9 +113,10 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   }
   plan.set_plan_id(key.id);
   if (cache_ != nullptr) {
-    cache_->Store(std::make_shared<const v1::StoredPlan>(
-                      MakeStoredPlan(key, canonical, prepared.graph, plan, options)),
-                  key.id);
+    auto stored = std::make_shared<const v1::StoredPlan>(MakeStoredPlan(key, canonical, prepared.graph, plan, options));
+    cache_->Store(stored, key.id);
+    // Only when the cache kept this plan (it keeps a better one it had).
+    memoize(plan, cache_->LocalEntry(key.id) == stored ? stored : nullptr);
   }
   plan.mutable_stats()->set_cache("miss");
   plan.mutable_stats()->set_total_ms(MillisSince(start));

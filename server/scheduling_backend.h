@@ -8,12 +8,15 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/util/executor.h"
 #include "serenity/v1/scheduler.pb.h"
 #include "server/metrics.h"
 #include "server/plan_cache.h"
+#include "server/request_memo.h"
 
 namespace serenity {
 
@@ -26,13 +29,16 @@ struct BackendLimits {
 
 class SchedulingBackend {
  public:
-  // `executor` runs the parallel parts of searches (may be null); `cache`
-  // and `metrics` may be null.
-  SchedulingBackend(Executor* executor, PlanCache* cache, ServerMetrics* metrics, BackendLimits limits)
-      : executor_(executor), cache_(cache), metrics_(metrics), limits_(limits) {}
+  // `executor` runs the parallel parts of searches (may be null); `cache`,
+  // `metrics` and `memo` may be null. `memo` answers byte-identical
+  // requests (used only together with `cache`).
+  SchedulingBackend(Executor* executor, PlanCache* cache, ServerMetrics* metrics, BackendLimits limits,
+                    RequestMemo* memo = nullptr)
+      : executor_(executor), cache_(cache), metrics_(metrics), limits_(limits), memo_(memo) {}
 
   // Answers one request: the plan with stats.cache ("miss", "local",
-  // "shared") and plan_id set. `score_only` skips the arena and steps.
+  // "shared") and plan_id set. A repeat of an earlier request's exact bytes
+  // is answered from the memo ("local") while the cache holds its plan. `score_only` skips the arena and steps.
   // The search gets the smallest of the request's limit (or the default),
   // the server's max_job_seconds and 80% of `seconds_left` (time before the
   // caller's deadline). InvalidArgument for bad input (naming the problem,
@@ -48,10 +54,16 @@ class SchedulingBackend {
   absl::StatusOr<v1::Plan> GetPlan(const std::string& plan_id);
 
  private:
+  double JobTimeLimit(double request_limit, double seconds_left) const;
+  // The memoized reply for `request_key` if the cache still stands behind
+  // it; counts the lookup.
+  std::optional<v1::Plan> AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left);
+
   Executor* const executor_;
   PlanCache* const cache_;
   ServerMetrics* const metrics_;
   const BackendLimits limits_;
+  RequestMemo* const memo_;
 };
 
 }  // namespace serenity

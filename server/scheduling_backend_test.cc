@@ -45,11 +45,28 @@ Graph BuildFrom(const v1::PlanRequest& request) { return *GraphFromRequest(reque
 
 class SchedulingBackendTest : public ::testing::Test {
  protected:
-  SchedulingBackendTest() : cache_(64 << 20, nullptr, &metrics_), backend_(&pool_, &cache_, &metrics_, {}) {}
+  SchedulingBackendTest()
+      : cache_(64 << 20, nullptr, &metrics_), memo_(8 << 20), backend_(&pool_, &cache_, &metrics_, {}, &memo_) {}
+
+  // serenity_cache_lookups_total{tier, result}.
+  double Lookups(const std::string& tier, const std::string& result) {
+    for (const prometheus::MetricFamily& family : metrics_.registry()->Collect()) {
+      if (family.name != "serenity_cache_lookups_total") continue;
+      for (const prometheus::ClientMetric& metric : family.metric) {
+        int matched = 0;
+        for (const prometheus::ClientMetric::Label& label : metric.label) {
+          matched += (label.name == "tier" && label.value == tier) || (label.name == "result" && label.value == result);
+        }
+        if (matched == 2) return metric.counter.value;
+      }
+    }
+    return 0;
+  }
 
   ServerMetrics metrics_;
   ThreadPool pool_{2};
   PlanCache cache_;
+  RequestMemo memo_;
   SchedulingBackend backend_;
 };
 
@@ -67,6 +84,58 @@ TEST_F(SchedulingBackendTest, SecondRequestHitsTheLocalCacheWithTheSameAnswer) {
   EXPECT_TRUE(std::equal(first->order().begin(), first->order().end(), second->order().begin()));
   EXPECT_EQ(first->peak_bytes(), second->peak_bytes());
   EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(spec)), *second).ok());
+}
+
+// A repeat of the same request bytes is answered from the memo, with the
+// same plan; a renamed copy misses the memo but hits the cache.
+TEST_F(SchedulingBackendTest, RepeatedRequestBytesAreAnsweredFromTheMemo) {
+  std::mt19937 rng(8);
+  const GraphSpec spec = testing::RandomDag(12, rng);
+  absl::StatusOr<v1::Plan> first = backend_.Answer(RequestFor(spec), false);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(Lookups("request", "miss"), 1);
+  EXPECT_EQ(memo_.entries(), 1);
+  absl::StatusOr<v1::Plan> again = backend_.Answer(RequestFor(spec), false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Lookups("request", "hit"), 1);
+  EXPECT_EQ(Lookups("local", "hit"), 0);  // the cache was not consulted
+  EXPECT_EQ(again->stats().cache(), "local");
+  EXPECT_EQ(again->plan_id(), first->plan_id());
+  EXPECT_TRUE(std::equal(first->order().begin(), first->order().end(), again->order().begin(),
+                         again->order().end()));
+  EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(spec)), *again).ok());
+
+  std::mt19937 shuffle(3);
+  const GraphSpec renamed = RenamedAndShuffled(spec, shuffle);
+  absl::StatusOr<v1::Plan> other = backend_.Answer(RequestFor(renamed), false);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(Lookups("request", "miss"), 2);
+  EXPECT_EQ(Lookups("local", "hit"), 1);
+  EXPECT_EQ(other->plan_id(), first->plan_id());
+  EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(renamed)), *other).ok());
+  // Now memoized in its own names.
+  absl::StatusOr<v1::Plan> other_again = backend_.Answer(RequestFor(renamed), false);
+  ASSERT_TRUE(other_again.ok());
+  EXPECT_EQ(Lookups("request", "hit"), 2);
+  EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(renamed)), *other_again).ok());
+}
+
+// A memoized reply stands only while the cache holds the plan it came from:
+// the score-only entry behind a memoized score is replaced by a full plan,
+// and the next score comes from the cache's new entry.
+TEST_F(SchedulingBackendTest, MemoDefersToABetterCacheEntry) {
+  std::mt19937 rng(22);
+  const GraphSpec spec = testing::RandomDag(10, rng);
+  ASSERT_TRUE(backend_.Answer(RequestFor(spec), true).ok());
+  ASSERT_EQ(backend_.Answer(RequestFor(spec), true)->stats().cache(), "local");
+  EXPECT_EQ(Lookups("request", "hit"), 1);
+  ASSERT_EQ(backend_.Answer(RequestFor(spec), false)->stats().cache(), "miss");
+  const double local_hits = Lookups("local", "hit");
+  absl::StatusOr<v1::Plan> score = backend_.Answer(RequestFor(spec), true);
+  ASSERT_TRUE(score.ok());
+  EXPECT_EQ(score->stats().cache(), "local");
+  EXPECT_EQ(Lookups("request", "hit"), 1);  // the memo declined
+  EXPECT_EQ(Lookups("local", "hit"), local_hits + 1);
 }
 
 // A renamed graph with a shuffled op list hits, and the plan it gets is in
