@@ -5,6 +5,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -43,6 +44,17 @@ absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::Plan
   }
 }
 
+// The memo's answer to a repeated request, or nullopt (also when the memo
+// lookup throws: Answer then runs and reports).
+std::optional<v1::Plan> RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
+                                     double seconds_left) {
+  try {
+    return backend->AnswerRepeat(request, score_only, seconds_left);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 // The status a caller sees; internal failures name the request id that the
 // log line carries, not their details.
 grpc::Status ReplyStatus(const absl::Status& status, int64_t request_id) {
@@ -73,6 +85,12 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     }
     grpc::Status auth = service_->Authenticate(*context_);
     if (!auth.ok()) return Complete(auth, "");
+    // A repeat of a memoized request is answered here, without a job.
+    std::optional<v1::Plan> repeat = RepeatSafely(service_->backend(), *request_, false, SecondsLeft(*context_));
+    if (repeat.has_value()) {
+      *response_ = *std::move(repeat);
+      return Complete(grpc::Status::OK, response_->stats().cache());
+    }
     if (!service_->AcquireSlot(peer_)) {
       return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                    absl::StrCat("this connection already has ",
@@ -180,7 +198,15 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       read_paused_ = !read_more;
       read_outstanding_ = read_more;
     }
-    absl::Status queued = service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); });
+    // A repeat of a memoized candidate is answered here, without a job.
+    std::optional<v1::Plan> repeat = RepeatSafely(service_->backend(), candidate->request(), !candidate->full_plan(),
+                                                  SecondsLeft(*context_));
+    absl::Status queued = absl::OkStatus();
+    if (repeat.has_value()) {
+      Deliver(ResultOf(*candidate, index, *std::move(repeat), Clock::now()));
+    } else {
+      queued = service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); });
+    }
     if (!queued.ok()) {
       v1::ScoreResult result;
       result.set_id(candidate->id());
@@ -223,8 +249,15 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
  private:
   void Run(const v1::ScoreRequest& candidate, int32_t index) {
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<v1::Plan> plan = AnswerSafely(service_->backend(), candidate.request(), !candidate.full_plan(),
-                                                 SecondsLeft(*context_), &cancelled_);
+    Deliver(ResultOf(candidate, index,
+                     AnswerSafely(service_->backend(), candidate.request(), !candidate.full_plan(),
+                                  SecondsLeft(*context_), &cancelled_),
+                     start));
+  }
+
+  // The result line of one candidate answered with `plan`.
+  v1::ScoreResult ResultOf(const v1::ScoreRequest& candidate, int32_t index, absl::StatusOr<v1::Plan> plan,
+                           Clock::time_point start) {
     v1::ScoreResult result;
     result.set_id(candidate.id());
     result.set_index(index);
@@ -248,7 +281,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       if (candidate.full_plan()) *result.mutable_plan() = std::move(plan).value();
     }
     result.set_total_ms(SecondsSince(start) * 1000);
-    Deliver(std::move(result));
+    return result;
   }
 
   // Queues a candidate's result for writing, and resumes reading if it was

@@ -49,6 +49,18 @@ std::optional<v1::Plan> SchedulingBackend::AnswerFromMemo(const std::string& req
   return memoized->reply;
 }
 
+std::optional<v1::Plan> SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only,
+                                                        double seconds_left) {
+  if (memo_ == nullptr || cache_ == nullptr || seconds_left * 0.8 <= 0) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<v1::Plan> plan = AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left);
+  if (plan.has_value()) {
+    plan->mutable_stats()->set_cache("local");
+    plan->mutable_stats()->set_total_ms(MillisSince(start));
+  }
+  return plan;
+}
+
 absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& request, bool score_only,
                                                    double seconds_left, const std::atomic<bool>* cancelled) {
   const auto start = std::chrono::steady_clock::now();

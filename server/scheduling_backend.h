@@ -48,6 +48,12 @@ class SchedulingBackend {
                                   double seconds_left = std::numeric_limits<double>::infinity(),
                                   const std::atomic<bool>* cancelled = nullptr);
 
+  // The reply to a byte-identical repeat of an earlier request, from the
+  // memo alone (microseconds, no import; safe on a gRPC callback thread),
+  // or nullopt when Answer must run. Same contract as Answer's reply.
+  std::optional<v1::Plan> AnswerRepeat(const v1::PlanRequest& request, bool score_only,
+                                       double seconds_left = std::numeric_limits<double>::infinity());
+
   // A stored plan by plan_id, as it was first computed. NotFound when the
   // cache does not hold it (or there is no cache); InvalidArgument for a
   // malformed id.
