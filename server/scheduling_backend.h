@@ -35,6 +35,7 @@ class SchedulingBackend {
   SchedulingBackend(Executor* executor, PlanCache* cache, ServerMetrics* metrics, BackendLimits limits,
                     RequestMemo* memo = nullptr)
       : executor_(executor), cache_(cache), metrics_(metrics), limits_(limits), memo_(memo) {}
+  virtual ~SchedulingBackend() = default;
 
   // Answers one request: the plan with stats.cache ("miss", "local",
   // "shared") and plan_id set. A repeat of an earlier request's exact bytes
@@ -44,7 +45,8 @@ class SchedulingBackend {
   // caller's deadline). InvalidArgument for bad input (naming the problem,
   // and the limit for graphs that are too large); Cancelled when `cancelled`
   // became true; DeadlineExceeded when no time was left.
-  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
+  // Virtual so that tests can inject failures behind the gRPC layer.
+  virtual absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
                                   double seconds_left = std::numeric_limits<double>::infinity(),
                                   const std::atomic<bool>* cancelled = nullptr);
 
