@@ -89,7 +89,7 @@ int ArenaInstances(int argc, char** argv) {
     }
     const std::vector<ArenaBuffer>& buffers = instance->buffers;
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<ArenaPlan> ours = PlanArena(buffers, 1);
+    absl::StatusOr<ArenaPlan> ours = PlanArena(buffers, 1, kInstanceSkylineNodes, kInstanceSkylineSeconds);
     const double ms = MillisSince(start);
     absl::StatusOr<ArenaPlan> greedy = PlanArenaGreedyBySize(buffers, 1);
     if (!ours.ok() || !greedy.ok() || !VerifyArena(buffers, *ours).ok()) {

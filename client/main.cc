@@ -260,7 +260,7 @@ int RunArena(const std::vector<std::string>& args) {
       continue;
     }
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<ArenaPlan> plan = PlanArena(instance->buffers, alignment);
+    absl::StatusOr<ArenaPlan> plan = PlanArena(instance->buffers, alignment, kInstanceSkylineNodes, kInstanceSkylineSeconds);
     MovingArenaPlan moving;
     if (plan.ok() && budget > 0 && plan->size_bytes > budget) {
       absl::StatusOr<MovingArenaPlan> moved = PlanArenaWithMoves(instance->buffers, alignment, budget);

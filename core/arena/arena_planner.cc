@@ -1,6 +1,7 @@
 #include "core/arena/arena_planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <numeric>
 
@@ -113,7 +114,7 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 }
 
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                    int64_t skyline_nodes) {
+                                    int64_t skyline_nodes, double skyline_seconds) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
@@ -172,10 +173,19 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   }
   // Then a bounded skyline search for a packing at the bound itself, with
   // large buffers first and with long-lived ones first.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const bool timed = skyline_seconds < 1e9;
+  const Clock::time_point end =
+      timed ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(skyline_seconds))
+            : Clock::time_point::max();
   for (SkylineOrder order : {SkylineOrder::kSizeFirst, SkylineOrder::kLifetimeFirst}) {
     if (skyline_nodes <= 0) break;
+    const Clock::time_point deadline =
+        timed && order == SkylineOrder::kSizeFirst ? start + (end - start) / 2 : end;
     std::vector<int64_t> offsets;
-    if (PackWithinCapacity(buffers, alignment, bound, skyline_nodes, order, &offsets) == PackingResult::kPacked) {
+    if (PackWithinCapacity(buffers, alignment, bound, skyline_nodes, order, &offsets, deadline) ==
+        PackingResult::kPacked) {
       best.offsets = std::move(offsets);
       best.size_bytes = 0;
       for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);

@@ -4,6 +4,7 @@
 #define SERENITY_CORE_ARENA_ARENA_PLANNER_H_
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,10 @@ struct ArenaBuffer {
 
 // Search nodes per skyline attempt in PlanArena: tens of milliseconds at most.
 inline constexpr int64_t kDefaultSkylineNodes = 10000;
+// For a bare instance, where the arena is the whole job (`serenity-client
+// arena`): many more nodes, within kInstanceSkylineSeconds.
+inline constexpr int64_t kInstanceSkylineNodes = 1000000;
+inline constexpr double kInstanceSkylineSeconds = 0.8;
 
 struct ArenaPlan {
   int64_t size_bytes = 0;  // max over buffers of offset + size
@@ -45,9 +50,12 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // first-fit), stopping as soon as one reaches ArenaLowerBound, then a bounded
 // skyline search (skyline_search.h) for a packing at the bound. Never larger
 // than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.
-// `skyline_nodes` bounds each skyline attempt (0 skips the search).
+// `skyline_nodes` bounds each skyline attempt (0 skips the search);
+// `skyline_seconds` bounds the whole skyline phase (the first attempt gets
+// half of it, the second what is left).
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                    int64_t skyline_nodes = kDefaultSkylineNodes);
+                                    int64_t skyline_nodes = kDefaultSkylineNodes,
+                                    double skyline_seconds = std::numeric_limits<double>::infinity());
 
 }  // namespace serenity
 

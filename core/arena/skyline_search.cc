@@ -11,8 +11,8 @@ int64_t AlignUp(int64_t value, int64_t alignment) { return (value + alignment - 
 class SkylineSearch {
  public:
   SkylineSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
-                SkylineOrder order)
-      : buffers_(buffers), alignment_(alignment), capacity_(capacity), max_nodes_(max_nodes) {
+                SkylineOrder order, std::chrono::steady_clock::time_point deadline)
+      : buffers_(buffers), alignment_(alignment), capacity_(capacity), max_nodes_(max_nodes), deadline_(deadline) {
     // Compress time to the sections between lifetime boundaries.
     std::vector<int64_t> cuts;
     for (const ArenaBuffer& b : buffers) {
@@ -74,8 +74,12 @@ class SkylineSearch {
       for (auto it = raised.rbegin(); it != raised.rend(); ++it) height_[it->first] = it->second;
     };
     while (true) {
-      if (++nodes_ > max_nodes_) {
+      if (++nodes_ > max_nodes_ || ((nodes_ & 255) == 1 && std::chrono::steady_clock::now() >= deadline_)) {
         gave_up_ = true;
+        give_back();
+        return false;
+      }
+      if (!FloorsFit()) {
         give_back();
         return false;
       }
@@ -132,6 +136,28 @@ class SkylineSearch {
     }
   }
 
+  // Heights only rise and a buffer is placed where its whole lifetime is
+  // flat, so an unplaced buffer ends up no lower than the highest section
+  // of its lifetime (its lowest offset), and must end below the capacity
+  // from there. The unplaced buffers live in a section all lie above the
+  // least of their lowest offsets (and the section's height): false when
+  // they cannot fit between that floor and the capacity.
+  bool FloorsFit() {
+    floor_.assign(sections_, INT64_MAX);
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (placed_[i]) continue;
+      int64_t lowest = 0;
+      for (int s = span_[i].first; s < span_[i].second; ++s) lowest = std::max(lowest, height_[s]);
+      if (lowest + buffers_[i].size > capacity_) return false;
+      for (int s = span_[i].first; s < span_[i].second; ++s) floor_[s] = std::min(floor_[s], lowest);
+    }
+    for (int s = 0; s < sections_; ++s) {
+      if (pending_count_[s] == 0) continue;
+      if (pending_bytes_[s] > capacity_ - std::max(floor_[s], height_[s])) return false;
+    }
+    return true;
+  }
+
   void Place(size_t i, int64_t offset, int64_t top) {
     placed_[i] = true;
     offsets_[i] = offset;
@@ -158,9 +184,11 @@ class SkylineSearch {
   const int64_t alignment_;
   const int64_t capacity_;
   const int64_t max_nodes_;
+  const std::chrono::steady_clock::time_point deadline_;
   int sections_ = 0;
   std::vector<std::pair<int, int>> span_;
   std::vector<int64_t> height_;
+  std::vector<int64_t> floor_;  // scratch for FloorsFit
   std::vector<int64_t> pending_bytes_;
   std::vector<int> pending_count_;
   std::vector<bool> placed_;
@@ -174,8 +202,9 @@ class SkylineSearch {
 }  // namespace
 
 PackingResult PackWithinCapacity(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
-                                 int64_t max_nodes, SkylineOrder order, std::vector<int64_t>* offsets) {
-  SkylineSearch search(buffers, alignment, capacity, max_nodes, order);
+                                 int64_t max_nodes, SkylineOrder order, std::vector<int64_t>* offsets,
+                                 std::chrono::steady_clock::time_point deadline) {
+  SkylineSearch search(buffers, alignment, capacity, max_nodes, order, deadline);
   return search.Run(offsets);
 }
 

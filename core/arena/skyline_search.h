@@ -8,12 +8,15 @@
 // the section is raised to the next height a buffer could rest on. Buffers
 // pushed down as far as they go form such a sequence, so the search misses
 // no packing whose buffers all rest on others or on zero. It prunes every
-// section whose unplaced buffers no longer fit under C. Without the
-// inference and dominance rules of MiniMalloc it gives up on most of that
-// benchmark's hard instances; it is used for a bounded try at the lower bound.
+// section whose unplaced buffers no longer fit under C above their floor:
+// the least height any of them can still be placed at (an unplaced buffer
+// goes no lower than the highest section of its lifetime). Without
+// MiniMalloc's dominance rules it still gives up on most of that benchmark's
+// hard instances; it is used for a bounded try at the lower bound.
 #ifndef SERENITY_CORE_ARENA_SKYLINE_SEARCH_H_
 #define SERENITY_CORE_ARENA_SKYLINE_SEARCH_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -29,11 +32,14 @@ enum class PackingResult { kPacked, kImpossible, kGaveUp };
 enum class SkylineOrder { kSizeFirst, kLifetimeFirst };
 
 // Looks for offsets (multiples of `alignment`) with every buffer ending at or
-// below `capacity`, exploring at most `max_nodes` search nodes. kPacked fills
-// `offsets`; kImpossible means no such packing exists (among packings whose
-// buffers rest on others or on zero, which every optimum can be turned into).
-PackingResult PackWithinCapacity(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
-                                 int64_t max_nodes, SkylineOrder order, std::vector<int64_t>* offsets);
+// below `capacity`, exploring at most `max_nodes` search nodes and stopping
+// at `deadline`. kPacked fills `offsets`; kImpossible means no such packing
+// exists (among packings whose buffers rest on others or on zero, which every
+// optimum can be turned into); kGaveUp, a limit was hit first.
+PackingResult PackWithinCapacity(
+    absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes, SkylineOrder order,
+    std::vector<int64_t>* offsets,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace serenity
 

@@ -1,6 +1,7 @@
 #include "core/arena/skyline_search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <random>
 
@@ -78,6 +79,10 @@ TEST(SkylineSearchTest, GivesUpHonestlyOnANodeLimit) {
   }
   std::vector<int64_t> offsets;
   EXPECT_EQ(PackWithinCapacity(buffers, 1, ArenaLowerBound(buffers), 10, SkylineOrder::kSizeFirst, &offsets),
+            PackingResult::kGaveUp);
+  // And on a deadline already past, with nodes to spare.
+  EXPECT_EQ(PackWithinCapacity(buffers, 1, ArenaLowerBound(buffers), int64_t{1} << 40, SkylineOrder::kSizeFirst,
+                               &offsets, std::chrono::steady_clock::now()),
             PackingResult::kGaveUp);
 }
 
