@@ -30,6 +30,11 @@ class BudgetSearch::Impl {
         visited_(words_) {
     for (OpId u : part.ops) in_scope_[u] = true;
     for (OpId u : part.done) in_scope_[u] = true;
+    freeable_bytes_.resize(buffers.buffers().size());
+    for (size_t b = 0; b < buffers.buffers().size(); ++b) {
+      const ActivationBuffer& buffer = buffers.buffers()[b];
+      freeable_bytes_[b] = buffer.live_to_end ? 0 : buffer.bytes;
+    }
     alloc_bytes_.assign(n_, 0);
     dead_bytes_.assign(n_, 0);
     for (OpId u = 0; u < n_; ++u) {
@@ -97,7 +102,7 @@ class BudgetSearch::Impl {
   int64_t OwnDelta(OpId u) const {
     int64_t delta = alloc_bytes_[u] - dead_bytes_[u];
     for (BufferId b : buffers_.reads(u)) {
-      if (remaining_users_[b] == 1 && !buffers_.buffers()[b].live_to_end) delta -= buffers_.buffers()[b].bytes;
+      if (remaining_users_[b] == 1) delta -= freeable_bytes_[b];
     }
     return delta;
   }
@@ -160,17 +165,27 @@ class BudgetSearch::Impl {
         const OpId u = ready_[i];
         if (StepBytes(u) > budget_) continue;
         const int64_t delta_u = OwnDelta(u);
-        Apply(u);
+        // Probe the state after u (live bytes, readers left) without
+        // applying it: only a pair that qualifies is applied.
+        const int64_t live_before = live_;
+        live_ = BytesAfter(u);
+        for (BufferId b : buffers_.reads(u)) --remaining_users_[b];
+        OpId pair = kNoOp;
         for (OpId v : graph_.op(u).successors) {
-          if (indegree_[v] != 0) continue;
+          if (indegree_[v] != 1) continue;  // v becomes ready with u
           const int64_t delta_v = OwnDelta(v);
           if (StepBytes(v) <= budget_ && delta_v <= 0 && delta_u + delta_v <= 0) {
-            Apply(v);
-            progress = true;
+            pair = v;
             break;
           }
         }
-        if (!progress) Undo();
+        for (BufferId b : buffers_.reads(u)) ++remaining_users_[b];
+        live_ = live_before;
+        if (pair != kNoOp) {
+          Apply(u);
+          Apply(pair);
+          progress = true;
+        }
       }
     }
   }
@@ -190,8 +205,11 @@ class BudgetSearch::Impl {
       UndoTo(mark);
       return false;
     }
-    // Branch over the ready ops that fit, freeing ones first.
-    std::vector<std::tuple<int64_t, int64_t, OpId>> candidates;
+    // Branch over the ready ops that fit, freeing ones first. One candidate
+    // list per recursion depth, reused across nodes (no allocation per node).
+    if (depth_ == candidates_.size()) candidates_.emplace_back();
+    std::vector<std::tuple<int64_t, int64_t, OpId>>& candidates = candidates_[depth_];
+    candidates.clear();
     for (OpId u : ready_) {
       int64_t step = StepBytes(u);
       if (step <= budget_) {
@@ -201,12 +219,17 @@ class BudgetSearch::Impl {
       }
     }
     std::sort(candidates.begin(), candidates.end());
+    ++depth_;
     for (const auto& [after, step, u] : candidates) {
       Apply(u);
-      if (Explore()) return true;
+      if (Explore()) {
+        --depth_;
+        return true;
+      }
       Undo();
       if (aborted_) break;
     }
+    --depth_;
     UndoTo(mark);
     return false;
   }
@@ -220,6 +243,10 @@ class BudgetSearch::Impl {
   const int goal_;                // trail length when the part is done
   std::vector<bool> in_scope_;    // the part's ops and done_
   std::vector<int64_t> alloc_bytes_;
+  // Bytes a buffer frees when its last reader runs (0 when it is live to
+  // the end), beside the remaining-reader counts: OwnDelta reads no
+  // ActivationBuffer.
+  std::vector<int64_t> freeable_bytes_;
   std::vector<int64_t> dead_bytes_;
 
   int64_t budget_ = 0;
@@ -236,6 +263,8 @@ class BudgetSearch::Impl {
   std::vector<OpId> trail_;
   std::vector<int64_t> live_trail_;
   SignatureSet visited_;
+  size_t depth_ = 0;  // recursion depth of Explore
+  std::vector<std::vector<std::tuple<int64_t, int64_t, OpId>>> candidates_;  // by depth
 };
 
 BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& options, const Subproblem& part)

@@ -3,13 +3,19 @@
 #include <cstring>
 
 namespace serenity {
+namespace {
 
-SignatureSet::SignatureSet(size_t words) : words_(words), slots_(1024, 0) {}
+constexpr int kInitialBits = 10;
+
+}  // namespace
+
+SignatureSet::SignatureSet(size_t words) : words_(words), bits_(kInitialBits), slots_(size_t{1} << kInitialBits, 0) {}
 
 void SignatureSet::Clear() {
   size_ = 0;
   arena_.clear();
-  slots_.assign(1024, 0);
+  bits_ = kInitialBits;
+  slots_.assign(size_t{1} << kInitialBits, 0);
 }
 
 uint64_t SignatureSet::Hash(const uint64_t* signature) const {
@@ -24,24 +30,31 @@ uint64_t SignatureSet::Hash(const uint64_t* signature) const {
 
 bool SignatureSet::Insert(const uint64_t* signature) {
   if ((size_ + 1) * 2 > slots_.size()) Grow();
+  const uint64_t hash = Hash(signature);
+  const uint64_t tag = hash >> 32;
   const size_t mask = slots_.size() - 1;
-  for (size_t i = Hash(signature) & mask;; i = (i + 1) & mask) {
-    uint32_t slot = slots_[i];
+  for (size_t i = static_cast<size_t>(tag >> (32 - bits_));; i = (i + 1) & mask) {
+    const uint64_t slot = slots_[i];
     if (slot == 0) {
       arena_.insert(arena_.end(), signature, signature + words_);
-      slots_[i] = static_cast<uint32_t>(++size_);
+      slots_[i] = tag << 32 | static_cast<uint32_t>(++size_);
       return true;
     }
-    if (std::memcmp(&arena_[(slot - 1) * words_], signature, words_ * 8) == 0) return false;
+    // The tag settles most mismatches without touching the arena.
+    if (slot >> 32 == tag &&
+        std::memcmp(&arena_[(static_cast<uint32_t>(slot) - 1) * words_], signature, words_ * 8) == 0) {
+      return false;
+    }
   }
 }
 
 void SignatureSet::Grow() {
-  std::vector<uint32_t> slots(slots_.size() * 2, 0);
+  ++bits_;
+  std::vector<uint64_t> slots(size_t{1} << bits_, 0);
   const size_t mask = slots.size() - 1;
-  for (uint32_t slot : slots_) {
+  for (uint64_t slot : slots_) {
     if (slot == 0) continue;
-    size_t i = Hash(&arena_[(slot - 1) * words_]) & mask;
+    size_t i = static_cast<size_t>((slot >> 32) >> (32 - bits_));
     while (slots[i] != 0) i = (i + 1) & mask;
     slots[i] = slot;
   }

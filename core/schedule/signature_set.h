@@ -1,6 +1,8 @@
 // A hash set of fixed-width bitsets (scheduled-op signatures), stored in one
 // contiguous arena: far less memory per entry than a container of vectors.
-// Membership is exact: a hash hit compares the whole bitset.
+// Membership is exact: a hash hit compares the whole bitset. Each slot keeps
+// 32 bits of the hash beside the index, so probing rarely reads the arena
+// and growing never rehashes.
 #ifndef SERENITY_CORE_SCHEDULE_SIGNATURE_SET_H_
 #define SERENITY_CORE_SCHEDULE_SIGNATURE_SET_H_
 
@@ -20,7 +22,7 @@ class SignatureSet {
 
   size_t size() const { return size_; }
   // Bytes held by the arena and the index.
-  size_t MemoryBytes() const { return arena_.capacity() * 8 + slots_.capacity() * 4; }
+  size_t MemoryBytes() const { return arena_.capacity() * 8 + slots_.capacity() * 8; }
   void Clear();
 
  private:
@@ -30,7 +32,10 @@ class SignatureSet {
   size_t words_;
   size_t size_ = 0;
   std::vector<uint64_t> arena_;  // size_ signatures back to back
-  std::vector<uint32_t> slots_;  // 0: empty; else 1 + index into the arena
+  int bits_;                     // slots_.size() == 1 << bits_
+  // 0: empty; else the hash's upper 32 bits, then 1 + the index into the
+  // arena in the lower 32. The upper hash bits also pick the home slot.
+  std::vector<uint64_t> slots_;
 };
 
 }  // namespace serenity
