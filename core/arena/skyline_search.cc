@@ -79,10 +79,9 @@ class SkylineSearch {
         give_back();
         return false;
       }
-      if (!FloorsFit()) {
-        give_back();
-        return false;
-      }
+      // After a placement only (raises are cheap nodes; checking them too
+      // cost more than it pruned).
+      if (raised.empty() && !FloorsFit()) return false;
       // The leftmost lowest section with unplaced buffers.
       int t0 = -1;
       for (int s = 0; s < sections_; ++s) {
