@@ -143,6 +143,17 @@ void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options
   out.mutable_memory_model()->set_in_place(options.memory_model.in_place);
 }
 
+}  // namespace
+
+void DropArenaAndSteps(v1::Plan* plan) {
+  plan->clear_arena();
+  plan->clear_steps();
+  plan->clear_moves();
+  plan->clear_moved_bytes();
+}
+
+namespace {
+
 // The arena and the per-step view (skipped for a score-only plan).
 void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out) {
   v1::Plan& out = *plan_out;

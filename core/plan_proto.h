@@ -50,6 +50,10 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
 // the planning only.
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
 
+// Drops what a score-only plan leaves out (arena, steps, moves), e.g. from a
+// full plan that answers a score-only request.
+void DropArenaAndSteps(v1::Plan* plan);
+
 // Imports, validates and plans a request: the whole job behind the Plan RPC.
 // stats.total_ms covers import through arena planning.
 // Independent parts of the search run on `executor` (null: this thread).

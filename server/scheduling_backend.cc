@@ -109,6 +109,8 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
       absl::StatusOr<v1::Plan> plan = RemapStoredPlan(*hit->stored, canonical, prepared.graph, options);
       if (plan.ok()) {
         plan->set_plan_id(key.id);
+        // A full entry answering a score: send and keep only the score's part.
+        if (score_only) DropArenaAndSteps(&*plan);
         memoize(*plan, cache_->LocalEntry(key.id) == hit->stored ? hit->stored : nullptr);
         plan->mutable_stats()->set_cache(hit->tier);
         plan->mutable_stats()->set_total_ms(MillisSince(start));

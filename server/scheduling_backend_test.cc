@@ -211,9 +211,15 @@ TEST_F(SchedulingBackendTest, ScoreOnlyEntriesServeScoresButNotFullPlans) {
   EXPECT_EQ(full->stats().cache(), "miss");
   EXPECT_EQ(full->steps_size(), full->nodes());
   EXPECT_EQ(full->peak_bytes(), score->peak_bytes());
-  // The full plan replaced the score-only entry and now serves both.
+  // The full plan replaced the score-only entry and now serves both; a score
+  // from it carries only the score's part, like a fresh one.
   EXPECT_EQ(backend_.Answer(RequestFor(spec), false)->stats().cache(), "local");
-  EXPECT_EQ(backend_.Answer(RequestFor(spec), true)->stats().cache(), "local");
+  absl::StatusOr<v1::Plan> rescore = backend_.Answer(RequestFor(spec), true);
+  ASSERT_TRUE(rescore.ok());
+  EXPECT_EQ(rescore->stats().cache(), "local");
+  EXPECT_EQ(rescore->steps_size(), 0);
+  EXPECT_FALSE(rescore->has_arena());
+  EXPECT_EQ(rescore->peak_bytes(), full->peak_bytes());
 }
 
 TEST_F(SchedulingBackendTest, GetPlanReturnsTheStoredPlan) {
