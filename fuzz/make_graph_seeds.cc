@@ -15,35 +15,11 @@
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
 #include "core/onnx/onnx_import.h"
+#include "core/plan_proto.h"
 #include "serenity/v1/graph.pb.h"
 
 namespace serenity {
 namespace {
-
-v1::Graph ToProto(const GraphSpec& spec) {
-  v1::Graph g;
-  g.set_name(spec.name);
-  for (const OpSpec& op : spec.ops) {
-    v1::Op* o = g.add_ops();
-    o->set_name(op.name);
-    o->set_type(op.type);
-    for (const std::string& in : op.inputs) o->add_inputs(in);
-    for (const std::string& out : op.outputs) o->add_outputs(out);
-    o->set_workspace_bytes(op.workspace_bytes);
-    o->set_macs(op.macs);
-  }
-  for (const TensorSpec& tensor : spec.tensors) {
-    v1::Tensor* t = g.add_tensors();
-    t->set_name(tensor.name);
-    for (int64_t d : tensor.shape) t->add_shape(d);
-    t->set_dtype(tensor.dtype);
-    if (tensor.bytes >= 0) t->set_bytes(tensor.bytes);
-    t->set_is_weight(tensor.is_weight);
-  }
-  for (const std::string& in : spec.inputs) g.add_inputs(in);
-  for (const std::string& out : spec.outputs) g.add_outputs(out);
-  return g;
-}
 
 // x -> a -> b -> c, or x -> {a, b} -> c (sizes given in bytes).
 GraphSpec TinyGraph(bool diamond) {
@@ -90,7 +66,7 @@ int Main(int argc, char** argv) {
   int written = 0;
   for (bool diamond : {false, true}) {
     GraphSpec spec = TinyGraph(diamond);
-    if (Write(out_dir + "/" + spec.name + ".pb", ToProto(spec))) ++written;
+    if (Write(out_dir + "/" + spec.name + ".pb", GraphSpecToProto(spec))) ++written;
   }
   for (int i = 2; i < argc; ++i) {
     std::ifstream in(argv[i], std::ios::binary);
@@ -104,7 +80,7 @@ int Main(int argc, char** argv) {
       std::cerr << argv[i] << ": " << spec.status() << "\n";
       continue;
     }
-    if (Write(out_dir + "/" + BaseName(argv[i]) + ".pb", ToProto(*spec))) ++written;
+    if (Write(out_dir + "/" + BaseName(argv[i]) + ".pb", GraphSpecToProto(*spec))) ++written;
   }
   std::cout << "wrote " << written << " graph seeds to " << out_dir << "\n";
   return written > 0 ? 0 : 1;
