@@ -30,7 +30,8 @@ double SchedulingBackend::JobTimeLimit(double request_limit, double seconds_left
 }
 
 std::optional<v1::Plan> SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool score_only,
-                                                           double seconds_left) {
+                                                           double seconds_left,
+                                                           std::chrono::steady_clock::time_point start) {
   std::shared_ptr<const MemoizedReply> memoized = memo_->Find(request_key);
   if (memoized == nullptr) {
     if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
@@ -46,19 +47,17 @@ std::optional<v1::Plan> SchedulingBackend::AnswerFromMemo(const std::string& req
     return std::nullopt;
   }
   if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "hit");
-  return memoized->reply;
+  v1::Plan plan = memoized->reply;
+  plan.mutable_stats()->set_cache("local");
+  plan.mutable_stats()->set_total_ms(MillisSince(start));
+  return plan;
 }
 
 std::optional<v1::Plan> SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only,
                                                         double seconds_left) {
   if (memo_ == nullptr || cache_ == nullptr || seconds_left * 0.8 <= 0) return std::nullopt;
   const auto start = std::chrono::steady_clock::now();
-  std::optional<v1::Plan> plan = AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left);
-  if (plan.has_value()) {
-    plan->mutable_stats()->set_cache("local");
-    plan->mutable_stats()->set_total_ms(MillisSince(start));
-  }
-  return plan;
+  return AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left, start);
 }
 
 absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& request, bool score_only,
@@ -70,12 +69,8 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   std::string request_key;
   if (memo_ != nullptr && cache_ != nullptr) {
     request_key = RequestMemoKey(request, score_only);
-    std::optional<v1::Plan> plan = AnswerFromMemo(request_key, score_only, seconds_left);
-    if (plan.has_value()) {
-      plan->mutable_stats()->set_cache("local");
-      plan->mutable_stats()->set_total_ms(MillisSince(start));
-      return *std::move(plan);
-    }
+    std::optional<v1::Plan> plan = AnswerFromMemo(request_key, score_only, seconds_left, start);
+    if (plan.has_value()) return *std::move(plan);
   }
 
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));

@@ -6,6 +6,7 @@
 #define SERENITY_SERVER_SCHEDULING_BACKEND_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -63,9 +64,10 @@ class SchedulingBackend {
 
  private:
   double JobTimeLimit(double request_limit, double seconds_left) const;
-  // The memoized reply for `request_key` if the cache still stands behind
-  // it; counts the lookup.
-  std::optional<v1::Plan> AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left);
+  // The memoized reply for `request_key` (stats.cache "local", total_ms
+  // since `start`) if the cache still stands behind it; counts the lookup.
+  std::optional<v1::Plan> AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left,
+                                         std::chrono::steady_clock::time_point start);
 
   Executor* const executor_;
   PlanCache* const cache_;
