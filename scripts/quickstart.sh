@@ -35,8 +35,7 @@ echo "One model in detail:"
 "$BUILD_DIR/client/serenity-client" plan "$MODELS_DIR/randwire_ws_cifar10_stage1.onnx" --server "127.0.0.1:$port"
 echo
 echo "Scoring the same models against a 1 MiB budget in one streaming call (NAS mode;"
-echo "the budget is part of the cache key, so each model is planned again here, and a"
-echo "repeat of this call would come from the cache):"
+echo "the plans above answer any budget, so these come from the server's cache):"
 "$BUILD_DIR/client/serenity-client" score "${paths[@]}" --server "127.0.0.1:$port" --time-limit 3 --budget 1048576
 
 kill -TERM "$server_pid"

@@ -187,7 +187,8 @@ TEST_F(SchedulingBackendTest, ChangesThatAlterTheAnswerMiss) {
   }
   v1::PlanRequest in_place = RequestFor(spec);
   in_place.mutable_options()->mutable_memory_model()->set_in_place(true);
-  v1::PlanRequest budget = RequestFor(spec);
+  v1::PlanRequest budget = RequestFor(spec);  // under fit, the budget is in the key
+  budget.mutable_options()->set_objective("fit");
   budget.mutable_options()->set_memory_budget_bytes(1000);
   v1::PlanRequest alignment = RequestFor(spec);
   alignment.mutable_options()->set_alignment(16);
@@ -196,6 +197,42 @@ TEST_F(SchedulingBackendTest, ChangesThatAlterTheAnswerMiss) {
     ASSERT_TRUE(plan.ok());
     EXPECT_EQ(plan->stats().cache(), "miss");
   }
+}
+
+// Under min_peak one plan answers every budget, with its budget fields
+// recomputed: a Score against a budget reuses a Plan made without one.
+TEST_F(SchedulingBackendTest, BudgetsShareOnePlanUnderMinPeak) {
+  std::mt19937 rng(31);
+  const GraphSpec spec = testing::RandomDag(12, rng);
+  absl::StatusOr<v1::Plan> plain = backend_.Answer(RequestFor(spec), false);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const int64_t peak = plain->peak_bytes();
+  for (int64_t budget : {peak - 1, peak, peak + 1000}) {
+    v1::PlanRequest request = RequestFor(spec);
+    request.mutable_options()->set_memory_budget_bytes(budget);
+    for (bool score_only : {true, false}) {
+      absl::StatusOr<v1::Plan> plan = backend_.Answer(request, score_only);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      // A full plan whose arena exceeds a budget its peak fits needs moves,
+      // which the plain entry lacks: that one is planned afresh.
+      const bool needs_moves = !score_only && peak <= budget && plain->arena().size_bytes() > budget;
+      EXPECT_EQ(plan->stats().cache(), needs_moves ? "miss" : "local") << budget << " " << score_only;
+      EXPECT_EQ(plan->peak_bytes(), peak);
+      EXPECT_EQ(plan->memory_budget_bytes(), budget);
+      EXPECT_EQ(plan->feasible(), peak <= budget);
+      EXPECT_EQ(plan->headroom_bytes(), budget - peak);
+      if (!score_only) {
+        EXPECT_EQ(plan->arena_fits_budget(), plan->arena().size_bytes() <= budget || plan->moves_size() > 0);
+        EXPECT_TRUE(testing::VerifyPlan(BuildFrom(request), *plan).ok());
+      }
+    }
+  }
+  // And back: the plain request still gets the plain answer.
+  absl::StatusOr<v1::Plan> again = backend_.Answer(RequestFor(spec), false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->memory_budget_bytes(), 0);
+  EXPECT_TRUE(again->feasible());
+  EXPECT_EQ(again->headroom_bytes(), 0);
 }
 
 TEST_F(SchedulingBackendTest, ScoreOnlyEntriesServeScoresButNotFullPlans) {

@@ -12,6 +12,12 @@ namespace {
 
 bool Optimal(const v1::StoredPlan& s) { return s.plan().certificate() == v1::CERTIFICATE_OPTIMAL; }
 
+// True when a full plan's static arena would need defragmentation moves under
+// `budget`: the peak fits it but the arena does not.
+bool NeedsMoves(const v1::Plan& plan, int64_t budget) {
+  return budget > 0 && plan.peak_bytes() <= budget && plan.arena().size_bytes() > budget;
+}
+
 }  // namespace
 
 PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options) {
@@ -27,10 +33,11 @@ PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options)
   key.options = absl::StrCat(
       "format=", kStoredPlanFormat, ";alias_views=", options.memory_model.alias_views,
       ";count_weights=", options.memory_model.count_weights, ";in_place=", options.memory_model.in_place,
-      ";budget=", options.memory_budget_bytes, ";alignment=", options.alignment, ";algorithm=", options.algorithm,
+      ";budget=", options.objective == "fit" ? absl::StrCat(options.memory_budget_bytes) : "any", ";alignment=", options.alignment, ";algorithm=", options.algorithm,
       ";objective=", options.objective, ";step_time_limit=", options.step_time_limit_seconds,
       ";max_states=", options.max_search_states, ";onchip=", onchip, ";given=", given);
   key.id = StableHash128(absl::StrCat(canonical.key, "|", key.options));
+  key.memory_budget_bytes = options.memory_budget_bytes;
   return key;
 }
 
@@ -50,6 +57,7 @@ v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonica
   stored.set_complete(!options.score_only);
   stored.set_time_limit_seconds(options.time_limit_seconds > 0 ? options.time_limit_seconds
                                                                : kDefaultTimeLimitSeconds);
+  stored.set_memory_budget_bytes(options.memory_budget_bytes);
   return stored;
 }
 
@@ -59,6 +67,10 @@ bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool ne
     return false;
   }
   if (need_complete && !stored.complete()) return false;
+  if (need_complete && stored.memory_budget_bytes() != key.memory_budget_bytes &&
+      (stored.plan().moves_size() > 0 || NeedsMoves(stored.plan(), key.memory_budget_bytes))) {
+    return false;
+  }
   if (stored.plan().certificate() != v1::CERTIFICATE_BEST_FOUND) return true;
   if (time_limit_seconds <= 0) time_limit_seconds = kDefaultTimeLimitSeconds;
   return stored.time_limit_seconds() >= time_limit_seconds;
@@ -69,6 +81,10 @@ bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& c
   if (a != b) return a < b;
   if (Optimal(candidate) != Optimal(current)) return Optimal(candidate);
   if (candidate.complete() != current.complete()) return candidate.complete();
+  // Moves tie an entry to one budget; one without serves every other.
+  if ((candidate.plan().moves_size() == 0) != (current.plan().moves_size() == 0)) {
+    return candidate.plan().moves_size() == 0;
+  }
   // Same answer: a longer search's entry serves more requests.
   return candidate.time_limit_seconds() > current.time_limit_seconds();
 }
@@ -105,6 +121,17 @@ absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const Can
 
   v1::Plan plan = stored.plan();
   plan.set_model(graph.name());
+  const int64_t budget = options.memory_budget_bytes;
+  if (stored.memory_budget_bytes() != budget) {
+    plan.set_memory_budget_bytes(budget);
+    plan.set_feasible(budget == 0 || plan.peak_bytes() <= budget);
+    if (budget > 0) {
+      plan.set_headroom_bytes(budget - plan.peak_bytes());
+    } else {
+      plan.clear_headroom_bytes();
+    }
+    plan.set_arena_fits_budget(budget == 0 || plan.arena().size_bytes() <= budget);
+  }
   std::vector<OpId> order;
   for (int i = 0; i < plan.order_size(); ++i) {
     const int stored_id = plan.order(i);

@@ -15,15 +15,18 @@ namespace serenity {
 
 // Bumped whenever StoredPlan's layout or meaning changes; entries of another
 // format are ignored.
-inline constexpr uint32_t kStoredPlanFormat = 2;
+inline constexpr uint32_t kStoredPlanFormat = 3;
 
 // The cache key of one request: the canonical graph, the options that change
 // the answer, and `id`, a 32-hex-digit hash of both (the reply's plan_id).
-// Time limits are not part of it (see StoredPlanAnswers).
+// Time limits are not part of it (see StoredPlanAnswers), nor is the memory
+// budget under objective min_peak, whose order does not depend on it; the
+// request's budget rides along in `memory_budget_bytes`.
 struct PlanKey {
   std::string id;
   std::string graph;
   std::string options;
+  int64_t memory_budget_bytes = 0;
 };
 
 // Builds the key of a request for `graph` (whose canonical form is
@@ -37,16 +40,21 @@ v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonica
 
 // True when `stored` may answer a request with `key`: same graph and
 // options, a full plan if `need_complete`, and either a proof (optimal or a
-// baseline) or a search given at least `time_limit_seconds`.
+// baseline) or a search given at least `time_limit_seconds`. A full plan
+// made for another budget answers only when neither budget calls for
+// defragmentation moves.
 bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool need_complete,
                        double time_limit_seconds);
 
 // True when `candidate` should replace `current` in the cache: a lower peak;
-// or the same peak with a proof or a full plan that `current` lacks.
+// or the same peak with a proof or a full plan that `current` lacks, or
+// without the budget-specific moves that `current` has.
 bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& current);
 
 // The stored plan in the caller's terms: op indices, op and tensor names and
-// the model name of `graph` (canonical form `canonical`). When the caller's
+// the model name of `graph` (canonical form `canonical`), and its budget
+// fields (memory_budget_bytes, feasible, headroom_bytes, arena_fits_budget)
+// for the caller's budget. When the caller's
 // op list is in another order, the baselines (which depend on it) are
 // recomputed for `graph`. Internal when the entry does not fit the graph
 // (which exact key equality rules out; checked anyway).

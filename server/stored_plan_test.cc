@@ -35,6 +35,7 @@ TEST(StoredPlanTest, KeysSeparateOptionsThatChangeTheAnswer) {
   changed[0].memory_model.alias_views = true;
   changed[1].memory_model.count_weights = true;
   changed[2].memory_model.in_place = true;
+  changed[3].objective = "fit";  // and under fit, the budget is part of the key too
   changed[3].memory_budget_bytes = 100;
   changed[4].alignment = 16;
   changed[5].algorithm = "greedy";
@@ -44,6 +45,14 @@ TEST(StoredPlanTest, KeysSeparateOptionsThatChangeTheAnswer) {
   for (size_t i = 0; i < changed.size(); ++i) {
     EXPECT_NE(MakePlanKey(canonical, changed[i]).id, key.id) << i;
   }
+  PlanOptions fit_other_budget = changed[3];
+  fit_other_budget.memory_budget_bytes = 200;
+  EXPECT_NE(MakePlanKey(canonical, fit_other_budget).id, MakePlanKey(canonical, changed[3]).id);
+  // Under min_peak the order does not depend on the budget: one key.
+  PlanOptions budget = base;
+  budget.memory_budget_bytes = 100;
+  EXPECT_EQ(MakePlanKey(canonical, budget).id, key.id);
+  EXPECT_EQ(MakePlanKey(canonical, budget).memory_budget_bytes, 100);
 }
 
 TEST(StoredPlanTest, AnswersOnlyMatchingCompleteAndSufficientlySearchedEntries) {
