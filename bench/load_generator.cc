@@ -55,9 +55,9 @@ int Run(int argc, char** argv) {
                    "Drives a running serenity-server (plaintext) and prints throughput and latency.\n"
                    "plan mode: --clients threads, each on its own connection, send --requests Plan\n"
                    "calls in all, back to back. score mode: one Score stream with --requests\n"
-                   "candidates. --cache cold makes every request's key unique (a different budget far\n"
-                   "above the peak, so the answer is the same); warm sends the same request and\n"
-                   "primes the cache first.");
+                   "candidates. --cache cold makes every request's key unique (a different search-state\n"
+                   "cap far above what the search uses, so the answer is the same); warm sends the\n"
+                   "same request and primes the cache first.");
   flag_set.AddString("server", &flags.server, "HOST:PORT", "Server to load.");
   flag_set.AddString("model", &flags.model, "FILE", "ONNX model every request carries.");
   flag_set.AddString("mode", &flags.mode, "plan|score", "Plan calls or one Score stream.");
@@ -94,7 +94,10 @@ int Run(int argc, char** argv) {
                                std::chrono::system_clock::now().time_since_epoch()).count() % 1'000'000'000;
   auto request_for = [&](int64_t i) {
     v1::PlanRequest r = base;
-    if (flags.cache == "cold") r.mutable_options()->set_memory_budget_bytes(int64_t{1} << 50 | (run_salt * 1000 + i));
+    // A state cap above the default that no search here reaches: part of the
+    // key, not of the answer. (The budget would not do: under min_peak one
+    // stored plan answers every budget.)
+    if (flags.cache == "cold") r.mutable_options()->set_max_search_states((int64_t{1} << 40) + run_salt * 1000000 + i);
     return r;
   };
 
