@@ -1,5 +1,7 @@
 #include "core/memory/simulator.h"
 
+#include "core/memory/closure_bound.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -130,7 +132,7 @@ std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachabil
 }
 
 int64_t LowerBoundBytes(const BufferModel& buffers) {
-  std::vector<int64_t> bounds = StepLowerBounds(buffers, Reachability(buffers.graph()));
+  std::vector<int64_t> bounds = ClosureStepLowerBounds(buffers, Reachability(buffers.graph()));
   return *std::max_element(bounds.begin(), bounds.end());
 }
 

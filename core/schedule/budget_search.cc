@@ -5,6 +5,7 @@
 #include <memory>
 #include <tuple>
 
+#include "core/memory/closure_bound.h"
 #include "core/memory/simulator.h"
 #include "core/schedule/partition.h"
 #include "core/schedule/signature_set.h"
@@ -308,7 +309,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     MemoryTracker tracker(buffers);
     for (OpId u : initial_order) step_of[u] = tracker.Run(u);
   }
-  const std::vector<int64_t> op_bounds = StepLowerBounds(buffers, Reachability(graph));
+  const std::vector<int64_t> op_bounds = ClosureStepLowerBounds(buffers, Reachability(graph));
   std::vector<int> position(graph.num_ops());
   for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
 

@@ -1,0 +1,154 @@
+#include "core/memory/closure_bound.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+
+namespace serenity {
+namespace {
+
+constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max() / 4;
+
+// Dinic's maximum flow on a small graph with 64-bit capacities.
+class MaxFlow {
+ public:
+  explicit MaxFlow(int nodes) : first_(nodes, -1), level_(nodes), next_edge_(nodes) {}
+
+  void AddEdge(int from, int to, int64_t capacity) {
+    edges_.push_back({to, first_[from], capacity});
+    first_[from] = static_cast<int>(edges_.size()) - 1;
+    edges_.push_back({from, first_[to], 0});
+    first_[to] = static_cast<int>(edges_.size()) - 1;
+  }
+
+  int64_t Run(int source, int sink) {
+    int64_t flow = 0;
+    while (Levels(source, sink)) {
+      next_edge_ = first_;
+      while (int64_t pushed = Push(source, sink, kInfinite)) flow += pushed;
+    }
+    return flow;
+  }
+
+ private:
+  struct Edge {
+    int to;
+    int next;
+    int64_t capacity;
+  };
+
+  bool Levels(int source, int sink) {
+    std::fill(level_.begin(), level_.end(), -1);
+    std::queue<int> queue;
+    level_[source] = 0;
+    queue.push(source);
+    while (!queue.empty()) {
+      const int v = queue.front();
+      queue.pop();
+      for (int e = first_[v]; e >= 0; e = edges_[e].next) {
+        if (edges_[e].capacity > 0 && level_[edges_[e].to] < 0) {
+          level_[edges_[e].to] = level_[v] + 1;
+          queue.push(edges_[e].to);
+        }
+      }
+    }
+    return level_[sink] >= 0;
+  }
+
+  int64_t Push(int v, int sink, int64_t limit) {
+    if (v == sink) return limit;
+    for (int& e = next_edge_[v]; e >= 0; e = edges_[e].next) {
+      Edge& edge = edges_[e];
+      if (edge.capacity <= 0 || level_[edge.to] != level_[v] + 1) continue;
+      if (int64_t pushed = Push(edge.to, sink, std::min(limit, edge.capacity))) {
+        edge.capacity -= pushed;
+        edges_[e ^ 1].capacity += pushed;
+        return pushed;
+      }
+    }
+    return 0;
+  }
+
+  std::vector<int> first_;
+  std::vector<Edge> edges_;
+  std::vector<int> level_;
+  std::vector<int> next_edge_;
+};
+
+}  // namespace
+
+std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach) {
+  const Graph& graph = buffers.graph();
+  const int n = graph.num_ops();
+  const std::vector<ActivationBuffer>& all = buffers.buffers();
+  std::vector<int64_t> bounds(n);
+  // Only the ops that are neither ancestors of u nor u or its descendants
+  // ("free" ops) are choices; ancestors collapse into the source (they ran
+  // before u), u and its descendants into the sink.
+  enum Side : int8_t { kBefore, kFree, kAfter };
+  std::vector<Side> side(n);
+  std::vector<int> node_of(n);
+  const int source = 0, sink = 1;
+  for (OpId u = 0; u < n; ++u) {
+    int nodes = 2;
+    for (OpId v = 0; v < n; ++v) {
+      side[v] = reach.IsAncestor(v, u) ? kBefore : (v == u || reach.IsDescendant(v, u)) ? kAfter : kFree;
+      node_of[v] = side[v] == kBefore ? source : side[v] == kAfter ? sink : nodes++;
+    }
+    int64_t fixed = buffers.resident_bytes() + graph.op(u).workspace_bytes - buffers.in_place_bytes(u);
+    // One extra node per buffer made before or by a free op, read by free ops.
+    MaxFlow flow(nodes + static_cast<int>(all.size()));
+    bool any_choice = false;
+    for (OpId v = 0; v < n; ++v) {
+      if (side[v] != kFree) continue;
+      // Down-closed: a free op that ran brings its free predecessors.
+      for (OpId p : graph.op(v).predecessors) {
+        if (side[p] == kFree) flow.AddEdge(node_of[v], node_of[p], kInfinite);
+      }
+    }
+    for (size_t b = 0; b < all.size(); ++b) {
+      const ActivationBuffer& buffer = all[b];
+      if (buffer.producer == u) {
+        fixed += buffer.bytes;  // u's outputs
+        continue;
+      }
+      const Side made = buffer.producer == kNoOp ? kBefore : side[buffer.producer];
+      if (made == kAfter) continue;  // not made yet at u's step
+      bool read_after = buffer.live_to_end, read_free = false;
+      for (OpId user : buffer.users) {
+        read_after = read_after || side[user] == kAfter;
+        read_free = read_free || side[user] == kFree;
+      }
+      if (made == kBefore) {
+        if (read_after) {
+          fixed += buffer.bytes;  // made before u and read at or after it
+        } else if (read_free) {
+          // Live unless every free reader ran before u.
+          const int node = nodes + static_cast<int>(b);
+          flow.AddEdge(source, node, buffer.bytes);
+          for (OpId user : buffer.users) {
+            if (side[user] == kFree) flow.AddEdge(node, node_of[user], kInfinite);
+          }
+          any_choice = true;
+        }
+        continue;
+      }
+      // Made by a free op: live if that op ran and a reader has not.
+      if (read_after) {
+        flow.AddEdge(node_of[buffer.producer], sink, buffer.bytes);
+        any_choice = true;
+      } else if (read_free) {
+        const int node = nodes + static_cast<int>(b);
+        flow.AddEdge(node_of[buffer.producer], node, buffer.bytes);
+        for (OpId user : buffer.users) {
+          if (side[user] == kFree) flow.AddEdge(node, node_of[user], kInfinite);
+        }
+        any_choice = true;
+      }
+    }
+    bounds[u] = fixed + (any_choice ? flow.Run(source, sink) : 0);
+  }
+  return bounds;
+}
+
+}  // namespace serenity

@@ -1,0 +1,30 @@
+// A lower bound on the bytes live at each op's step, stronger than
+// StepLowerBounds: it also counts the buffers of ops that are not ancestors,
+// when running them first would cost as much.
+//
+// In every order, the ops that run before u form a down-closed set S that
+// holds u's ancestors and none of u's descendants (nor u). At u's step every
+// buffer made in S (or a graph input) that has a reader outside S, or is a
+// graph output, is live. The cheapest such S is a minimum-weight closure,
+// found as a minimum cut; u's outputs, workspace and the resident weights
+// are added, and a possible in-place saving is subtracted, as in
+// StepLowerBounds.
+#ifndef SERENITY_CORE_MEMORY_CLOSURE_BOUND_H_
+#define SERENITY_CORE_MEMORY_CLOSURE_BOUND_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph/reachability.h"
+#include "core/memory/buffer_model.h"
+
+namespace serenity {
+
+// The bound for every op (indexed by OpId). Each entry is at least the
+// corresponding StepLowerBounds entry. One max-flow per op: milliseconds for
+// a few hundred ops.
+std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_MEMORY_CLOSURE_BOUND_H_
