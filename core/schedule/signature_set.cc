@@ -1,5 +1,6 @@
 #include "core/schedule/signature_set.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace serenity {
@@ -12,10 +13,12 @@ constexpr int kInitialBits = 10;
 SignatureSet::SignatureSet(size_t words) : words_(words), bits_(kInitialBits), slots_(size_t{1} << kInitialBits, 0) {}
 
 void SignatureSet::Clear() {
+  // Gives the memory back: a search part that waits for its next check
+  // should not hold its last memo.
   size_ = 0;
-  arena_.clear();
+  std::vector<uint64_t>().swap(arena_);
   bits_ = kInitialBits;
-  slots_.assign(size_t{1} << kInitialBits, 0);
+  std::vector<uint64_t>(size_t{1} << kInitialBits, 0).swap(slots_);
 }
 
 uint64_t SignatureSet::Hash(const uint64_t* signature) const {
@@ -29,13 +32,18 @@ uint64_t SignatureSet::Hash(const uint64_t* signature) const {
 }
 
 bool SignatureSet::Insert(const uint64_t* signature) {
-  if ((size_ + 1) * 2 > slots_.size()) Grow();
+  if ((size_ + 1) * 4 > slots_.size() * 3) Grow();  // at most 3/4 full
   const uint64_t hash = Hash(signature);
   const uint64_t tag = hash >> 32;
   const size_t mask = slots_.size() - 1;
   for (size_t i = static_cast<size_t>(tag >> (32 - bits_));; i = (i + 1) & mask) {
     const uint64_t slot = slots_[i];
     if (slot == 0) {
+      // Grow the arena by a quarter, not the vector's doubling: near the
+      // state cap, doubling left up to half of it unused.
+      if (arena_.size() + words_ > arena_.capacity()) {
+        arena_.reserve(std::max(arena_.capacity() + arena_.capacity() / 4, arena_.size() + 1024 * words_));
+      }
       arena_.insert(arena_.end(), signature, signature + words_);
       slots_[i] = tag << 32 | static_cast<uint32_t>(++size_);
       return true;

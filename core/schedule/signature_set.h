@@ -23,6 +23,7 @@ class SignatureSet {
   size_t size() const { return size_; }
   // Bytes held by the arena and the index.
   size_t MemoryBytes() const { return arena_.capacity() * 8 + slots_.capacity() * 8; }
+  // Empties the set and releases its memory.
   void Clear();
 
  private:
