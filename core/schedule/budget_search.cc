@@ -48,9 +48,10 @@ class BudgetSearch::Impl {
   }
 
   Feasibility Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order, int64_t* next_budget,
-                    SearchStats* stats) {
+                    SearchStats* stats, int64_t max_states) {
     Reset();
     budget_ = budget;
+    max_states_ = max_states > 0 ? max_states : options_.max_states;
     deadline_ = deadline;
     aborted_ = false;
     expanded_ = 0;
@@ -200,7 +201,7 @@ class BudgetSearch::Impl {
       return false;
     }
     if (++expanded_ % 1024 == 0 &&
-        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > options_.max_states ||
+        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > max_states_ ||
          Cancelled(options_))) {
       aborted_ = true;
       UndoTo(mark);
@@ -251,6 +252,7 @@ class BudgetSearch::Impl {
   std::vector<int64_t> dead_bytes_;
 
   int64_t budget_ = 0;
+  int64_t max_states_ = 0;  // this check's cap
   Clock::time_point deadline_;
   bool aborted_ = false;
   int64_t expanded_ = 0;
@@ -273,8 +275,8 @@ BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& opti
 BudgetSearch::~BudgetSearch() = default;
 
 Feasibility BudgetSearch::Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order,
-                                int64_t* next_budget, SearchStats* stats) {
-  return impl_->Check(budget, deadline, order, next_budget, stats);
+                                int64_t* next_budget, SearchStats* stats, int64_t max_states) {
+  return impl_->Check(budget, deadline, order, next_budget, stats, max_states);
 }
 
 namespace {
@@ -367,7 +369,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     first = false;
 
     // Segments already known to fit, or known not to, need no search.
-    std::vector<std::function<void()>> tasks;
+    std::vector<Segment*> to_check;
     bool refuted = false;
     for (Segment& s : segments) {
       s.answer = Feasibility::kUnknown;
@@ -376,11 +378,17 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       } else if (budget < s.lower) {
         refuted = true;
       } else {
-        tasks.push_back([&s, budget, round_deadline] {
-          s.stats = SearchStats();
-          s.answer = s.search->Check(budget, round_deadline, &s.order, &s.next_budget, &s.stats);
-        });
+        to_check.push_back(&s);
       }
+    }
+    // The checks of one round may run at once: they share the state cap.
+    const int64_t cap = std::max<int64_t>(1, options.max_states / std::max<int64_t>(1, static_cast<int64_t>(to_check.size())));
+    std::vector<std::function<void()>> tasks;
+    for (Segment* s : to_check) {
+      tasks.push_back([s, budget, round_deadline, cap] {
+        s->stats = SearchStats();
+        s->answer = s->search->Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, cap);
+      });
     }
     if (refuted) {
       floor = budget + 1;  // proven() has risen past it

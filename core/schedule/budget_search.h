@@ -36,8 +36,9 @@ namespace serenity {
 struct SearchOptions {
   // Wall-clock limit of the whole minimisation; <= 0 means none.
   double time_limit_seconds = 0;
-  // Cap on signatures remembered by one feasibility check (memory of the
-  // search is about (ops / 8 + 8) bytes per signature).
+  // Cap on signatures remembered at once: MinimizePeak splits it between the
+  // checks of segments that run at the same time (memory of the search is
+  // about (ops / 8 + 8) bytes per signature).
   int64_t max_states = 20'000'000;
   // Pruning rules, on by default; off only to measure what they save.
   bool forced_transitions = true;  // single ops
@@ -82,9 +83,10 @@ class BudgetSearch {
   // fit the budget.
   // kInfeasible sets `next_budget` to the smallest step bytes the budget cut
   // off: every budget below it is infeasible too (INT64_MAX: none was cut).
-  // kUnknown when `deadline` passed or the state cap was hit first.
+  // kUnknown when `deadline` passed or the state cap was hit first: the
+  // options' max_states, or `max_states` when positive.
   Feasibility Check(int64_t budget, std::chrono::steady_clock::time_point deadline, std::vector<OpId>* order,
-                    int64_t* next_budget, SearchStats* stats);
+                    int64_t* next_budget, SearchStats* stats, int64_t max_states = 0);
 
  private:
   class Impl;

@@ -16,7 +16,7 @@ void SignatureSet::Clear() {
   // Gives the memory back: a search part that waits for its next check
   // should not hold its last memo.
   size_ = 0;
-  std::vector<uint64_t>().swap(arena_);
+  std::vector<std::unique_ptr<uint64_t[]>>().swap(blocks_);
   bits_ = kInitialBits;
   std::vector<uint64_t>(size_t{1} << kInitialBits, 0).swap(slots_);
 }
@@ -39,18 +39,14 @@ bool SignatureSet::Insert(const uint64_t* signature) {
   for (size_t i = static_cast<size_t>(tag >> (32 - bits_));; i = (i + 1) & mask) {
     const uint64_t slot = slots_[i];
     if (slot == 0) {
-      // Grow the arena by a quarter, not the vector's doubling: near the
-      // state cap, doubling left up to half of it unused.
-      if (arena_.size() + words_ > arena_.capacity()) {
-        arena_.reserve(std::max(arena_.capacity() + arena_.capacity() / 4, arena_.size() + 1024 * words_));
-      }
-      arena_.insert(arena_.end(), signature, signature + words_);
+      if (size_ % kBlockEntries == 0) blocks_.emplace_back(new uint64_t[kBlockEntries * words_]);
+      std::memcpy(blocks_.back().get() + (size_ % kBlockEntries) * words_, signature, words_ * 8);
       slots_[i] = tag << 32 | static_cast<uint32_t>(++size_);
       return true;
     }
     // The tag settles most mismatches without touching the arena.
     if (slot >> 32 == tag &&
-        std::memcmp(&arena_[(static_cast<uint32_t>(slot) - 1) * words_], signature, words_ * 8) == 0) {
+        std::memcmp(Entry(static_cast<uint32_t>(slot) - 1), signature, words_ * 8) == 0) {
       return false;
     }
   }

@@ -1,13 +1,14 @@
-// A hash set of fixed-width bitsets (scheduled-op signatures), stored in one
-// contiguous arena: far less memory per entry than a container of vectors.
-// Membership is exact: a hash hit compares the whole bitset. Each slot keeps
-// 32 bits of the hash beside the index, so probing rarely reads the arena
-// and growing never rehashes.
+// A hash set of fixed-width bitsets (scheduled-op signatures), stored back
+// to back in fixed-size blocks: far less memory per entry than a container of
+// vectors, and growing never copies them. Membership is exact: a hash hit
+// compares the whole bitset. Each slot keeps 32 bits of the hash beside the
+// index, so probing rarely reads the blocks and growing never rehashes.
 #ifndef SERENITY_CORE_SCHEDULE_SIGNATURE_SET_H_
 #define SERENITY_CORE_SCHEDULE_SIGNATURE_SET_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace serenity {
@@ -22,20 +23,27 @@ class SignatureSet {
 
   size_t size() const { return size_; }
   // Bytes held by the arena and the index.
-  size_t MemoryBytes() const { return arena_.capacity() * 8 + slots_.capacity() * 8; }
+  size_t MemoryBytes() const { return blocks_.size() * kBlockEntries * words_ * 8 + slots_.capacity() * 8; }
   // Empties the set and releases its memory.
   void Clear();
 
  private:
+  static constexpr size_t kBlockEntries = 1 << 15;
+
   uint64_t Hash(const uint64_t* signature) const;
   void Grow();
+  // The stored signature with this index (0-based).
+  const uint64_t* Entry(size_t index) const {
+    return blocks_[index / kBlockEntries].get() + (index % kBlockEntries) * words_;
+  }
 
   size_t words_;
   size_t size_ = 0;
-  std::vector<uint64_t> arena_;  // size_ signatures back to back
+  // size_ signatures back to back, kBlockEntries per block.
+  std::vector<std::unique_ptr<uint64_t[]>> blocks_;
   int bits_;                     // slots_.size() == 1 << bits_
-  // 0: empty; else the hash's upper 32 bits, then 1 + the index into the
-  // arena in the lower 32. The upper hash bits also pick the home slot.
+  // 0: empty; else the hash's upper 32 bits, then 1 + the entry's index in
+  // the lower 32. The upper hash bits also pick the home slot.
   std::vector<uint64_t> slots_;
 };
 
