@@ -201,7 +201,8 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     }
   }
   plan.order = chosen->order;
-  plan.lower_bound_bytes = LowerBoundBytes(buffers);
+  // MinimizePeak derives the same bound itself, op by op per segment.
+  if (!search) plan.lower_bound_bytes = LowerBoundBytes(buffers);
   plan.certificate = Certificate::kBaseline;
   if (search) {
     SearchOptions limits;
@@ -210,7 +211,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
     const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
-    MinimizeResult result = MinimizePeak(buffers, plan.order, plan.lower_bound_bytes, limits, good_enough, executor);
+    MinimizeResult result = MinimizePeak(buffers, plan.order, /*lower_bound=*/0, limits, good_enough, executor);
     plan.order = std::move(result.order);
     plan.lower_bound_bytes = result.lower_bound_bytes;
     plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;

@@ -12,7 +12,8 @@ namespace {
 constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max() / 4;
 
 // Work (ops and buffers scanned, flow edges added) spent on closures before
-// the remaining ops keep their cone bound: deterministic, and about 0.1 s.
+// the remaining ops keep their cone bound; counted, not timed, so the bounds
+// do not depend on the machine.
 constexpr int64_t kWorkBudget = 8'000'000;
 
 // Dinic's maximum flow on a small graph with 64-bit capacities.

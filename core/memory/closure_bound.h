@@ -22,9 +22,9 @@ namespace serenity {
 
 // The bound for every op (indexed by OpId). Each entry is at least the
 // corresponding StepLowerBounds entry. One max-flow per op, taken in order of
-// decreasing StepLowerBounds while a fixed work budget lasts (deterministic;
-// about 0.1 s): graphs of a few hundred ops get it for every op, the rest of
-// a larger graph keeps its StepLowerBounds entries.
+// decreasing StepLowerBounds while a fixed work budget lasts (counted, so
+// deterministic): graphs of a few hundred ops get it for every op, the rest
+// of a larger graph keeps its StepLowerBounds entries.
 std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach);
 
 }  // namespace serenity

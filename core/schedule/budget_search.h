@@ -102,7 +102,8 @@ struct MinimizeResult {
 };
 
 // Minimises the peak starting from `initial_order` (a valid order, e.g. the
-// best baseline) and a proven `lower_bound`; stops early once the peak is at
+// best baseline) and a `lower_bound` the caller proved (0: none; the search
+// takes ClosureStepLowerBounds of every op itself); stops early once the peak is at
 // most `good_enough` (0: never; the "fit" objective passes the budget, which
 // is then tried first). The graph is split at cut points (partition.h); a
 // budget is feasible when every segment fits it, and the segments that need a
