@@ -31,20 +31,21 @@ double SchedulingBackend::JobTimeLimit(double request_limit, double seconds_left
 
 std::optional<v1::Plan> SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool score_only,
                                                            double seconds_left,
-                                                           std::chrono::steady_clock::time_point start) {
-  std::shared_ptr<const MemoizedReply> memoized = memo_->Find(request_key);
-  if (memoized == nullptr) {
-    if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
+                                                           std::chrono::steady_clock::time_point start,
+                                                           bool count_miss) {
+  auto miss = [&] {
+    if (count_miss && metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
     return std::nullopt;
-  }
+  };
+  std::shared_ptr<const MemoizedReply> memoized = memo_->Find(request_key);
+  if (memoized == nullptr) return miss();
   const double limit = JobTimeLimit(memoized->request_time_limit_seconds, seconds_left);
   // Only while the cache still holds the very entry the reply came from (a
   // better plan may have replaced it), and only if that entry answers this
   // call's time limit.
   if (cache_->LocalEntry(memoized->key.id) != memoized->stored ||
       !StoredPlanAnswers(*memoized->stored, memoized->key, /*need_complete=*/!score_only, limit)) {
-    if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
-    return std::nullopt;
+    return miss();
   }
   if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "hit");
   v1::Plan plan = memoized->reply;
@@ -57,7 +58,8 @@ std::optional<v1::Plan> SchedulingBackend::AnswerRepeat(const v1::PlanRequest& r
                                                         double seconds_left) {
   if (memo_ == nullptr || cache_ == nullptr || seconds_left * 0.8 <= 0) return std::nullopt;
   const auto start = std::chrono::steady_clock::now();
-  return AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left, start);
+  // A miss here is counted by the Answer that follows.
+  return AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left, start, /*count_miss=*/false);
 }
 
 absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& request, bool score_only,
@@ -69,7 +71,7 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   std::string request_key;
   if (memo_ != nullptr && cache_ != nullptr) {
     request_key = RequestMemoKey(request, score_only);
-    std::optional<v1::Plan> plan = AnswerFromMemo(request_key, score_only, seconds_left, start);
+    std::optional<v1::Plan> plan = AnswerFromMemo(request_key, score_only, seconds_left, start, /*count_miss=*/true);
     if (plan.has_value()) return *std::move(plan);
   }
 

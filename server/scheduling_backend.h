@@ -65,9 +65,10 @@ class SchedulingBackend {
  private:
   double JobTimeLimit(double request_limit, double seconds_left) const;
   // The memoized reply for `request_key` (stats.cache "local", total_ms
-  // since `start`) if the cache still stands behind it; counts the lookup.
+  // since `start`) if the cache still stands behind it; counts a hit, and a
+  // miss when `count_miss`.
   std::optional<v1::Plan> AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left,
-                                         std::chrono::steady_clock::time_point start);
+                                         std::chrono::steady_clock::time_point start, bool count_miss);
 
   Executor* const executor_;
   PlanCache* const cache_;
