@@ -120,6 +120,22 @@ TEST_F(SchedulingBackendTest, RepeatedRequestBytesAreAnsweredFromTheMemo) {
   EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(renamed)), *other_again).ok());
 }
 
+// The service checks the memo before queueing a job, then Answer checks it
+// again: one call that misses counts one miss.
+TEST_F(SchedulingBackendTest, AnswerRepeatCountsOnlyHits) {
+  std::mt19937 rng(9);
+  const v1::PlanRequest request = RequestFor(testing::RandomDag(8, rng));
+  EXPECT_FALSE(backend_.AnswerRepeat(request, false).has_value());
+  EXPECT_EQ(Lookups("request", "miss"), 0);
+  ASSERT_TRUE(backend_.Answer(request, false).ok());
+  EXPECT_EQ(Lookups("request", "miss"), 1);
+  std::optional<v1::Plan> repeat = backend_.AnswerRepeat(request, false);
+  ASSERT_TRUE(repeat.has_value());
+  EXPECT_EQ(repeat->stats().cache(), "local");
+  EXPECT_EQ(Lookups("request", "hit"), 1);
+  EXPECT_EQ(Lookups("request", "miss"), 1);
+}
+
 // A memoized reply stands only while the cache holds the plan it came from:
 // the score-only entry behind a memoized score is replaced by a full plan,
 // and the next score comes from the cache's new entry.
