@@ -287,6 +287,8 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     }
     const v1::ScoreResult* write = nullptr;
     bool resume_read = false;
+    bool finish = false;
+    grpc::Status status;
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
@@ -303,23 +305,43 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
           write = &outgoing_.front();
         }
       }
+      // Decided here, in the same critical section: this runs on a job
+      // thread, which gRPC does not wait for, so once the lock is released
+      // another thread may finish the stream and the reactor be deleted.
+      // Past this point only an outstanding write or read of our own keeps
+      // `this` alive.
+      finish = write == nullptr && TakeFinishLocked(&status);
     }
     if (write != nullptr) StartWrite(write);
     if (resume_read) StartRead(&incoming_);
-    if (write == nullptr) MaybeFinish();
+    if (finish) FinishStream(status);
   }
 
-  // Finishes once no read, job or write is outstanding.
+  // Finishes once no read, job or write is outstanding. Only for gRPC's
+  // reactions (and Begin), which gRPC lets complete before OnDone.
   void MaybeFinish() {
     grpc::Status status;
+    bool finish;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (finished_ || in_flight_ > 0 || writing_) return;
-      if (!(reading_done_ || (broken_ && !read_outstanding_))) return;
-      finished_ = true;
-      status = final_status_;
-      if (status.ok() && cancelled_.load()) status = grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
+      finish = TakeFinishLocked(&status);
     }
+    if (finish) FinishStream(status);
+  }
+
+  // Under mu_: true, with the final status, for the one caller that finds no
+  // read, job or write outstanding; that caller must call FinishStream.
+  bool TakeFinishLocked(grpc::Status* status) {
+    if (finished_ || in_flight_ > 0 || writing_) return false;
+    if (!(reading_done_ || (broken_ && !read_outstanding_))) return false;
+    finished_ = true;
+    *status = final_status_;
+    if (status->ok() && cancelled_.load()) *status = grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
+    return true;
+  }
+
+  // Logs, counts and finishes the stream; `this` may be gone afterwards.
+  void FinishStream(const grpc::Status& status) {
     const double seconds = SecondsSince(start_);
     const char* code = GrpcCodeName(status.error_code());
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Score", "bidi_stream", code, seconds);

@@ -1,8 +1,11 @@
 #include "server/scheduler_service.h"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/job_runner.h"
@@ -26,10 +29,25 @@ class ThrowingBackend : public SchedulingBackend {
   }
 };
 
-// The service in this process on a loopback port, with `backend`.
+// A backend that answers at once, with the request's model name as the
+// plan's model: the service's own bookkeeping is all that runs.
+class EchoBackend : public SchedulingBackend {
+ public:
+  EchoBackend() : SchedulingBackend(nullptr, nullptr, nullptr, {}) {}
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool, double, const std::atomic<bool>*) override {
+    v1::Plan plan;
+    plan.set_model(request.model_name());
+    plan.set_peak_bytes(static_cast<int64_t>(request.model_name().size()));
+    return plan;
+  }
+};
+
+// The service in this process on a loopback port, with `backend` and
+// `workers` job threads.
 class InProcessServer {
  public:
-  explicit InProcessServer(SchedulingBackend* backend) : runner_(1, 8), service_(&runner_, backend, nullptr, {}) {
+  explicit InProcessServer(SchedulingBackend* backend, int workers = 1)
+      : runner_(workers, 64), service_(&runner_, backend, nullptr, {}) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
@@ -86,6 +104,52 @@ TEST(SchedulerServiceTest, InternalFailuresNameTheRequestIdOfTheirLogLine) {
   EXPECT_THAT(result.error(), Not(HasSubstr("7f3a")));
   EXPECT_THAT(log, HasSubstr("event=internal_error request_id=2 candidate=0"));
   EXPECT_THAT(log, HasSubstr("injected failure 7f3a"));
+}
+
+// Many short Score streams at once, answered by several job threads: every
+// candidate gets exactly one result, and every stream ends OK. Streams whose
+// jobs, writes and reads end at nearly the same time are where a reactor
+// could be touched after it finished: a job thread used to take the stream's
+// lock after delivering its result, when another thread could already have
+// finished the stream. Under ASan this test reported that use after free
+// every time with a 2 ms sleep placed in that window, and rarely without.
+TEST(SchedulerServiceTest, ConcurrentScoreStreamsAnswerEveryCandidateOnce) {
+  EchoBackend backend;
+  InProcessServer server(&backend, /*workers=*/4);
+  ASSERT_TRUE(server.started());
+  constexpr int kClients = 6, kStreams = 40, kCandidates = 6;
+  std::vector<std::thread> clients;
+  std::vector<int> bad_streams(kClients, 0);
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int s = 0; s < kStreams; ++s) {
+        grpc::ClientContext context;
+        auto stream = server.stub().Score(&context);
+        for (int k = 0; k < kCandidates; ++k) {
+          v1::ScoreRequest candidate;
+          candidate.set_id(absl::StrCat(c, "/", s, "/", k));
+          candidate.mutable_request()->set_model_name(std::string(static_cast<size_t>(k + 1), 'm'));
+          stream->Write(candidate);
+        }
+        stream->WritesDone();
+        std::vector<int> seen(kCandidates, 0);
+        v1::ScoreResult result;
+        bool consistent = true;
+        while (stream->Read(&result)) {
+          if (result.index() < 0 || result.index() >= kCandidates || result.code() != 0 ||
+              result.peak_bytes() != result.index() + 1 || result.id() != absl::StrCat(c, "/", s, "/", result.index())) {
+            consistent = false;
+            continue;
+          }
+          ++seen[result.index()];
+        }
+        const bool all_once = std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; });
+        if (!stream->Finish().ok() || !consistent || !all_once) ++bad_streams[c];
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (int c = 0; c < kClients; ++c) EXPECT_EQ(bad_streams[c], 0) << "client " << c;
 }
 
 }  // namespace
