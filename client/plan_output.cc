@@ -70,7 +70,8 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
   j["certificate"] = CertificateText(plan.certificate());
   j["memory_model"] = {{"alias_views", plan.memory_model().alias_views()},
                        {"count_weights", plan.memory_model().count_weights()},
-                       {"in_place", plan.memory_model().in_place()}};
+                       {"in_place", plan.memory_model().in_place()},
+                       {"concat_in_place", plan.memory_model().concat_in_place()}};
   nlohmann::ordered_json buffers = nlohmann::ordered_json::array();
   for (const v1::ArenaBuffer& b : plan.arena().buffers()) {
     nlohmann::ordered_json jb;
@@ -81,6 +82,10 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
     jb["first_step"] = b.first_step();
     jb["last_step"] = b.last_step();
     jb["aliases"] = std::vector<std::string>(b.aliases().begin(), b.aliases().end());
+    if (!b.slice_of().empty()) {
+      jb["slice_of"] = b.slice_of();
+      jb["slice_offset"] = b.slice_offset();
+    }
     buffers.push_back(std::move(jb));
   }
   j["arena"] = {{"size_bytes", plan.arena().size_bytes()},
@@ -169,7 +174,8 @@ std::string PlanSummary(const v1::Plan& plan) {
   }
   absl::StrAppend(&out, "memory model alias_views=", plan.memory_model().alias_views() ? "on" : "off",
                   " count_weights=", plan.memory_model().count_weights() ? "on" : "off",
-                  " in_place=", plan.memory_model().in_place() ? "on" : "off", "\n\n");
+                  " in_place=", plan.memory_model().in_place() ? "on" : "off",
+                  " concat_in_place=", plan.memory_model().concat_in_place() ? "on" : "off", "\n\n");
   absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %14s %10s\n", "order", "peak bytes", "arena TFLite",
                                         "arena ours", "vs serenity"));
   const bool given = plan.stats().algorithm() == "given";

@@ -15,6 +15,9 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
   flag_set.AddBool("in-place", &flags->in_place,
                    "Let element-wise ops (Relu, Add, BatchNormalization, ...) overwrite an input of the\n"
                    "      same size whose last reader they are.");
+  flag_set.AddBool("concat-in-place", &flags->concat_in_place,
+                   "Let the producers of a Concat's inputs write straight into slices of its output\n"
+                   "      (channel concats of batch 1 and the like), so the Concat copies nothing.");
   if (with_outputs) {
     flag_set.AddInt("alignment", &flags->alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
   }
@@ -49,6 +52,7 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
   options.mutable_memory_model()->set_alias_views(flags.alias_views);
   options.mutable_memory_model()->set_count_weights(flags.count_weights);
   options.mutable_memory_model()->set_in_place(flags.in_place);
+  options.mutable_memory_model()->set_concat_in_place(flags.concat_in_place);
   options.set_alignment(flags.alignment);
   options.set_memory_budget_bytes(flags.budget);
   options.set_time_limit_seconds(flags.time_limit);

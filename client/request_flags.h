@@ -18,6 +18,7 @@ struct RequestFlags {
   bool alias_views = false;
   bool count_weights = false;
   bool in_place = false;
+  bool concat_in_place = false;
   int64_t alignment = kDefaultAlignment;
   int64_t budget = 0;
   std::vector<std::string> dims;

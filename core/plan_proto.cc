@@ -66,6 +66,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   out.memory_model.alias_views = options.memory_model().alias_views();
   out.memory_model.count_weights = options.memory_model().count_weights();
   out.memory_model.in_place = options.memory_model().in_place();
+  out.memory_model.concat_in_place = options.memory_model().concat_in_place();
   if (options.alignment() < 0) return absl::InvalidArgumentError("alignment must not be negative");
   if (options.alignment() > 0) out.alignment = options.alignment();
   if (options.memory_budget_bytes() < 0) {
@@ -141,6 +142,7 @@ void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options
   out.mutable_memory_model()->set_alias_views(options.memory_model.alias_views);
   out.mutable_memory_model()->set_count_weights(options.memory_model.count_weights);
   out.mutable_memory_model()->set_in_place(options.memory_model.in_place);
+  out.mutable_memory_model()->set_concat_in_place(options.memory_model.concat_in_place);
 }
 
 }  // namespace
@@ -183,6 +185,10 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
     buffer->set_first_step(b.first_step);
     buffer->set_last_step(b.last_step);
     for (TensorId a : b.aliases) buffer->add_aliases(graph.tensor(a).name);
+    if (b.anchor >= 0) {
+      buffer->set_slice_of(graph.tensor(b.slice_of).name);
+      buffer->set_slice_offset(b.offset_from_anchor);
+    }
   }
 
   // Defragmentation moves, named by their buffer's tensor (or op).

@@ -32,6 +32,7 @@ absl::StatusOr<ArenaPlan> PlanProfileArena(const MemoryProfile& profile, int64_t
                                            const ArenaPlanner& planner) {
   std::vector<ArenaBuffer> activations;
   std::vector<size_t> activation_index;
+  std::vector<int32_t> position(profile.buffers.size(), -1);  // profile index -> activation index
   ArenaPlan plan;
   plan.alignment = alignment;
   plan.offsets.assign(profile.buffers.size(), 0);
@@ -44,8 +45,14 @@ absl::StatusOr<ArenaPlan> PlanProfileArena(const MemoryProfile& profile, int64_t
       plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + b.bytes);
       continue;
     }
-    activations.push_back({b.bytes, b.first_step, b.last_step});
+    position[i] = static_cast<int32_t>(activations.size());
+    activations.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
     activation_index.push_back(i);
+  }
+  // Anchors (first Concat slices) are activations too: remap them once
+  // every position is known.
+  for (ArenaBuffer& a : activations) {
+    if (a.anchor >= 0) a.anchor = position[static_cast<size_t>(a.anchor)];
   }
   ASSIGN_OR_RETURN(ArenaPlan above, planner(activations, alignment));
   for (size_t k = 0; k < activations.size(); ++k) plan.offsets[activation_index[k]] = band + above.offsets[k];
@@ -261,8 +268,12 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment, Ours));
   ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
   plan.arena_bytes_tflite = tflite.size_bytes;
-  if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible) {
+  const bool anchored = std::any_of(plan.profile.buffers.begin(), plan.profile.buffers.end(),
+                                    [](const BufferLifetimeInfo& b) { return b.anchor >= 0; });
+  if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible &&
+      !anchored) {
     // The peak fits the budget but the static arena does not: move buffers.
+    // (Not with Concat slices laid out in place: moves would split them.)
     std::vector<ArenaBuffer> lifetimes;
     for (const BufferLifetimeInfo& b : plan.profile.buffers) lifetimes.push_back({b.bytes, b.first_step, b.last_step});
     absl::StatusOr<MovingArenaPlan> moving =

@@ -40,6 +40,37 @@ TEST(PlannerTest, PlansOfRandomGraphsPassTheVerifier) {
   }
 }
 
+// With Concats laid out in place: every plan verifies (the verifier derives
+// the in-place Concats on its own and checks that their slices sit back to
+// back, the output at the first), and moving one slice breaks that.
+TEST(PlannerTest, PlansWithConcatsInPlacePassTheVerifier) {
+  std::mt19937 rng(14);
+  int with_slices = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 25, rng, /*concats=*/true));
+    PlanOptions options;
+    options.memory_model = MemoryModel{trial % 2 == 0, trial % 3 == 0, trial % 4 >= 2, true};
+    options.alignment = trial % 4 == 0 ? 1 : 64;
+    options.memory_budget_bytes = trial % 5 == 0 ? 1 : 0;  // a budget moves could not meet
+    if (trial % 7 == 0) options.onchip_bytes = {64, 256};
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    v1::Plan proto = PlanToProto(g, *plan, options);
+    ASSERT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto) << " trial " << trial;
+    EXPECT_TRUE(proto.moves().empty());
+    for (int i = 0; i < proto.arena().buffers_size(); ++i) {
+      if (proto.arena().buffers(i).slice_of().empty() || proto.arena().buffers(i).size() == 0) continue;
+      ++with_slices;
+      v1::Plan broken = proto;
+      broken.mutable_arena()->mutable_buffers(i)->set_offset(proto.arena().buffers(i).offset() + 1);
+      broken.mutable_arena()->set_size_bytes(proto.arena().size_bytes() + 1);
+      EXPECT_FALSE(testing::VerifyPlan(g, broken).ok()) << "trial " << trial;
+      break;
+    }
+  }
+  EXPECT_GT(with_slices, 30);
+}
+
 TEST(PlannerTest, HonoursTheChosenAlgorithm) {
   std::mt19937 rng(17);
   Graph g = *Graph::Build(testing::RandomDag(20, rng));
@@ -413,6 +444,7 @@ TEST(PlannerTest, EveryPlanOfTheSharedModelsVerifies) {
       request.mutable_options()->mutable_memory_model()->set_alias_views(switches);
       request.mutable_options()->mutable_memory_model()->set_count_weights(switches);
       request.mutable_options()->mutable_memory_model()->set_in_place(switches);
+      request.mutable_options()->mutable_memory_model()->set_concat_in_place(switches);
       absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
       ASSERT_TRUE(plan.ok()) << plan.status();
       absl::Status verified = testing::VerifyPlan(*graph, *plan);

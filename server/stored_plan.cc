@@ -33,6 +33,7 @@ PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options)
   key.options = absl::StrCat(
       "format=", kStoredPlanFormat, ";alias_views=", options.memory_model.alias_views,
       ";count_weights=", options.memory_model.count_weights, ";in_place=", options.memory_model.in_place,
+      ";concat_in_place=", options.memory_model.concat_in_place,
       ";budget=", options.objective == "fit" ? absl::StrCat(options.memory_budget_bytes) : "any", ";alignment=", options.alignment, ";algorithm=", options.algorithm,
       ";objective=", options.objective, ";step_time_limit=", options.step_time_limit_seconds,
       ";max_states=", options.max_search_states, ";onchip=", onchip, ";given=", given);
@@ -145,6 +146,7 @@ absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const Can
   for (v1::ArenaBuffer& buffer : *plan.mutable_arena()->mutable_buffers()) {
     names_ok &= rename(buffer.kind() == v1::BUFFER_KIND_WORKSPACE ? op_name : tensor_name, buffer.mutable_tensor());
     for (std::string& alias : *buffer.mutable_aliases()) names_ok &= rename(tensor_name, &alias);
+    if (!buffer.slice_of().empty()) names_ok &= rename(tensor_name, buffer.mutable_slice_of());
   }
   for (v1::Step& step : *plan.mutable_steps()) {
     names_ok &= rename(op_name, step.mutable_op());

@@ -70,6 +70,7 @@ v1::Plan PlanFromJson(const nlohmann::json& j) {
   p.mutable_memory_model()->set_alias_views(j.at("memory_model").at("alias_views").get<bool>());
   p.mutable_memory_model()->set_count_weights(j.at("memory_model").at("count_weights").get<bool>());
   p.mutable_memory_model()->set_in_place(j.at("memory_model").at("in_place").get<bool>());
+  p.mutable_memory_model()->set_concat_in_place(j.at("memory_model").at("concat_in_place").get<bool>());
   const nlohmann::json& arena = j.at("arena");
   p.mutable_arena()->set_size_bytes(arena.at("size_bytes").get<int64_t>());
   p.mutable_arena()->set_alignment(arena.at("alignment").get<int64_t>());
@@ -86,6 +87,10 @@ v1::Plan PlanFromJson(const nlohmann::json& j) {
     buffer->set_first_step(b.at("first_step").get<int>());
     buffer->set_last_step(b.at("last_step").get<int>());
     for (const nlohmann::json& a : b.at("aliases")) buffer->add_aliases(a.get<std::string>());
+    if (b.contains("slice_of")) {
+      buffer->set_slice_of(b.at("slice_of").get<std::string>());
+      buffer->set_slice_offset(b.at("slice_offset").get<int64_t>());
+    }
   }
   for (const char* name : {"file_order", "kahn", "greedy", "inductor", "xla"}) {
     const nlohmann::json& s = j.at("baselines").at(name);
@@ -199,7 +204,8 @@ TEST_F(ServerTest, PlansSharedModelsThroughTheClient) {
 
 TEST_F(ServerTest, LocalModeGivesTheServersAnswer) {
   const std::string path = kModels + "nasnet_a_cifar10_normal_cell.onnx";
-  for (const std::string flags : {"", " --alias-views --count-weights --alignment 16", " --in-place"}) {
+  for (const std::string flags :
+       {"", " --alias-views --count-weights --alignment 16", " --in-place", " --concat-in-place --in-place"}) {
     CommandResult remote = RunCommand(kClient + " plan " + path + " --json --server " + address_ + flags);
     CommandResult local = RunCommand(kClient + " plan " + path + " --json --local" + flags);
     ASSERT_EQ(remote.exit_code, 0) << remote.output;
@@ -215,6 +221,12 @@ TEST_F(ServerTest, LocalModeGivesTheServersAnswer) {
     if (flags.find("alignment") != std::string::npos) {
       EXPECT_EQ(a["arena"]["alignment"], 16);
       EXPECT_EQ(a["memory_model"]["count_weights"], true);
+    }
+    if (flags.find("concat") != std::string::npos) {
+      EXPECT_EQ(a["memory_model"]["concat_in_place"], true);
+      int slices = 0;
+      for (const nlohmann::json& b : a["arena"]["buffers"]) slices += b.contains("slice_of") ? 1 : 0;
+      EXPECT_GT(slices, 0);  // the cell's Concat of its intermediate nodes
     }
   }
 }
@@ -445,7 +457,7 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   EXPECT_THAT(top.output, HasSubstr("plan MODEL"));
   CommandResult plan = RunCommand(kClient + " plan --help");
   EXPECT_EQ(plan.exit_code, 0);
-  for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--in-place", "--alignment",
+  for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--in-place", "--concat-in-place", "--alignment",
                            "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout",
                            "--objective", "--step-time-limit", "--max-states", "--onchip", "--order",
                            "--export-ordered"}) {

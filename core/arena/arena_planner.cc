@@ -30,6 +30,22 @@ absl::Status CheckBuffers(absl::Span<const ArenaBuffer> buffers, int64_t alignme
     if (buffers[i].last_step < buffers[i].first_step) {
       return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " ends before it starts"));
     }
+    const int32_t anchor = buffers[i].anchor;
+    if (anchor >= 0) {
+      if (static_cast<size_t>(anchor) >= buffers.size() || buffers[anchor].anchor >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " is anchored to ", anchor,
+                                                       ", which is not a free buffer"));
+      }
+      if (buffers[i].offset_from_anchor < 0 || buffers[i].offset_from_anchor > kLimit) {
+        return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has an offset from its anchor out of range"));
+      }
+      // The group's extent counts towards the total like a buffer.
+      if ((total += buffers[i].offset_from_anchor) > kLimit) {
+        return absl::OutOfRangeError("the buffers need more than 2^62 bytes in all once aligned");
+      }
+    } else if (anchor != -1) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has anchor ", anchor));
+    }
   }
   return absl::OkStatus();
 }
@@ -57,14 +73,91 @@ enum class Fit { kBest, kFirst };
 // Places buffers one by one in `order`, each into a gap between the already
 // placed buffers that share a step with it (the tightest gap for kBest, the
 // lowest for kFirst) or above them all.
+// Members of each anchor's group, the anchor first; empty for anchored and
+// lone buffers.
+std::vector<std::vector<size_t>> AnchorGroups(absl::Span<const ArenaBuffer> buffers) {
+  std::vector<std::vector<size_t>> groups(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].anchor < 0) continue;
+    std::vector<size_t>& group = groups[static_cast<size_t>(buffers[i].anchor)];
+    if (group.empty()) group.push_back(static_cast<size_t>(buffers[i].anchor));
+    group.push_back(i);
+  }
+  return groups;
+}
+
+bool CoLive(const ArenaBuffer& a, const ArenaBuffer& b) {
+  return a.size > 0 && b.size > 0 && a.first_step <= b.last_step && b.first_step <= a.last_step;
+}
+
+// The lowest aligned base at which every member of `group` (offset from the
+// base: offset_from_anchor, 0 for the anchor) avoids the placed buffers it
+// shares a step with. Candidates: 0 and every base that puts a member right
+// above a placed buffer.
+int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& group,
+                        const std::vector<size_t>& placed, const std::vector<int64_t>& offsets, int64_t alignment) {
+  auto rel = [&](size_t m) { return buffers[m].anchor < 0 ? int64_t{0} : buffers[m].offset_from_anchor; };
+  std::vector<size_t> neighbors;  // placed buffers sharing a step with a member
+  for (size_t j : placed) {
+    if (std::any_of(group.begin(), group.end(), [&](size_t m) { return CoLive(buffers[m], buffers[j]); })) {
+      neighbors.push_back(j);
+    }
+  }
+  std::vector<int64_t> candidates = {0};
+  for (size_t m : group) {
+    for (size_t j : neighbors) {
+      if (!CoLive(buffers[m], buffers[j])) continue;
+      candidates.push_back(AlignUp(std::max<int64_t>(0, offsets[j] + buffers[j].size - rel(m)), alignment));
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  for (int64_t base : candidates) {
+    bool fits = true;
+    for (size_t m : group) {
+      const int64_t at = base + rel(m);
+      for (size_t j : neighbors) {
+        if (CoLive(buffers[m], buffers[j]) && at < offsets[j] + buffers[j].size && offsets[j] < at + buffers[m].size) {
+          fits = false;
+          break;
+        }
+      }
+      if (!fits) break;
+    }
+    if (fits) return base;
+  }
+  return candidates.back();  // above every placed buffer: never reached
+}
+
 ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& order, int64_t alignment,
                        Fit fit) {
   ArenaPlan plan;
   plan.alignment = alignment;
   plan.offsets.assign(buffers.size(), 0);
   std::vector<size_t> placed;  // kept sorted by offset
+  auto mark_placed = [&](size_t i) {
+    plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + buffers[i].size);
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), i,
+                                   [&](size_t a, size_t c) { return plan.offsets[a] < plan.offsets[c]; }),
+                  i);
+  };
+  const std::vector<std::vector<size_t>> groups = AnchorGroups(buffers);
+  std::vector<bool> done(buffers.size(), false);
   for (size_t i : order) {
+    if (done[i]) continue;
     const ArenaBuffer& b = buffers[i];
+    const size_t head = b.anchor >= 0 ? static_cast<size_t>(b.anchor) : i;
+    if (!groups[head].empty()) {
+      // A group goes in as a whole, when its first member comes up.
+      const int64_t base = LowestGroupBase(buffers, groups[head], placed, plan.offsets, alignment);
+      for (size_t m : groups[head]) {
+        plan.offsets[m] = base + (buffers[m].anchor < 0 ? 0 : buffers[m].offset_from_anchor);
+        done[m] = true;
+        mark_placed(m);
+      }
+      continue;
+    }
+    done[i] = true;
     int64_t best_offset = -1, best_waste = 0, cursor = 0;
     for (size_t j : placed) {
       const ArenaBuffer& o = buffers[j];
@@ -83,10 +176,7 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
     }
     if (best_offset < 0) best_offset = AlignUp(cursor, alignment);
     plan.offsets[i] = best_offset;
-    plan.size_bytes = std::max(plan.size_bytes, best_offset + b.size);
-    placed.insert(std::upper_bound(placed.begin(), placed.end(), i,
-                                   [&](size_t a, size_t c) { return plan.offsets[a] < plan.offsets[c]; }),
-                  i);
+    mark_placed(i);
   }
   return plan;
 }
@@ -179,8 +269,9 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   const Clock::time_point end =
       timed ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(skyline_seconds))
             : Clock::time_point::max();
+  const bool anchored = std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
   for (SkylineOrder order : {SkylineOrder::kSizeFirst, SkylineOrder::kLifetimeFirst}) {
-    if (skyline_nodes <= 0) break;
+    if (skyline_nodes <= 0 || anchored) break;
     const Clock::time_point deadline =
         timed && order == SkylineOrder::kSizeFirst ? start + (end - start) / 2 : end;
     std::vector<int64_t> offsets;

@@ -13,10 +13,15 @@
 namespace serenity {
 
 // A buffer of `size` bytes live from `first_step` to `last_step` inclusive.
+// An anchored buffer (anchor >= 0) has no placement of its own: it sits at
+// the offset of buffer `anchor` plus `offset_from_anchor`, unaligned (the
+// slices of a Concat laid out in place). An anchor is itself free.
 struct ArenaBuffer {
   int64_t size = 0;
   int32_t first_step = 0;
   int32_t last_step = 0;
+  int32_t anchor = -1;
+  int64_t offset_from_anchor = 0;
 };
 
 // Search nodes per skyline attempt in PlanArena: tens of milliseconds at most.
@@ -39,7 +44,8 @@ int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
 // first step, then input position); each goes into the lowest-waste gap
 // (best fit) between the already placed buffers whose lifetimes overlap it,
 // or above them all; offsets are multiples of `alignment`. InvalidArgument
-// for alignment < 1, a negative size, or last_step < first_step; OutOfRange
+// for alignment < 1, a negative size, last_step < first_step, an anchor out
+// of range or itself anchored, or a negative offset_from_anchor; OutOfRange
 // when the sizes, each rounded up to `alignment`, total more than 2^62 bytes.
 absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers,
                                                 int64_t alignment);
@@ -49,7 +55,10 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // lifetime, by size times lifetime, and by start; each placed best-fit and
 // first-fit), stopping as soon as one reaches ArenaLowerBound, then a bounded
 // skyline search (skyline_search.h) for a packing at the bound. Never larger
-// than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.
+// than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize. An anchor
+// and the buffers anchored to it are placed together, at the lowest aligned
+// offset where none of them meets a placed buffer; the skyline search does
+// not run when there are anchored buffers.
 // `skyline_nodes` bounds each skyline attempt (0 skips the search);
 // `skyline_seconds` bounds the whole skyline phase (the first attempt gets
 // half of it, the second what is left).

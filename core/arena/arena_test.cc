@@ -215,5 +215,56 @@ TEST(ArenaPlannerTest, FuzzRegressionHugeSizesAreOutOfRangeNotOverflow) {
   EXPECT_EQ(plan->size_bytes, 8589934593);
 }
 
+// Anchored buffers (Concat slices): every plan puts each at its anchor's
+// offset plus its offset from it, overlaps nothing, and the greedy and the
+// full planner agree on never going below the bound.
+TEST(PlanArenaTest, AnchoredBuffersStayWithTheirAnchor) {
+  std::mt19937 rng(9);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<ArenaBuffer> buffers;
+    const int n = 1 + trial % 40;
+    for (int i = 0; i < n; ++i) {
+      const int first = uniform(0, 20);
+      buffers.push_back({uniform(0, 64) * 8 + uniform(0, 1), first, first + uniform(0, 8)});
+      // Sometimes the next buffers follow this one back to back.
+      if (uniform(0, 3) == 0) {
+        const int32_t anchor = static_cast<int32_t>(buffers.size()) - 1;
+        int64_t offset = buffers.back().size;
+        for (int k = uniform(1, 3); k > 0 && static_cast<int>(buffers.size()) < n + 6; --k) {
+          const int start = uniform(0, 20);
+          const int64_t size = uniform(1, 64) * 4;
+          buffers.push_back({size, start, start + uniform(0, 8), anchor, offset});
+          offset += size;
+        }
+      }
+    }
+    const int64_t alignment = trial % 3 == 0 ? 64 : 8;
+    for (bool full : {false, true}) {
+      absl::StatusOr<ArenaPlan> plan = full ? PlanArena(buffers, alignment) : PlanArenaGreedyBySize(buffers, alignment);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan) << " trial " << trial;
+      ASSERT_GE(plan->size_bytes, ArenaLowerBound(buffers));
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        if (buffers[i].anchor < 0) continue;
+        ASSERT_EQ(plan->offsets[i], plan->offsets[buffers[i].anchor] + buffers[i].offset_from_anchor);
+      }
+    }
+  }
+  // A buffer out of place is caught by the verifier.
+  const std::vector<ArenaBuffer> pair = {{16, 0, 1}, {8, 0, 1, 0, 16}};
+  EXPECT_TRUE(VerifyArena(pair, ArenaPlan{24, 8, {0, 16}}).ok());
+  EXPECT_THAT(VerifyArena(pair, ArenaPlan{32, 8, {0, 24}}).message(), HasSubstr("not at its anchor"));
+}
+
+TEST(PlanArenaTest, RejectsBadAnchors) {
+  const std::vector<ArenaBuffer> chained = {{8, 0, 1}, {8, 0, 1, 0, 8}, {8, 0, 1, 1, 8}};
+  EXPECT_EQ(PlanArena(chained, 8).status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<ArenaBuffer> outside = {{8, 0, 1, 5, 0}};
+  EXPECT_EQ(PlanArena(outside, 8).status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<ArenaBuffer> negative = {{8, 0, 1}, {8, 0, 1, 0, -8}};
+  EXPECT_EQ(PlanArenaGreedyBySize(negative, 8).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace serenity

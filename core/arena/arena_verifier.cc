@@ -16,7 +16,18 @@ absl::Status VerifyArena(absl::Span<const ArenaBuffer> buffers, const ArenaPlan&
   if (plan.alignment < 1) return absl::FailedPreconditionError("alignment below 1");
   for (size_t i = 0; i < buffers.size(); ++i) {
     int64_t offset = plan.offsets[i];
-    if (offset < 0 || offset % plan.alignment != 0) {
+    const int32_t anchor = buffers[i].anchor;
+    if (anchor >= 0) {
+      if (static_cast<size_t>(anchor) >= buffers.size() || buffers[anchor].anchor >= 0) {
+        return absl::FailedPreconditionError(absl::StrCat("buffer ", i, " has a bad anchor ", anchor));
+      }
+      if (offset != plan.offsets[anchor] + buffers[i].offset_from_anchor) {
+        return absl::FailedPreconditionError(absl::StrCat("buffer ", i, " is at ", offset, ", not at its anchor's ",
+                                                          plan.offsets[anchor], " plus ",
+                                                          buffers[i].offset_from_anchor));
+      }
+    }
+    if (offset < 0 || (anchor < 0 && offset % plan.alignment != 0)) {
       return absl::FailedPreconditionError(
           absl::StrCat("buffer ", i, " has offset ", offset, ", not a multiple of ", plan.alignment));
     }

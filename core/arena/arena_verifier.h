@@ -8,8 +8,10 @@
 
 namespace serenity {
 
-// OK when `plan` has one offset per buffer, every offset is a non-negative
-// multiple of plan.alignment, every buffer ends within plan.size_bytes, and
+// OK when `plan` has one offset per buffer, every free buffer's offset is a
+// non-negative multiple of plan.alignment, every anchored buffer sits at its
+// anchor's offset plus offset_from_anchor, every buffer ends within
+// plan.size_bytes, and
 // no two buffers of non-zero size whose lifetimes share a step overlap in
 // memory. Otherwise FailedPrecondition naming the first problem found.
 absl::Status VerifyArena(absl::Span<const ArenaBuffer> buffers, const ArenaPlan& plan);

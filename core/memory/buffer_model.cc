@@ -20,6 +20,46 @@ bool IsViewOp(absl::string_view op_type) {
          op_type == "Unsqueeze" || op_type == "Identity";
 }
 
+bool IsConcatInPlace(const Graph& graph, OpId u) {
+  const Op& op = graph.op(u);
+  if (op.type != "Concat" || op.outputs.size() != 1 || op.inputs.empty()) return false;
+  const Tensor& out = graph.tensor(op.outputs[0]);
+  if (out.is_weight || out.shape.empty()) return false;
+  const size_t rank = out.shape.size();
+  size_t axis = rank;  // none found yet
+  int64_t total = 0;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const TensorId t = op.inputs[i];
+    const Tensor& in = graph.tensor(t);
+    if (in.is_weight || in.producer == kNoOp || in.is_graph_output || in.dtype != out.dtype) return false;
+    if (graph.op(in.producer).type == "Concat") return false;
+    if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<ptrdiff_t>(i), t) !=
+        op.inputs.begin() + static_cast<ptrdiff_t>(i)) {
+      return false;  // the same tensor twice cannot be two slices
+    }
+    if (in.shape.size() != rank) return false;
+    for (size_t d = 0; d < rank; ++d) {
+      if (in.shape[d] == out.shape[d]) continue;
+      if (axis != rank && axis != d) return false;
+      axis = d;
+    }
+    total += in.bytes;  // Graph::Build bounds the sum of all tensors
+  }
+  if (total != out.bytes) return false;
+  if (axis == rank) return true;  // every input has the output's shape
+  int64_t extent = 0;
+  for (TensorId t : op.inputs) {
+    const int64_t part = graph.tensor(t).shape[axis];  // dims are not negative
+    if (part > out.shape[axis] - extent) return false;
+    extent += part;
+  }
+  if (extent != out.shape[axis]) return false;
+  for (size_t d = 0; d < axis; ++d) {
+    if (out.shape[d] != 1) return false;
+  }
+  return true;
+}
+
 BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
     : graph_(&graph),
       model_(model),
@@ -27,7 +67,8 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
       allocates_(graph.num_ops()),
       reads_(graph.num_ops()),
       in_place_inputs_(graph.num_ops()),
-      in_place_bytes_(graph.num_ops(), 0) {
+      in_place_bytes_(graph.num_ops(), 0),
+      concat_slices_(graph.num_ops()) {
   auto new_buffer = [this](TensorId t) {
     const Tensor& tensor = graph_->tensor(t);
     ActivationBuffer b;
@@ -69,11 +110,38 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
     return root;
   };
 
+  // Concats laid out in place, in op order; a tensor is a slice of one
+  // Concat at most (the first that takes it) and owns its memory.
+  std::vector<bool> in_place_concat(graph.num_ops(), false);
+  std::vector<OpId> concat_of(graph.num_tensors(), kNoOp);  // output -> its in-place Concat
+  if (model.concat_in_place) {
+    std::vector<bool> taken(graph.num_tensors(), false);
+    for (OpId u = 0; u < graph.num_ops(); ++u) {
+      if (!IsConcatInPlace(graph, u)) continue;
+      const Op& op = graph.op(u);
+      bool ok = true;
+      for (TensorId t : op.inputs) ok = ok && !taken[t] && resolve(t) == t;
+      if (!ok) continue;
+      for (TensorId t : op.inputs) taken[t] = true;
+      in_place_concat[u] = true;
+      concat_of[op.outputs[0]] = u;
+    }
+  }
+
   for (OpId u = 0; u < graph.num_ops(); ++u) {
+    if (in_place_concat[u]) continue;  // its output is its inputs' slices
     for (TensorId t : graph.op(u).outputs) {
       if (graph.tensor(t).is_weight) continue;
       if (resolve(t) == t) allocates_[u].push_back(new_buffer(t));
     }
+  }
+  // An in-place Concat's output (and its views) starts at its first slice.
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    if (!in_place_concat[u]) continue;
+    for (TensorId t : graph.op(u).inputs) concat_slices_[u].push_back(buffer_of_[t]);
+    const TensorId out = graph.op(u).outputs[0];
+    buffer_of_[out] = concat_slices_[u].front();
+    buffers_[buffer_of_[out]].aliases.push_back(out);
   }
   for (TensorId t = 0; t < graph.num_tensors(); ++t) {
     if (graph.tensor(t).is_weight || buffer_of_[t] != kNoBuffer) continue;
@@ -85,7 +153,14 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
 
   for (OpId u = 0; u < graph.num_ops(); ++u) {
     for (TensorId t : graph.op(u).inputs) {
-      if (buffer_of_[t] != kNoBuffer) reads_[u].push_back(buffer_of_[t]);
+      if (buffer_of_[t] == kNoBuffer) continue;
+      const OpId concat = concat_of[resolve(t)];
+      if (concat != kNoOp) {
+        // Reading an in-place Concat's output reads all of its slices.
+        reads_[u].insert(reads_[u].end(), concat_slices_[concat].begin(), concat_slices_[concat].end());
+      } else {
+        reads_[u].push_back(buffer_of_[t]);
+      }
     }
     std::sort(reads_[u].begin(), reads_[u].end());
     reads_[u].erase(std::unique(reads_[u].begin(), reads_[u].end()), reads_[u].end());
@@ -98,14 +173,32 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
     if (b.producer == kNoOp) input_bytes_ += b.bytes;
     if (b.producer == kNoOp && b.users.empty() && !b.live_to_end) unused_input_bytes_ += b.bytes;
   }
+  // A Concat output that is a graph output (through its first slice's
+  // aliases) keeps every slice to the end.
+  std::vector<bool> is_slice(buffers_.size(), false);
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    if (concat_slices_[u].empty()) continue;
+    bool output_live = false;
+    for (TensorId t = 0; t < graph.num_tensors(); ++t) {
+      if (graph.tensor(t).is_graph_output && !graph.tensor(t).is_weight && resolve(t) == graph.op(u).outputs[0]) {
+        output_live = true;
+      }
+    }
+    for (BufferId b : concat_slices_[u]) {
+      is_slice[b] = true;
+      if (output_live) buffers_[b].live_to_end = true;
+    }
+  }
   if (model.in_place) {
     for (OpId u = 0; u < graph.num_ops(); ++u) {
       if (!IsElementwiseOp(graph.op(u).type) || allocates_[u].size() != 1) continue;
+      // A slice stays where its Concat needs it: never written over.
+      if (is_slice[allocates_[u][0]]) continue;
       const ActivationBuffer& out = buffers_[allocates_[u][0]];
       if (out.bytes == 0) continue;
       for (TensorId t : graph.op(u).inputs) {
         const BufferId b = buffer_of_[t];
-        if (b == kNoBuffer) continue;
+        if (b == kNoBuffer || is_slice[b]) continue;
         const ActivationBuffer& in = buffers_[b];
         if (in.bytes != out.bytes || in.producer == kNoOp || in.live_to_end) continue;
         if (std::find(in_place_inputs_[u].begin(), in_place_inputs_[u].end(), b) != in_place_inputs_[u].end()) continue;

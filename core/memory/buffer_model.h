@@ -31,11 +31,27 @@ struct MemoryModel {
   // or a graph output): its step then needs no new bytes for the output, and
   // the two tensors share one arena buffer.
   bool in_place = false;
+  // The producers of a Concat's inputs write straight into slices of its
+  // output (IsConcatInPlace has the conditions): the Concat then allocates
+  // and copies nothing, and each slice stays live until the last reader of
+  // the slice or of the Concat's output. In the arena the slices are laid
+  // out back to back in input order, the output starting at the first.
+  bool concat_in_place = false;
 };
 
 // True for the op types that may alias their input (Reshape, Flatten,
 // Squeeze, Unsqueeze, Identity).
 bool IsViewOp(absl::string_view op_type);
+
+// True when Concat `u` of `graph` can be laid out in place: one output; at
+// least one input; every input a distinct activation that an op produces
+// (not a graph input, a weight, a graph output or another Concat's output);
+// shapes known, of one rank, differing from the output in at most one axis,
+// along which they add up to the output, with every dimension before that
+// axis 1 (so each input is one contiguous block of the output); and input
+// bytes summing to the output's. Views and
+// buffer sharing are checked by BufferModel on top of this.
+bool IsConcatInPlace(const Graph& graph, OpId u);
 
 // True for the element-wise op types that may run in place (Relu, Add, Mul,
 // Sigmoid, Clip, BatchNormalization, ...).
@@ -73,6 +89,10 @@ class BufferModel {
   // that saves. Empty and 0 otherwise.
   const std::vector<BufferId>& in_place_inputs(OpId u) const { return in_place_inputs_[u]; }
   int64_t in_place_bytes(OpId u) const { return in_place_bytes_[u]; }
+  // With concat_in_place: the buffers of Concat `u`'s inputs, in input
+  // order, when `u` runs in place (its output then has no buffer of its own
+  // and is listed among the first slice's aliases). Empty otherwise.
+  const std::vector<BufferId>& concat_slices(OpId u) const { return concat_slices_[u]; }
   // Bytes resident for the whole run: weights when counted, else 0.
   int64_t resident_bytes() const { return resident_bytes_; }
   // Bytes of the graph-input buffers, live at the start.
@@ -90,6 +110,7 @@ class BufferModel {
   std::vector<std::vector<BufferId>> reads_;
   std::vector<std::vector<BufferId>> in_place_inputs_;
   std::vector<int64_t> in_place_bytes_;
+  std::vector<std::vector<BufferId>> concat_slices_;
   int64_t resident_bytes_ = 0;
   int64_t input_bytes_ = 0;
   int64_t unused_input_bytes_ = 0;

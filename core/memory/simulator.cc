@@ -75,6 +75,20 @@ absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::ve
     if (static_cast<BufferId>(i) != r) info.aliases.push_back(all[i].tensor);
     info.aliases.insert(info.aliases.end(), all[i].aliases.begin(), all[i].aliases.end());
   }
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    const std::vector<BufferId>& slices = buffers.concat_slices(u);
+    if (slices.empty()) continue;
+    // Slices never run in place, so each is its own profile buffer.
+    const int32_t head = info_of[root(slices.front())];
+    int64_t offset = all[slices.front()].bytes;
+    for (size_t j = 1; j < slices.size(); ++j) {
+      BufferLifetimeInfo& info = profile.buffers[info_of[root(slices[j])]];
+      info.anchor = head;
+      info.offset_from_anchor = offset;
+      info.slice_of = graph.op(u).outputs[0];
+      offset += all[slices[j]].bytes;
+    }
+  }
   for (int32_t t = 0; t < n; ++t) {
     const Op& op = graph.op(order[t]);
     if (op.workspace_bytes == 0) continue;

@@ -24,6 +24,13 @@ struct BufferLifetimeInfo {
   int64_t bytes = 0;
   int32_t first_step = 0;
   int32_t last_step = 0;
+  // concat_in_place: a slice after the first of an in-place Concat sits at
+  // the offset of buffer `anchor` (the first slice, an index into
+  // MemoryProfile::buffers) plus `offset_from_anchor`. -1 for every other
+  // buffer.
+  int32_t anchor = -1;
+  int64_t offset_from_anchor = 0;
+  TensorId slice_of = -1;  // with an anchor: the Concat's output
 };
 
 struct MemoryProfile {
@@ -37,7 +44,9 @@ struct MemoryProfile {
 // user (a buffer nobody reads dies at the step it appears); graph outputs and
 // counted weights until the last step; workspace for its op's step only. With
 // in_place, an output written over its input joins that input's buffer
-// (listed among its aliases), so the two count once.
+// (listed among its aliases), so the two count once. With concat_in_place,
+// an in-place Concat's output is an alias of its first slice, and the later
+// slices are anchored to it.
 // InvalidArgument when `order` is not a topological order of all ops.
 absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::vector<OpId>& order);
 

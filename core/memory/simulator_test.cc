@@ -175,6 +175,112 @@ TEST(SimulatorTest, InPlaceNeedsTheLastReader) {
   EXPECT_EQ(p.step_bytes[2], 80);
 }
 
+// a -> x1 and b -> x2 are concatenated into o, which d reads. In place, the
+// Concat's step holds x1 and x2 once (they are o), and they live until d.
+TEST(SimulatorTest, ConcatInPlaceMakesTheInputsSlicesOfTheOutput) {
+  auto graph = [](std::vector<int64_t> out_shape, std::vector<int64_t> x1_shape, std::vector<int64_t> x2_shape) {
+    return TestGraph()
+        .Input("in", 10)
+        .Op("a", "Conv", {"in"}, {{"x1", 40}})
+        .Op("b", "Conv", {"in"}, {{"x2", 60}})
+        .Op("c", "Concat", {"x1", "x2"}, {{"o", 100}})
+        .Op("d", "Conv", {"o"}, {{"y", 10}})
+        .Output("y")
+        .Shape("x1", std::move(x1_shape))
+        .Shape("x2", std::move(x2_shape))
+        .Shape("o", std::move(out_shape))
+        .Build();
+  };
+  const MemoryModel concat{false, false, false, true};
+  Graph g = graph({1, 10, 2}, {1, 4, 2}, {1, 6, 2});
+  EXPECT_EQ(Simulated(g, {0, 1, 2, 3}).step_bytes, (std::vector<int64_t>{50, 110, 200, 110}));
+  MemoryProfile p = Simulated(g, {0, 1, 2, 3}, concat);
+  EXPECT_EQ(p.step_bytes, (std::vector<int64_t>{50, 110, 100, 110}));
+  ASSERT_EQ(p.buffers.size(), 4u);  // in, x1, x2, y: o has no buffer
+  const BufferLifetimeInfo& x1 = p.buffers[1];
+  const BufferLifetimeInfo& x2 = p.buffers[2];
+  EXPECT_EQ(g.tensor(x1.tensor).name, "x1");
+  ASSERT_EQ(x1.aliases.size(), 1u);
+  EXPECT_EQ(g.tensor(x1.aliases[0]).name, "o");
+  EXPECT_EQ(x1.anchor, -1);
+  EXPECT_EQ(x1.last_step, 3);
+  EXPECT_EQ(g.tensor(x2.tensor).name, "x2");
+  EXPECT_EQ(x2.anchor, 1);
+  EXPECT_EQ(x2.offset_from_anchor, 40);
+  EXPECT_EQ(g.tensor(x2.slice_of).name, "o");
+  EXPECT_EQ(x2.last_step, 3);
+
+  // Batch 2: each input is two blocks of the output, not one slice.
+  EXPECT_EQ(Simulated(graph({2, 5, 2}, {2, 2, 2}, {2, 3, 2}), {0, 1, 2, 3}, concat).peak_bytes, 200);
+  // Unknown shapes, or inputs that do not add up to the output: no slices.
+  EXPECT_EQ(Simulated(graph({}, {}, {}), {0, 1, 2, 3}, concat).peak_bytes, 200);
+  EXPECT_EQ(Simulated(graph({1, 12, 2}, {1, 4, 2}, {1, 6, 2}), {0, 1, 2, 3}, concat).peak_bytes, 200);
+  // Axis 2 of a {1, 1, ...} tensor is still one block per input.
+  EXPECT_EQ(Simulated(graph({1, 1, 10}, {1, 1, 4}, {1, 1, 6}), {0, 1, 2, 3}, concat).peak_bytes, 110);
+}
+
+// A slice the Concat shares with another Concat, a graph input, or a graph
+// output cannot be laid out in place.
+TEST(SimulatorTest, ConcatInPlaceNeedsSlicesOfItsOwn) {
+  const MemoryModel concat{false, false, false, true};
+  Graph twice = TestGraph()
+                    .Input("in", 10)
+                    .Op("a", "Conv", {"in"}, {{"x", 40}})
+                    .Op("c1", "Concat", {"x"}, {{"o1", 40}})
+                    .Op("c2", "Concat", {"x"}, {{"o2", 40}})
+                    .Op("d", "Add", {"o1", "o2"}, {{"y", 40}})
+                    .Output("y")
+                    .Shape("x", {1, 40})
+                    .Shape("o1", {1, 40})
+                    .Shape("o2", {1, 40})
+                    .Build();
+  BufferModel buffers(twice, concat);
+  EXPECT_EQ(buffers.concat_slices(1).size(), 1u);  // the first takes x
+  EXPECT_TRUE(buffers.concat_slices(2).empty());
+  Graph from_input = TestGraph()
+                         .Input("in", 10)
+                         .Op("c", "Concat", {"in"}, {{"o", 10}})
+                         .Op("d", "Conv", {"o"}, {{"y", 10}})
+                         .Output("y")
+                         .Shape("in", {1, 10})
+                         .Shape("o", {1, 10})
+                         .Build();
+  EXPECT_TRUE(BufferModel(from_input, concat).concat_slices(0).empty());
+  Graph of_output = TestGraph()
+                        .Input("in", 10)
+                        .Op("a", "Conv", {"in"}, {{"x", 10}})
+                        .Op("c", "Concat", {"x"}, {{"o", 10}})
+                        .Output("x")
+                        .Output("o")
+                        .Shape("x", {1, 10})
+                        .Shape("o", {1, 10})
+                        .Build();
+  EXPECT_TRUE(BufferModel(of_output, concat).concat_slices(1).empty());
+}
+
+// With concats in the graphs: the simulator, the tracker and the verifier's
+// naive re-simulation agree under every combination of switches.
+TEST(SimulatorTest, ConcatInPlaceAgreesWithNaiveResimulation) {
+  std::mt19937 rng(5);
+  int sliced = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 15, rng, /*concats=*/true));
+    for (int switches = 0; switches < 16; ++switches) {
+      MemoryModel model{(switches & 1) != 0, (switches & 2) != 0, (switches & 4) != 0, (switches & 8) != 0};
+      BufferModel buffers(g, model);
+      for (OpId u = 0; u < g.num_ops(); ++u) sliced += buffers.concat_slices(u).empty() ? 0 : 1;
+      std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
+      absl::StatusOr<MemoryProfile> p = Simulate(buffers, order);
+      ASSERT_TRUE(p.ok());
+      ASSERT_EQ(p->peak_bytes, testing::NaivePeak(g, order, model.alias_views, model.count_weights, model.in_place,
+                                                  model.concat_in_place))
+          << "trial " << trial << " switches " << switches;
+      ASSERT_EQ(PeakOf(buffers, order), p->peak_bytes);
+    }
+  }
+  EXPECT_GT(sliced, 500);
+}
+
 TEST(SimulatorTest, RejectsNonTopologicalOrder) {
   Graph g = TestGraph().Input("in", 10).Op("a", "Conv", {"in"}, {{"x", 20}}).Op("b", "Conv", {"x"}, {{"y", 30}})
                 .Output("y").Build();

@@ -55,6 +55,33 @@ TEST(BudgetSearchTest, EqualsBruteForceOnRandomDags) {
   }
 }
 
+// The same with Concats laid out in place (and the other switches varied):
+// slices that live until the output's last reader change what is optimal.
+TEST(BudgetSearchTest, EqualsBruteForceWithConcatsInPlace) {
+  std::mt19937 rng(2025);
+  int differs = 0;
+  for (int trial = 0; trial < 800; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 10, rng, /*concats=*/true));
+    const MemoryModel model{trial % 2 == 1, trial % 3 == 2, trial % 4 >= 2, true};
+    BufferModel buffers(g, model);
+    MinimizeResult result = Minimize(buffers);
+    ASSERT_TRUE(IsTopologicalOrder(g, result.order)) << "trial " << trial;
+    ASSERT_EQ(result.peak_bytes, testing::NaivePeak(g, result.order, model.alias_views, model.count_weights,
+                                                    model.in_place, model.concat_in_place));
+    ASSERT_TRUE(result.optimal);
+    const int64_t optimum = BruteForceOptimum(buffers);
+    ASSERT_EQ(result.peak_bytes, optimum) << "trial " << trial;
+    ASSERT_EQ(result.lower_bound_bytes, result.peak_bytes);
+    MinimizeResult dp = SignatureDp(buffers, SearchOptions());
+    ASSERT_EQ(dp.peak_bytes, optimum) << "trial " << trial;
+    ASSERT_EQ(PeakOf(buffers, dp.order), dp.peak_bytes);
+    MemoryModel copying = model;
+    copying.concat_in_place = false;
+    differs += BruteForceOptimum(BufferModel(g, copying)) != optimum;
+  }
+  EXPECT_GT(differs, 50);
+}
+
 // Every combination of the pruning rules reaches the same optimum; the
 // rules only change how many states are explored.
 TEST(BudgetSearchTest, PruningRulesKeepTheOptimum) {

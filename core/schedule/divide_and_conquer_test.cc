@@ -103,6 +103,28 @@ TEST(SegmentedDpTest, EveryPaperVariantEqualsBruteForce) {
   }
 }
 
+TEST(SegmentedDpTest, EveryPaperVariantEqualsBruteForceWithConcatsInPlace) {
+  std::mt19937 rng(44);
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 10, rng, /*concats=*/true));
+    BufferModel buffers(g, MemoryModel{trial % 2 == 0, trial % 3 == 0, trial % 4 >= 2, true});
+    const int64_t optimum = BruteForceOptimum(buffers);
+    for (const MinimizeResult& reference : {ExhaustiveSearch(buffers, SearchOptions()),
+                                            BestFirstSearch(buffers, SearchOptions())}) {
+      ASSERT_TRUE(reference.optimal);
+      ASSERT_EQ(reference.peak_bytes, optimum) << "trial " << trial;
+      ASSERT_EQ(PeakOf(buffers, reference.order), optimum);
+    }
+    for (bool soft_budget : {false, true}) {
+      SegmentedDpOptions options;
+      options.soft_budget = soft_budget;
+      MinimizeResult result = SegmentedDp(buffers, options);
+      ASSERT_TRUE(result.optimal) << "trial " << trial << " asb " << soft_budget;
+      ASSERT_EQ(result.peak_bytes, optimum) << "trial " << trial << " asb " << soft_budget;
+    }
+  }
+}
+
 TEST(SegmentedDpTest, ATinyStepLimitEndsWithoutAFalseClaim) {
   std::mt19937 rng(47);
   Graph g = *Graph::Build(testing::RandomDag(200, rng));

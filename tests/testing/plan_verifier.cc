@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +40,52 @@ bool IsElementwise(const std::string& type) {
   return false;
 }
 
+// Concats laid out in place under concat_in_place, as op -> inputs: checked
+// from the graph alone, in op order, a tensor a slice of one Concat at most.
+std::map<OpId, std::vector<TensorId>> InPlaceConcats(const Graph& g, bool alias_views) {
+  std::map<OpId, std::vector<TensorId>> concats;
+  std::vector<bool> sliced(g.num_tensors(), false);
+  for (OpId u = 0; u < g.num_ops(); ++u) {
+    const Op& op = g.op(u);
+    if (op.type != "Concat" || op.outputs.size() != 1 || op.inputs.empty()) continue;
+    const Tensor& out = g.tensor(op.outputs[0]);
+    if (out.is_weight || out.shape.empty()) continue;
+    bool ok = true;
+    int64_t sum = 0;
+    std::vector<int> differing;  // dims where some input differs from the output
+    for (size_t i = 0; i < op.inputs.size() && ok; ++i) {
+      const TensorId x = op.inputs[i];
+      const Tensor& in = g.tensor(x);
+      ok = !in.is_weight && in.producer != kNoOp && !in.is_graph_output && in.dtype == out.dtype &&
+           g.op(in.producer).type != "Concat" && !sliced[x] && Root(g, x, alias_views) == x &&
+           in.shape.size() == out.shape.size();
+      for (size_t j = 0; j < i && ok; ++j) ok = op.inputs[j] != x;
+      for (size_t d = 0; ok && d < out.shape.size(); ++d) {
+        if (in.shape[d] != out.shape[d] &&
+            std::find(differing.begin(), differing.end(), static_cast<int>(d)) == differing.end()) {
+          differing.push_back(static_cast<int>(d));
+        }
+      }
+      sum += in.bytes;
+    }
+    if (!ok || sum != out.bytes || differing.size() > 1) continue;
+    if (!differing.empty()) {  // else each input is the whole output
+      const int axis = differing[0];
+      for (int d = 0; d < axis && ok; ++d) ok = out.shape[d] == 1;
+      int64_t extent = 0;
+      for (TensorId x : op.inputs) {
+        if (g.tensor(x).shape[axis] > out.shape[axis] - extent) ok = false;
+        if (ok) extent += g.tensor(x).shape[axis];
+      }
+      ok = ok && extent == out.shape[axis];
+    }
+    if (!ok) continue;
+    for (TensorId x : op.inputs) sliced[x] = true;
+    concats[u] = op.inputs;
+  }
+  return concats;
+}
+
 struct Lifetime {
   int64_t bytes = 0;
   int first = 0;
@@ -50,16 +97,36 @@ struct Lifetime {
 // element-wise op's output joins the first same-sized input it reads last
 // (not a graph input or output), and the pair keeps the input's name.
 std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId>& order, bool alias_views,
-                                          bool in_place) {
+                                          bool in_place, bool concat_in_place) {
   const int n = static_cast<int>(order.size());
   std::vector<int> step(g.num_ops());
   for (int t = 0; t < n; ++t) step[order[t]] = t;
+  std::map<TensorId, std::vector<TensorId>> slices_of;  // in-place Concat output -> its inputs
+  std::vector<bool> is_slice(g.num_tensors(), false);
+  if (concat_in_place) {
+    for (const auto& [u, inputs] : InPlaceConcats(g, alias_views)) {
+      slices_of[g.op(u).outputs[0]] = inputs;
+      for (TensorId x : inputs) is_slice[x] = true;
+    }
+  }
   std::map<std::string, Lifetime> out;
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     const Tensor& tensor = g.tensor(t);
     if (tensor.is_weight) continue;
     if (tensor.producer == kNoOp && !tensor.is_graph_input) continue;  // declared, unused
     TensorId root = Root(g, t, alias_views);
+    if (auto it = slices_of.find(root); it != slices_of.end()) {
+      // Reading the Concat's output (or a view of it) reads every slice.
+      for (TensorId x : it->second) {
+        Lifetime& life = out[g.tensor(x).name];
+        for (OpId c : tensor.consumers) life.last = std::max(life.last, step[c]);
+        if (tensor.is_graph_output) {
+          life.last = n - 1;
+          life.output = true;
+        }
+      }
+      continue;
+    }
     const Tensor& r = g.tensor(root);
     Lifetime& life = out[r.name];
     if (root == t) {
@@ -92,17 +159,19 @@ std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId
     for (TensorId o : op.outputs) {
       if (!g.tensor(o).is_weight && Root(g, o, alias_views) == o) own.push_back(o);
     }
-    if (own.size() != 1 || g.tensor(own[0]).bytes == 0) continue;
+    if (own.size() != 1 || g.tensor(own[0]).bytes == 0 || is_slice[own[0]]) continue;
     const Tensor& result = g.tensor(own[0]);
     std::vector<TensorId> seen;
     for (TensorId in : op.inputs) {
       if (g.tensor(in).is_weight) continue;
       const TensorId r = Root(g, in, alias_views);
-      if (std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
+      if (std::find(seen.begin(), seen.end(), r) != seen.end() || slices_of.count(r) > 0) continue;
       seen.push_back(r);
       const Tensor& base = g.tensor(r);
       const Lifetime& life = out.at(base.name);
-      if (base.bytes != result.bytes || base.producer == kNoOp || life.output || life.last != t) continue;
+      if (base.bytes != result.bytes || base.producer == kNoOp || life.output || life.last != t || is_slice[r]) {
+        continue;
+      }
       joined[result.name] = base.name;
       break;
     }
@@ -120,8 +189,8 @@ std::map<std::string, Lifetime> Lifetimes(const Graph& g, const std::vector<OpId
 }  // namespace
 
 int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights,
-                  bool in_place) {
-  std::map<std::string, Lifetime> lifetimes = Lifetimes(graph, order, alias_views, in_place);
+                  bool in_place, bool concat_in_place) {
+  std::map<std::string, Lifetime> lifetimes = Lifetimes(graph, order, alias_views, in_place, concat_in_place);
   int64_t peak = 0;
   for (int t = 0; t < static_cast<int>(order.size()); ++t) {
     int64_t live = graph.op(order[t]).workspace_bytes + (count_weights ? graph.weight_bytes() : 0);
@@ -159,7 +228,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   const bool alias = plan.memory_model().alias_views();
   const bool weights = plan.memory_model().count_weights();
   const bool in_place = plan.memory_model().in_place();
-  const int64_t peak = NaivePeak(graph, order, alias, weights, in_place);
+  const bool concat_in_place = plan.memory_model().concat_in_place();
+  const int64_t peak = NaivePeak(graph, order, alias, weights, in_place, concat_in_place);
   if (plan.peak_bytes() != peak) {
     return absl::FailedPreconditionError(
         absl::StrCat("reported peak ", plan.peak_bytes(), " but re-simulation gives ", peak));
@@ -190,7 +260,7 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   auto covers = [](const v1::ArenaBuffer* b, int64_t bytes, int first, int last) {
     return b != nullptr && b->size() == bytes && b->first_step() <= first && b->last_step() >= last;
   };
-  for (const auto& [name, life] : Lifetimes(graph, order, alias, in_place)) {
+  for (const auto& [name, life] : Lifetimes(graph, order, alias, in_place, concat_in_place)) {
     auto it = tensor_buffers.find(name);
     if (!covers(it == tensor_buffers.end() ? nullptr : it->second, life.bytes, life.first, life.last)) {
       return absl::FailedPreconditionError(absl::StrCat("tensor '", name, "' has no buffer covering steps ",
@@ -214,6 +284,43 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
       }
     }
   }
+
+  // In-place Concats: the output has no buffer of its own but starts at its
+  // first slice, and the slices follow each other back to back.
+  std::set<std::string> later_slices;
+  if (concat_in_place) {
+    for (const auto& [u, inputs] : InPlaceConcats(graph, alias)) {
+      const std::string& out_name = graph.tensor(graph.op(u).outputs[0]).name;
+      auto first = tensor_buffers.find(graph.tensor(inputs[0]).name);
+      if (tensor_buffers.count(out_name) > 0 || first == tensor_buffers.end() ||
+          std::find(first->second->aliases().begin(), first->second->aliases().end(), out_name) ==
+              first->second->aliases().end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("the in-place Concat output '", out_name, "' is not laid out at its first slice"));
+      }
+      int64_t at = first->second->offset() + first->second->size();
+      int64_t within = first->second->size();
+      for (size_t j = 1; j < inputs.size(); ++j) {
+        const std::string& name = graph.tensor(inputs[j]).name;
+        auto it = tensor_buffers.find(name);
+        if (it == tensor_buffers.end() || it->second->offset() != at || it->second->slice_of() != out_name ||
+            it->second->slice_offset() != within) {
+          return absl::FailedPreconditionError(absl::StrCat("slice '", name, "' of '", out_name, "' is not at ",
+                                                            at, " (byte ", within, " of the output)"));
+        }
+        later_slices.insert(name);
+        at += it->second->size();
+        within += it->second->size();
+      }
+    }
+    if (!later_slices.empty() && plan.moves_size() > 0) {
+      return absl::FailedPreconditionError("moves in a plan with Concat slices, which moves would split");
+    }
+  }
+  auto misaligned = [&](const v1::ArenaBuffer& a, int64_t at) {
+    const bool free = a.kind() != v1::BUFFER_KIND_TENSOR || later_slices.count(a.tensor()) == 0;
+    return at < 0 || (free && at % arena.alignment() != 0);
+  };
 
   // Offsets: aligned, inside the arena, no overlap among co-live buffers;
   // with defragmentation moves, at every step, with the moves applied.
@@ -262,7 +369,7 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
       const v1::ArenaBuffer& a = arena.buffers(i);
       if (a.first_step() > t || a.last_step() < t) continue;
       const int64_t at = offset_at[t][i];
-      if (at < 0 || at % arena.alignment() != 0 || at + a.size() > arena.size_bytes()) {
+      if (misaligned(a, at) || at + a.size() > arena.size_bytes()) {
         return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
       }
       for (int j : live) {
@@ -277,7 +384,7 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   }
   for (int i = 0; i < arena.buffers_size() && plan.moves_size() == 0; ++i) {
     const v1::ArenaBuffer& a = arena.buffers(i);
-    if (a.offset() < 0 || a.offset() % arena.alignment() != 0 || a.offset() + a.size() > arena.size_bytes()) {
+    if (misaligned(a, a.offset()) || a.offset() + a.size() > arena.size_bytes()) {
       return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
     }
     for (int j = 0; j < i; ++j) {

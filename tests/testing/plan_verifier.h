@@ -16,14 +16,21 @@ namespace serenity::testing {
 // Peak live bytes of `order` under the memory model of DESIGN.md section 2,
 // computed step by step from the definitions (quadratic; for tests only).
 // `order` must be topological.
+// With `concat_in_place`, a Concat whose inputs can be slices of its output
+// (batch-1 style layout: all dims before the concat axis are 1; inputs made
+// by non-Concat ops, not graph outputs, distinct, not views, not already
+// slices of an earlier Concat) allocates nothing and its inputs live until
+// the output's last reader.
 int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights,
-                  bool in_place = false);
+                  bool in_place = false, bool concat_in_place = false);
 
 // OK when: the order is a topological permutation of the graph's ops and
 // order_names match it; peak_bytes equals NaivePeak; lower_bound_bytes <=
 // peak; the arena holds one buffer per live activation (and workspace, and
 // weight when counted) of the right size whose steps cover its lifetime;
-// every offset is aligned; no two buffers live at a common step overlap;
+// every offset is aligned (but a Concat's later slices, which must follow
+// the earlier ones back to back); no two buffers live at a common step
+// overlap;
 // size_bytes covers every buffer and is >= peak; baselines' peaks are >= the
 // plan's lower bound. Otherwise an error naming the first violation.
 absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan);

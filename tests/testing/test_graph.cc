@@ -1,5 +1,6 @@
 #include "tests/testing/test_graph.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -33,6 +34,13 @@ TestGraph& TestGraph::Op(const std::string& name, const std::string& type, std::
   return *this;
 }
 
+TestGraph& TestGraph::Shape(const std::string& name, std::vector<int64_t> shape) {
+  for (TensorSpec& t : spec_.tensors) {
+    if (t.name == name) t.shape = std::move(shape);
+  }
+  return *this;
+}
+
 TestGraph& TestGraph::Output(const std::string& name) {
   spec_.outputs.push_back(name);
   return *this;
@@ -47,7 +55,7 @@ Graph TestGraph::Build() const {
   return *std::move(graph);
 }
 
-GraphSpec RandomDag(int num_ops, std::mt19937& rng) {
+GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats) {
   auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   TestGraph g;
   std::vector<std::pair<std::string, int64_t>> available;
@@ -63,6 +71,23 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng) {
   }
   for (int u = 0; u < num_ops; ++u) {
     std::string name = absl::StrCat("op", u);
+    if (concats && uniform(0, 3) == 0) {
+      std::vector<std::string> inputs;
+      int64_t sum = 0;
+      const int fan_in = uniform(1, 3);
+      for (int k = 0; k < fan_in; ++k) {
+        int lo = std::max(0, static_cast<int>(available.size()) - 5);
+        const auto& pick = available[uniform(lo, static_cast<int>(available.size()) - 1)];
+        if (std::find(inputs.begin(), inputs.end(), pick.first) != inputs.end()) continue;
+        inputs.push_back(pick.first);
+        sum += pick.second;
+      }
+      const std::string out = absl::StrCat(name, "_o0");
+      g.Op(name, "Concat", inputs, {{out, sum}});
+      g.Shape(out, {uniform(0, 3) == 0 ? 2 : 1, sum});
+      available.push_back({out, sum});
+      continue;
+    }
     const int kind = uniform(0, 9);
     const bool view = kind <= 1;
     const bool elementwise = kind == 2 || kind == 3;
@@ -102,6 +127,13 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng) {
     }
     g.Op(name, type, inputs, outputs, uniform(0, 4) == 0 ? uniform(1, 50) : 0);
     for (auto& o : outputs) available.push_back(o);
+  }
+  if (concats) {
+    for (const auto& [tensor, bytes] : available) {
+      bool shaped = false;
+      for (const TensorSpec& t : g.spec().tensors) shaped = shaped || (t.name == tensor && !t.shape.empty());
+      if (!shaped) g.Shape(tensor, {1, bytes});
+    }
   }
   // The last op's outputs and sometimes another tensor are graph outputs.
   g.Output(available.back().first);

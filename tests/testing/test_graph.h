@@ -22,6 +22,8 @@ class TestGraph {
   TestGraph& Op(const std::string& name, const std::string& type, std::vector<std::string> inputs,
                 std::vector<std::pair<std::string, int64_t>> outputs, int64_t workspace_bytes = 0);
   TestGraph& Output(const std::string& name);
+  // Sets the (informational) shape of a declared tensor.
+  TestGraph& Shape(const std::string& name, std::vector<int64_t> shape);
 
   const GraphSpec& spec() const { return spec_; }
   // Graph::Build of the spec; aborts the test binary on error (use spec()
@@ -37,7 +39,11 @@ class TestGraph {
 // some ops are view ops (Reshape, same size as their input), some element-wise
 // (Relu, Add; output the size of the first input), some have workspace, some
 // outputs are graph outputs and some are dead.
-GraphSpec RandomDag(int num_ops, std::mt19937& rng);
+// With `concats`, every tensor is shaped {1, bytes} and about a quarter of
+// the ops are Concats of 1-3 distinct earlier tensors (output shape {1, sum};
+// one Concat in four shaped {2, sum} instead, so it cannot run in place).
+// Without, the same graphs as ever for a given seed.
+GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats = false);
 
 }  // namespace serenity::testing
 
