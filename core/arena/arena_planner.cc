@@ -226,7 +226,7 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
       for (--it; it != live.end() && it->first <= buffers[i].last_step; ++it) breadth[i] = std::max(breadth[i], it->second);
     }
   }
-  const std::vector<std::vector<size_t>> orders = {
+  std::vector<std::vector<size_t>> orders = {
       SortedBy(n, [&](size_t a, size_t b) {
         if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
         return buffers[a].first_step < buffers[b].first_step;
@@ -248,6 +248,20 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
         return buffers[a].size > buffers[b].size;
       }),
   };
+  // Slice groups are rigid: also try each order with them first.
+  const bool anchored = std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
+  if (anchored) {
+    std::vector<bool> grouped(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      if (buffers[i].anchor >= 0) grouped[i] = grouped[static_cast<size_t>(buffers[i].anchor)] = true;
+    }
+    const size_t plain = orders.size();
+    for (size_t k = 0; k < plain; ++k) {
+      std::vector<size_t> order = orders[k];
+      std::stable_partition(order.begin(), order.end(), [&](size_t i) { return grouped[i]; });
+      orders.push_back(std::move(order));
+    }
+  }
   const int64_t bound = ArenaLowerBound(buffers);
   ArenaPlan best;
   bool have = false;
@@ -269,7 +283,6 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   const Clock::time_point end =
       timed ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(skyline_seconds))
             : Clock::time_point::max();
-  const bool anchored = std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
   for (SkylineOrder order : {SkylineOrder::kSizeFirst, SkylineOrder::kLifetimeFirst}) {
     if (skyline_nodes <= 0 || anchored) break;
     const Clock::time_point deadline =
