@@ -284,7 +284,7 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
       timed ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(skyline_seconds))
             : Clock::time_point::max();
   for (SkylineOrder order : {SkylineOrder::kSizeFirst, SkylineOrder::kLifetimeFirst}) {
-    if (skyline_nodes <= 0 || anchored) break;
+    if (skyline_nodes <= 0) break;
     const Clock::time_point deadline =
         timed && order == SkylineOrder::kSizeFirst ? start + (end - start) / 2 : end;
     std::vector<int64_t> offsets;

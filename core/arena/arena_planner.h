@@ -57,8 +57,9 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // skyline search (skyline_search.h) for a packing at the bound. Never larger
 // than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize. An anchor
 // and the buffers anchored to it are placed together, at the lowest aligned
-// offset where none of them meets a placed buffer; the skyline search does
-// not run when there are anchored buffers.
+// offset where none of them meets a placed buffer (each greedy order is also
+// tried with the groups first); the skyline search places a group when its
+// anchor comes up.
 // `skyline_nodes` bounds each skyline attempt (0 skips the search);
 // `skyline_seconds` bounds the whole skyline phase (the first attempt gets
 // half of it, the second what is left).

@@ -221,6 +221,7 @@ TEST(ArenaPlannerTest, FuzzRegressionHugeSizesAreOutOfRangeNotOverflow) {
 TEST(PlanArenaTest, AnchoredBuffersStayWithTheirAnchor) {
   std::mt19937 rng(9);
   auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int better = 0;
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<ArenaBuffer> buffers;
     const int n = 1 + trial % 40;
@@ -240,6 +241,7 @@ TEST(PlanArenaTest, AnchoredBuffersStayWithTheirAnchor) {
       }
     }
     const int64_t alignment = trial % 3 == 0 ? 64 : 8;
+    int64_t greedy_size = 0;
     for (bool full : {false, true}) {
       absl::StatusOr<ArenaPlan> plan = full ? PlanArena(buffers, alignment) : PlanArenaGreedyBySize(buffers, alignment);
       ASSERT_TRUE(plan.ok()) << plan.status();
@@ -249,8 +251,14 @@ TEST(PlanArenaTest, AnchoredBuffersStayWithTheirAnchor) {
         if (buffers[i].anchor < 0) continue;
         ASSERT_EQ(plan->offsets[i], plan->offsets[buffers[i].anchor] + buffers[i].offset_from_anchor);
       }
+      if (!full) greedy_size = plan->size_bytes;
+      if (full) {
+        ASSERT_LE(plan->size_bytes, greedy_size);
+        better += plan->size_bytes < greedy_size;
+      }
     }
   }
+  EXPECT_GT(better, 0);
   // A buffer out of place is caught by the verifier.
   const std::vector<ArenaBuffer> pair = {{16, 0, 1}, {8, 0, 1, 0, 16}};
   EXPECT_TRUE(VerifyArena(pair, ArenaPlan{24, 8, {0, 16}}).ok());

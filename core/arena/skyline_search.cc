@@ -41,9 +41,15 @@ class SkylineSearch {
       if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
       return length_a > length_b;
     });
+    members_.resize(buffers.size());
     for (size_t i = 0; i < buffers.size(); ++i) {
-      if (buffers[i].size == 0) {
-        placed_[i] = true;  // zero-size buffers take no room
+      if (buffers[i].anchor < 0) continue;
+      members_[static_cast<size_t>(buffers[i].anchor)].push_back(i);
+      anchored_ = true;
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (buffers[i].size == 0 && (members_[i].empty() || buffers[i].anchor >= 0)) {
+        placed_[i] = true;  // zero-size buffers take no room (an anchor still places its group)
         continue;
       }
       for (int s = span_[i].first; s < span_[i].second; ++s) {
@@ -59,10 +65,14 @@ class SkylineSearch {
     }
     const bool found = Explore();
     if (found) {
+      for (size_t i = 0; i < buffers_.size(); ++i) {
+        if (buffers_[i].anchor >= 0) offsets_[i] = offsets_[buffers_[i].anchor] + buffers_[i].offset_from_anchor;
+      }
       *offsets = offsets_;
       return PackingResult::kPacked;
     }
-    return gave_up_ ? PackingResult::kGaveUp : PackingResult::kImpossible;
+    // With anchored buffers the search is not complete (below).
+    return gave_up_ || anchored_ ? PackingResult::kGaveUp : PackingResult::kImpossible;
   }
 
  private:
@@ -93,6 +103,7 @@ class SkylineSearch {
       // Place a buffer live at t0 whose whole lifetime is at height h0.
       for (size_t i : by_size_) {
         if (placed_[i] || span_[i].first > t0 || span_[i].second <= t0) continue;
+        if (buffers_[i].anchor >= 0) continue;  // goes in with its anchor
         const int64_t size = buffers_[i].size;
         if (h0 + size > capacity_) continue;
         bool flat = true;
@@ -103,9 +114,15 @@ class SkylineSearch {
         for (int s = span_[i].first; s < span_[i].second && fits; ++s) {
           fits = pending_bytes_[s] - size <= capacity_ - std::min(top, capacity_);
         }
-        if (!fits) continue;
+        if (!fits || !MembersFit(i, h0)) continue;
         Place(i, h0, top);
+        for (size_t m : members_[i]) {
+          if (buffers_[m].size > 0) Place(m, h0 + buffers_[m].offset_from_anchor, MemberTop(m, h0));
+        }
         if (Explore()) return true;
+        for (auto m = members_[i].rbegin(); m != members_[i].rend(); ++m) {
+          if (buffers_[*m].size > 0) Unplace(*m, 0);
+        }
         Unplace(i, h0);
         if (gave_up_) {
           give_back();
@@ -133,6 +150,24 @@ class SkylineSearch {
       raised.emplace_back(t0, h0);
       height_[t0] = next;
     }
+  }
+
+  // A buffer anchored to one at h0 sits at h0 + offset_from_anchor, above
+  // whatever is settled in its sections (which may leave a gap below it:
+  // with anchors the search is not complete, only sound).
+  int64_t MemberTop(size_t m, int64_t h0) const {
+    return AlignUp(h0 + buffers_[m].offset_from_anchor + buffers_[m].size, alignment_);
+  }
+  bool MembersFit(size_t anchor, int64_t h0) const {
+    for (size_t m : members_[anchor]) {
+      const int64_t at = h0 + buffers_[m].offset_from_anchor;
+      if (buffers_[m].size == 0) continue;
+      if (buffers_[m].size > capacity_ - std::min(at, capacity_)) return false;
+      for (int s = span_[m].first; s < span_[m].second; ++s) {
+        if (height_[s] > at) return false;
+      }
+    }
+    return true;
   }
 
   // Heights only rise and a buffer is placed where its whole lifetime is
@@ -194,6 +229,8 @@ class SkylineSearch {
   std::vector<int64_t> offsets_;
   std::vector<size_t> by_size_;
   std::vector<std::vector<int64_t>> saved_;
+  std::vector<std::vector<size_t>> members_;  // per anchor, the buffers anchored to it
+  bool anchored_ = false;
   int64_t nodes_ = 0;
   bool gave_up_ = false;
 };

@@ -35,7 +35,10 @@ enum class SkylineOrder { kSizeFirst, kLifetimeFirst };
 // below `capacity`, exploring at most `max_nodes` search nodes and stopping
 // at `deadline`. kPacked fills `offsets`; kImpossible means no such packing
 // exists (among packings whose buffers rest on others or on zero, which every
-// optimum can be turned into); kGaveUp, a limit was hit first.
+// optimum can be turned into); kGaveUp, a limit was hit first. Anchored
+// buffers go in with their anchor, each at its offset from it above what is
+// settled in its sections; with anchors the search is sound but not
+// complete, so it never answers kImpossible.
 PackingResult PackWithinCapacity(
     absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes, SkylineOrder order,
     std::vector<int64_t>* offsets,
