@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -238,6 +239,8 @@ TEST(PlanArenaTest, AnchoredBuffersStayWithTheirAnchor) {
           buffers.push_back({size, start, start + uniform(0, 8), anchor, offset});
           offset += size;
         }
+        // Members need not come in address order.
+        if (uniform(0, 1) == 0) std::reverse(buffers.begin() + anchor + 1, buffers.end());
       }
     }
     const int64_t alignment = trial % 3 == 0 ? 64 : 8;

@@ -47,6 +47,12 @@ class SkylineSearch {
       members_[static_cast<size_t>(buffers[i].anchor)].push_back(i);
       anchored_ = true;
     }
+    // Lowest first, so that each member's top is above the one before.
+    for (std::vector<size_t>& members : members_) {
+      std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+        return buffers[a].offset_from_anchor < buffers[b].offset_from_anchor;
+      });
+    }
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (buffers[i].size == 0 && (members_[i].empty() || buffers[i].anchor >= 0)) {
         placed_[i] = true;  // zero-size buffers take no room (an anchor still places its group)
@@ -198,7 +204,7 @@ class SkylineSearch {
     saved_.push_back({});
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       saved_.back().push_back(height_[s]);
-      height_[s] = top;
+      height_[s] = std::max(height_[s], top);  // an anchored buffer may sit above a gap
       pending_bytes_[s] -= buffers_[i].size;
       --pending_count_[s];
     }
