@@ -213,10 +213,12 @@ std::optional<int> InputRank(onnx::InferenceContext& ctx, size_t i) {
   return type->tensor_type().shape().dim_size();
 }
 
-// True when a required input (not optional in `schema`) has no type, or a
-// tensor type without a shape. Some ONNX inference functions dereference
-// such inputs unchecked; the importer rejects the model later anyway, as
-// every activation needs a shape, so inference of the node is skipped.
+// True when a required input (not optional in `schema`) has no type, a type
+// that is not a tensor (no type at all, a sequence, a map), or a tensor type
+// without a shape. Some ONNX inference functions dereference such inputs
+// unchecked (MaxUnpool reads dim 1 of its indices' tensor shape); the
+// importer rejects the model later anyway, as every activation needs a
+// shape, so inference of the node is skipped.
 bool MissingRequiredInputShape(const onnx::OpSchema& schema, onnx::InferenceContext& ctx) {
   const std::vector<onnx::OpSchema::FormalParameter>& formals = schema.inputs();
   for (size_t i = 0; i < ctx.getNumInputs() && !formals.empty(); ++i) {
@@ -224,7 +226,7 @@ bool MissingRequiredInputShape(const onnx::OpSchema& schema, onnx::InferenceCont
     if (i >= formals.size() && formal.GetOption() != onnx::OpSchema::Variadic) break;
     if (formal.GetOption() == onnx::OpSchema::Optional) continue;
     const onnx::TypeProto* type = ctx.getInputType(i);
-    if (type == nullptr || (type->has_tensor_type() && !type->tensor_type().has_shape())) return true;
+    if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return true;
   }
   return false;
 }

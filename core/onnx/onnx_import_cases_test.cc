@@ -657,6 +657,17 @@ TEST(OnnxImportTest, FuzzRegressionRanksOnnxIndexesUnchecked) {
   status = ImportError(unpool.Bytes());
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("tensor 'ghost' (input of op 'unpool') has no inferred shape"));
+  // Nor with indices whose type is not a tensor type
+  // (fuzz/regressions/fuzz_onnx_import/maxunpool_indices_without_tensor_type.onnx).
+  ModelBuilder untyped;
+  untyped.Input("x", {1, 1, 4, 4}).Output("y");
+  onnx::ValueInfoProto* indices = untyped.model().mutable_graph()->add_input();
+  indices->set_name("i");
+  indices->mutable_type();  // no tensor type
+  IntsAttribute(untyped.Node("MaxUnpool", {"x", "i"}, {"y"}, "unpool"), "kernel_shape", {2, 2});
+  status = ImportError(untyped.Bytes());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'i' (graph input) has no inferred shape"));
 }
 
 TEST(OnnxImportTest, FuzzRegressionAxesAndRecurrentRanks) {
