@@ -38,7 +38,9 @@ fi
 # The libFuzzer targets (clang, ASan+UBSan, in build-fuzz) for a bounded time
 # each on seed corpora built from ../shared and fuzz/regressions; fails when
 # any target crashes. SERENITY_FUZZ_SECONDS sets the time per target
-# (default 20), SERENITY_SKIP_FUZZ=1 skips it.
+# (default 20), SERENITY_SKIP_FUZZ=1 skips it. The suite fuzzes from a fixed
+# seed (SERENITY_FUZZ_ARGS, default -seed=1), so that a run is repeatable up
+# to how far it gets in the time; scripts/fuzz.sh alone explores at random.
 if [ "${SERENITY_SKIP_FUZZ:-0}" != 1 ]; then
-  scripts/fuzz.sh "${SERENITY_FUZZ_SECONDS:-20}"
+  SERENITY_FUZZ_ARGS="${SERENITY_FUZZ_ARGS:--seed=1}" scripts/fuzz.sh "${SERENITY_FUZZ_SECONDS:-20}"
 fi
