@@ -13,7 +13,15 @@
 //    step, so some completion that fits B starts with it. The same holds for
 //    a pair (u, v) that v becomes ready with, when v does not raise the live
 //    bytes after u and the pair together does not raise them (a Mul feeding
-//    the Add of a weighted sum, say).
+//    the Add of a weighted sum, say). And for a set: when every remaining
+//    reader of a live buffer b is ready, the outputs that outlive their steps
+//    of all of b's readers total at most b's bytes, and the remaining readers
+//    run in op order from here each fit B, they all run at once (the
+//    patent's forced transition set).
+//    Moving the set to the front of a completion that fits B frees b at
+//    once instead of at the set's last member; every step in between gains
+//    b and pays at most the set's outputs, and reading earlier never frees
+//    anything later.
 // MinimizePeak binary-searches B between a lower bound and the best known
 // peak; each infeasible budget raises the proven lower bound, each feasible
 // one lowers the best peak, and when they meet the order is optimal. A check
@@ -43,6 +51,7 @@ struct SearchOptions {
   // Pruning rules, on by default; off only to measure what they save.
   bool forced_transitions = true;  // single ops
   bool forced_pairs = true;        // an op and a successor it makes ready
+  bool forced_sets = true;         // all remaining readers of a live buffer
   // When set and true, the search stops as if its time were up (the caller
   // went away). Read with relaxed ordering; owned by the caller.
   const std::atomic<bool>* cancelled = nullptr;

@@ -86,23 +86,26 @@ TEST(BudgetSearchTest, EqualsBruteForceWithConcatsInPlace) {
 // rules only change how many states are explored.
 TEST(BudgetSearchTest, PruningRulesKeepTheOptimum) {
   std::mt19937 rng(31);
-  int64_t states_with = 0, states_without = 0;
+  int64_t states_with = 0, states_without = 0, states_without_sets = 0;
   for (int trial = 0; trial < 500; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(4 + trial % 9, rng));
     BufferModel buffers(g, MemoryModel{trial % 2 == 0, false, trial % 3 == 0});
     const int64_t optimum = BruteForceOptimum(buffers);
-    for (int rules = 0; rules < 4; ++rules) {
+    for (int rules = 0; rules < 8; ++rules) {
       SearchOptions options;
       options.forced_transitions = (rules & 1) != 0;
       options.forced_pairs = (rules & 2) != 0;
+      options.forced_sets = (rules & 4) != 0;
       MinimizeResult result = MinimizePeak(buffers, KahnOrder(g), LowerBoundBytes(buffers), options);
       ASSERT_TRUE(result.optimal);
       ASSERT_EQ(result.peak_bytes, optimum) << "trial " << trial << " rules " << rules;
-      if (rules == 3) states_with += result.stats.states;
+      if (rules == 7) states_with += result.stats.states;
+      if (rules == 3) states_without_sets += result.stats.states;
       if (rules == 0) states_without += result.stats.states;
     }
   }
   EXPECT_LT(states_with, states_without);
+  EXPECT_LT(states_with, states_without_sets);
 }
 
 TEST(BudgetSearchTest, FeasibilityFlipsAtTheOptimum) {
