@@ -50,6 +50,11 @@ absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, co
   SetProp(model, "serenity.peak_bytes", absl::StrCat(plan.peak_bytes()));
   SetProp(model, "serenity.arena_size_bytes", absl::StrCat(plan.arena().size_bytes()));
   SetProp(model, "serenity.alignment", absl::StrCat(plan.arena().alignment()));
+  const v1::MemoryModel& memory = plan.memory_model();
+  SetProp(model, "serenity.memory_model",
+          absl::StrCat("alias_views=", memory.alias_views() ? 1 : 0, ",count_weights=", memory.count_weights() ? 1 : 0,
+                       ",in_place=", memory.in_place() ? 1 : 0, ",concat_in_place=",
+                       memory.concat_in_place() ? 1 : 0));
   for (const v1::ArenaBuffer& b : plan.arena().buffers()) {
     if (b.kind() == v1::BUFFER_KIND_WORKSPACE) {
       SetProp(model, absl::StrCat("serenity.workspace_offset/", b.tensor()), absl::StrCat(b.offset()));

@@ -14,8 +14,12 @@ namespace serenity {
 // Returns `model_bytes` with graph.node permuted into plan.order and these
 // metadata_props (replacing earlier serenity.* entries):
 //   serenity.peak_bytes, serenity.arena_size_bytes, serenity.alignment
+//   serenity.memory_model           "alias_views=0,count_weights=0,in_place=0,
+//                                   concat_in_place=0" (each 0 or 1)
 //   serenity.offset/<tensor>        arena offset of every activation buffer
-//                                   (views that alias it share its offset)
+//                                   (tensors that share it: its offset; an
+//                                   in-place Concat's output: its first
+//                                   slice's, the slices following it)
 //   serenity.workspace_offset/<op>  arena offset of an op's workspace
 // The result passes onnx::checker::check_model (external weight files are
 // referenced, not read, so they need not exist). InvalidArgument when the

@@ -13,11 +13,13 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(OnnxExportTest, ReordersNodesAndRecordsOffsets) {
-  for (const char* name : {"darts_v2_cifar10_normal_cell", "randwire_ws_cifar10_stage1"}) {
+  for (const char* name : {"darts_v2_cifar10_normal_cell", "randwire_ws_cifar10_stage1", "nasnet_a_cifar10_normal_cell"}) {
     SCOPED_TRACE(name);
+    const bool slices = std::string(name).rfind("nasnet", 0) == 0;
     const std::string bytes = testing::ReadFile(std::string(SERENITY_SHARED_DIR "/bench/models/") + name + ".onnx");
     v1::PlanRequest request;
     request.set_onnx_model(bytes);
+    request.mutable_options()->mutable_memory_model()->set_concat_in_place(slices);
     absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
     ASSERT_TRUE(plan.ok()) << plan.status();
     absl::StatusOr<std::string> exported = ExportOrderedModel(bytes, *plan);
@@ -37,6 +39,7 @@ TEST(OnnxExportTest, ReordersNodesAndRecordsOffsets) {
     v1::PlanRequest again;
     again.set_onnx_model(*exported);
     again.mutable_options()->set_algorithm("file_order");
+    again.mutable_options()->mutable_memory_model()->set_concat_in_place(slices);
     absl::StatusOr<v1::Plan> replanned = ExecutePlanRequest(again);
     ASSERT_TRUE(replanned.ok());
     EXPECT_EQ(replanned->peak_bytes(), plan->peak_bytes());
@@ -47,7 +50,14 @@ TEST(OnnxExportTest, ReordersNodesAndRecordsOffsets) {
     EXPECT_EQ(props.at("serenity.peak_bytes"), std::to_string(plan->peak_bytes()));
     for (const v1::ArenaBuffer& b : plan->arena().buffers()) {
       EXPECT_EQ(props.at("serenity.offset/" + b.tensor()), std::to_string(b.offset()));
+      // A later slice sits right after the slices before it, from the
+      // offset its Concat output is recorded at.
+      if (!b.slice_of().empty()) {
+        EXPECT_EQ(std::stoll(props.at("serenity.offset/" + b.slice_of())) + b.slice_offset(), b.offset());
+      }
     }
+    EXPECT_EQ(props.at("serenity.memory_model"),
+              std::string("alias_views=0,count_weights=0,in_place=0,concat_in_place=") + (slices ? "1" : "0"));
   }
 }
 
