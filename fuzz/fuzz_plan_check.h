@@ -1,5 +1,6 @@
-// Shared check of the graph fuzzers: plan a small graph with tight limits
-// and trap unless the order is topological.
+// Shared check of the graph fuzzers: plan a small graph with tight limits,
+// under the default memory model and with every switch on, and trap unless
+// the order is topological and the arena valid.
 #ifndef SERENITY_FUZZ_FUZZ_PLAN_CHECK_H_
 #define SERENITY_FUZZ_FUZZ_PLAN_CHECK_H_
 
@@ -12,8 +13,9 @@ namespace serenity {
 inline constexpr int kFuzzMaxPlannedOps = 40;
 
 // Plans `graph` when it has at most kFuzzMaxPlannedOps ops (time limit
-// 0.05 s, 10000 search states) and traps unless PlanGraph either fails with
-// a status or returns a topological order of all ops.
+// 0.05 s, 10000 search states), twice, and traps unless PlanGraph either
+// fails with a status or returns a topological order of all ops whose arena
+// passes VerifyArena.
 void FuzzPlanAndCheck(const Graph& graph);
 
 }  // namespace serenity
