@@ -268,14 +268,13 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment, Ours));
   ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
   plan.arena_bytes_tflite = tflite.size_bytes;
-  const bool anchored = std::any_of(plan.profile.buffers.begin(), plan.profile.buffers.end(),
-                                    [](const BufferLifetimeInfo& b) { return b.anchor >= 0; });
-  if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible &&
-      !anchored) {
-    // The peak fits the budget but the static arena does not: move buffers.
-    // (Not with Concat slices laid out in place: moves would split them.)
+  if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible) {
+    // The peak fits the budget but the static arena does not: move buffers
+    // (a Concat's slices together).
     std::vector<ArenaBuffer> lifetimes;
-    for (const BufferLifetimeInfo& b : plan.profile.buffers) lifetimes.push_back({b.bytes, b.first_step, b.last_step});
+    for (const BufferLifetimeInfo& b : plan.profile.buffers) {
+      lifetimes.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
+    }
     absl::StatusOr<MovingArenaPlan> moving =
         PlanArenaWithMoves(lifetimes, options.alignment, options.memory_budget_bytes);
     if (moving.ok()) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 
 namespace serenity {
 namespace {
@@ -120,10 +121,9 @@ int64_t MakeRoom(std::vector<Placed>& live, absl::Span<const ArenaBuffer> buffer
   return -1;
 }
 
-}  // namespace
-
-absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                                   int64_t capacity) {
+// PlanArenaWithMoves for buffers without anchors.
+absl::StatusOr<MovingArenaPlan> PlanFreeBuffersWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                                         int64_t capacity) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   for (const ArenaBuffer& b : buffers) {
     if (b.size < 0 || b.last_step < b.first_step || b.first_step < 0) {
@@ -218,6 +218,79 @@ absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer>
   return result;
 }
 
+}  // namespace
+
+absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                                   int64_t capacity) {
+  std::vector<std::vector<size_t>> members(buffers.size());  // per anchor, its anchored buffers
+  bool anchored = false;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const int32_t anchor = buffers[i].anchor;
+    if (anchor < 0) continue;
+    if (static_cast<size_t>(anchor) >= buffers.size() || buffers[anchor].anchor >= 0 ||
+        buffers[i].offset_from_anchor < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has a bad anchor"));
+    }
+    members[static_cast<size_t>(anchor)].push_back(i);
+    anchored = true;
+  }
+  if (!anchored) return PlanFreeBuffersWithMoves(buffers, alignment, capacity);
+
+  // A group (an anchor and its anchored buffers) moves as one: plan each as
+  // a single buffer spanning the group's bytes over the union of the
+  // members' lifetimes, then give every member its share.
+  auto rel = [&](size_t i) { return buffers[i].anchor < 0 ? int64_t{0} : buffers[i].offset_from_anchor; };
+  std::vector<ArenaBuffer> merged;
+  std::vector<std::vector<size_t>> parts;  // merged index -> buffers, lowest offset first
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].anchor >= 0) continue;
+    std::vector<size_t> group = {i};
+    group.insert(group.end(), members[i].begin(), members[i].end());
+    std::stable_sort(group.begin(), group.end(), [&](size_t a, size_t b) { return rel(a) < rel(b); });
+    ArenaBuffer whole = buffers[i];
+    for (size_t m : group) {
+      if (rel(m) > INT64_MAX / 2 - buffers[m].size) return absl::OutOfRangeError("a group spans too many bytes");
+      whole.size = std::max(whole.size, rel(m) + buffers[m].size);
+      whole.first_step = std::min(whole.first_step, buffers[m].first_step);
+      whole.last_step = std::max(whole.last_step, buffers[m].last_step);
+    }
+    merged.push_back(whole);
+    parts.push_back(std::move(group));
+  }
+  ASSIGN_OR_RETURN(MovingArenaPlan whole, PlanFreeBuffersWithMoves(merged, alignment, capacity));
+
+  MovingArenaPlan result;
+  result.plan.alignment = alignment;
+  result.plan.size_bytes = whole.plan.size_bytes;
+  result.plan.offsets.assign(buffers.size(), 0);
+  for (size_t k = 0; k < merged.size(); ++k) {
+    // Where the group is when each member starts: after the moves before
+    // or at that step.
+    for (size_t m : parts[k]) {
+      int64_t at = whole.plan.offsets[k];
+      for (const ArenaMove& move : whole.moves) {
+        if (move.buffer == static_cast<int>(k) && move.before_step <= buffers[m].first_step) at = move.to_offset;
+      }
+      result.plan.offsets[m] = at + rel(m);
+    }
+  }
+  // A group's move moves its members live across the step, in an order in
+  // which none lands on another not yet moved: the lowest first when moving
+  // down, the highest first when moving up.
+  for (const ArenaMove& move : whole.moves) {
+    std::vector<size_t> group = parts[static_cast<size_t>(move.buffer)];
+    if (move.to_offset > move.from_offset) std::reverse(group.begin(), group.end());
+    for (size_t m : group) {
+      const ArenaBuffer& b = buffers[m];
+      if (b.size == 0 || b.first_step >= move.before_step || b.last_step < move.before_step) continue;
+      result.moves.push_back(
+          {static_cast<int>(m), move.before_step, move.from_offset + rel(m), move.to_offset + rel(m), b.size});
+      result.moved_bytes += b.size;
+    }
+  }
+  return result;
+}
+
 absl::Status VerifyMovingArena(absl::Span<const ArenaBuffer> buffers, const MovingArenaPlan& plan) {
   const ArenaPlan& arena = plan.plan;
   if (arena.offsets.size() != buffers.size()) return absl::FailedPreconditionError("one offset per buffer needed");
@@ -228,7 +301,7 @@ absl::Status VerifyMovingArena(absl::Span<const ArenaBuffer> buffers, const Movi
     }
   }
   auto check_fits = [&](size_t i, int64_t offset) -> absl::Status {
-    if (offset < 0 || offset % arena.alignment != 0) {
+    if (offset < 0 || (buffers[i].anchor < 0 && offset % arena.alignment != 0)) {
       return absl::FailedPreconditionError(absl::StrCat("buffer ", i, " at ", offset, " is not aligned"));
     }
     if (offset + buffers[i].size > arena.size_bytes) {

@@ -39,12 +39,17 @@ struct MovingArenaPlan {
 // buffers in it to other holes; failing that, the live buffers are
 // compacted to the bottom (in address order, each move recorded) and the
 // new ones placed above them.
+// An anchored buffer (a Concat slice) moves with its anchor: each group is
+// planned as one buffer spanning its bytes over its members' lifetimes (so
+// it may need more room than its live members), and each move of the group
+// becomes a move of every member live across that step, ordered so that
+// none lands on another.
 // FailedPrecondition when even compaction cannot fit a step (the aligned
 // live bytes exceed `capacity`); InvalidArgument as PlanArena.
 absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                                    int64_t capacity);
 
-// OK when, with the moves applied, every buffer is aligned, within
+// OK when, with the moves applied, every free buffer is aligned, within
 // plan.size_bytes, and no two buffers live at a common step overlap; every
 // move relocates a buffer live on both sides of its step, starts where the
 // buffer is, and its destination overlaps no other buffer live across that

@@ -1,5 +1,6 @@
 #include "core/arena/defragment.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -70,6 +71,58 @@ TEST(DefragmentTest, FitsThePeakWhereStaticPlacementDoesNot) {
     }
   }
   EXPECT_GT(needed_moves, 0);
+}
+
+// Anchored buffers (Concat slices) move with their anchor: wherever the
+// plan succeeds it verifies, and at every step each member live together
+// with its anchor sits at the anchor's offset plus its own.
+TEST(DefragmentTest, AnchoredBuffersMoveWithTheirAnchor) {
+  std::mt19937 rng(6);
+  int with_moves = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    const int steps = 1 + static_cast<int>(rng() % 20);
+    std::vector<ArenaBuffer> buffers;
+    for (int i = 0, n = 1 + static_cast<int>(rng() % 25); i < n; ++i) {
+      const int32_t a = static_cast<int32_t>(rng() % steps), b = static_cast<int32_t>(rng() % steps);
+      buffers.push_back({static_cast<int64_t>(1 + rng() % 1000), std::min(a, b), std::max(a, b)});
+      if (rng() % 4 == 0) {  // one or two slices after it, live from their own start to its end
+        const int32_t anchor = static_cast<int32_t>(buffers.size()) - 1;
+        int64_t offset = buffers.back().size;
+        for (int k = 1 + static_cast<int>(rng() % 2); k > 0; --k) {
+          const int64_t size = 1 + static_cast<int64_t>(rng() % 500);
+          const int32_t start = std::min<int32_t>(buffers[anchor].last_step, static_cast<int32_t>(rng() % steps));
+          buffers.push_back({size, start, buffers[anchor].last_step, anchor, offset});
+          offset += size;
+        }
+      }
+    }
+    const int64_t alignment = trial % 2 == 0 ? 1 : 64;
+    const int64_t capacity = AlignedLowerBound(buffers, alignment) + static_cast<int64_t>(rng() % 600);
+    absl::StatusOr<MovingArenaPlan> plan = PlanArenaWithMoves(buffers, alignment, capacity);
+    if (!plan.ok()) {
+      ASSERT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition) << plan.status();
+      continue;
+    }
+    EXPECT_LE(plan->plan.size_bytes, capacity);
+    absl::Status verified = VerifyMovingArena(buffers, *plan);
+    ASSERT_TRUE(verified.ok()) << verified << " trial " << trial;
+    std::vector<int64_t> at = plan->plan.offsets;
+    size_t next = 0;
+    for (int32_t t = 0; t < steps; ++t) {
+      for (; next < plan->moves.size() && plan->moves[next].before_step == t; ++next) {
+        at[plan->moves[next].buffer] = plan->moves[next].to_offset;
+      }
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        const ArenaBuffer& b = buffers[i];
+        if (b.anchor < 0 || b.first_step > t || t > b.last_step) continue;
+        const ArenaBuffer& anchor = buffers[b.anchor];
+        if (anchor.first_step > t || t > anchor.last_step) continue;
+        ASSERT_EQ(at[i], at[b.anchor] + b.offset_from_anchor) << "trial " << trial << " step " << t;
+      }
+    }
+    with_moves += plan->moves.empty() ? 0 : 1;
+  }
+  EXPECT_GT(with_moves, 10);
 }
 
 TEST(DefragmentTest, RefusesACapacityBelowTheLiveBytes) {

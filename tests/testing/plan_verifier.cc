@@ -286,8 +286,10 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   }
 
   // In-place Concats: the output has no buffer of its own but starts at its
-  // first slice, and the slices follow each other back to back.
+  // first slice, and the slices follow each other back to back (checked
+  // below at every step where they are all live).
   std::set<std::string> later_slices;
+  std::vector<std::vector<std::string>> slice_groups;  // slice names in order
   if (concat_in_place) {
     for (const auto& [u, inputs] : InPlaceConcats(graph, alias)) {
       const std::string& out_name = graph.tensor(graph.op(u).outputs[0]).name;
@@ -298,23 +300,19 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
         return absl::FailedPreconditionError(
             absl::StrCat("the in-place Concat output '", out_name, "' is not laid out at its first slice"));
       }
-      int64_t at = first->second->offset() + first->second->size();
+      slice_groups.push_back({graph.tensor(inputs[0]).name});
       int64_t within = first->second->size();
       for (size_t j = 1; j < inputs.size(); ++j) {
         const std::string& name = graph.tensor(inputs[j]).name;
         auto it = tensor_buffers.find(name);
-        if (it == tensor_buffers.end() || it->second->offset() != at || it->second->slice_of() != out_name ||
-            it->second->slice_offset() != within) {
-          return absl::FailedPreconditionError(absl::StrCat("slice '", name, "' of '", out_name, "' is not at ",
-                                                            at, " (byte ", within, " of the output)"));
+        if (it == tensor_buffers.end() || it->second->slice_of() != out_name || it->second->slice_offset() != within) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("slice '", name, "' does not say it is byte ", within, " of '", out_name, "'"));
         }
         later_slices.insert(name);
-        at += it->second->size();
+        slice_groups.back().push_back(name);
         within += it->second->size();
       }
-    }
-    if (!later_slices.empty() && plan.moves_size() > 0) {
-      return absl::FailedPreconditionError("moves in a plan with Concat slices, which moves would split");
     }
   }
   auto misaligned = [&](const v1::ArenaBuffer& a, int64_t at) {
@@ -362,6 +360,22 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
     }
     if (next_move != plan.moves_size()) return absl::FailedPreconditionError("moves out of step order");
     if (moved != plan.moved_bytes()) return absl::FailedPreconditionError("moved_bytes is not the moves' total");
+  }
+  for (const std::vector<std::string>& group : slice_groups) {
+    std::vector<int> index;
+    for (const std::string& name : group) index.push_back(buffer_index.at({v1::BUFFER_KIND_TENSOR, name}));
+    for (int t = 0; t < n; ++t) {
+      bool all_live = true;
+      for (int i : index) all_live = all_live && arena.buffers(i).first_step() <= t && t <= arena.buffers(i).last_step();
+      if (!all_live) continue;
+      for (size_t j = 1; j < index.size(); ++j) {
+        const int64_t expected = offset_at[t][index[j - 1]] + arena.buffers(index[j - 1]).size();
+        if (offset_at[t][index[j]] != expected) {
+          return absl::FailedPreconditionError(absl::StrCat("slice '", group[j], "' is not at ", expected,
+                                                            " at step ", t, ", right after '", group[j - 1], "'"));
+        }
+      }
+    }
   }
   for (int t = 0; t < n && plan.moves_size() > 0; ++t) {
     std::vector<int> live;
