@@ -1,0 +1,271 @@
+#include "core/arena/offset_search.h"
+
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+namespace serenity {
+namespace {
+
+int64_t AlignUp(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+class OffsetSearch {
+ public:
+  OffsetSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
+               OffsetRank rank_order, std::chrono::steady_clock::time_point deadline)
+      : buffers_(buffers), alignment_(alignment), capacity_(capacity), max_nodes_(max_nodes), deadline_(deadline) {
+    // Time sections between lifetime boundaries.
+    std::vector<int64_t> cuts;
+    for (const ArenaBuffer& b : buffers) {
+      cuts.push_back(b.first_step);
+      cuts.push_back(int64_t{b.last_step} + 1);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    const int sections = cuts.empty() ? 0 : static_cast<int>(cuts.size()) - 1;
+    floor_.assign(sections, 0);
+    unplaced_bytes_.assign(sections, 0);
+    crossing_.assign(sections, 0);
+    least_.assign(sections, 0);
+    const size_t n = buffers.size();
+    span_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int from = static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), buffers[i].first_step) - cuts.begin());
+      const int to =
+          static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), int64_t{buffers[i].last_step} + 1) - cuts.begin());
+      span_[i] = {from, to};
+    }
+    // Zero-size buffers take no room: they sit at 0 and take no part.
+    offset_.assign(n, -1);
+    lowest_.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (buffers[i].size == 0) {
+        offset_[i] = 0;
+        continue;
+      }
+      open_.push_back(i);
+      for (int s = span_[i].first; s < span_[i].second; ++s) {
+        unplaced_bytes_[s] += buffers[i].size;
+        if (s + 1 < span_[i].second) ++crossing_[s];
+      }
+    }
+    // Overlapping pairs, by sweeping over starts.
+    overlaps_.resize(n);
+    std::vector<size_t> by_start = open_;
+    std::sort(by_start.begin(), by_start.end(),
+              [&](size_t a, size_t b) { return buffers[a].first_step < buffers[b].first_step; });
+    std::vector<size_t> active;
+    for (size_t i : by_start) {
+      active.erase(std::remove_if(active.begin(), active.end(),
+                                  [&](size_t j) { return buffers[j].last_step < buffers[i].first_step; }),
+                   active.end());
+      for (size_t j : active) {
+        overlaps_[i].push_back(j);
+        overlaps_[j].push_back(i);
+      }
+      active.push_back(i);
+    }
+    // Static rank: busiest section, then area, then lifetime (larger first).
+    std::vector<int64_t> busiest(n, 0);
+    for (size_t i : open_) {
+      for (int s = span_[i].first; s < span_[i].second; ++s) busiest[i] = std::max(busiest[i], unplaced_bytes_[s]);
+    }
+    std::vector<size_t> ranked = open_;
+    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+      const int64_t length_a = int64_t{buffers[a].last_step} - buffers[a].first_step + 1;
+      const int64_t length_b = int64_t{buffers[b].last_step} - buffers[b].first_step + 1;
+      // In double: the product may not fit 64 bits.
+      const double area_a = static_cast<double>(buffers[a].size) * static_cast<double>(length_a);
+      const double area_b = static_cast<double>(buffers[b].size) * static_cast<double>(length_b);
+      // Keys larger first: lifetime (W), area (A), busiest section (T).
+      const std::tuple<double, double, double> wat_a{static_cast<double>(length_a), area_a,
+                                                     static_cast<double>(busiest[a])};
+      const std::tuple<double, double, double> wat_b{static_cast<double>(length_b), area_b,
+                                                     static_cast<double>(busiest[b])};
+      auto key = [&](const std::tuple<double, double, double>& k) {
+        const auto& [w, area, t] = k;
+        switch (rank_order) {
+          case OffsetRank::kTotalAreaWidth:
+            return std::make_tuple(t, area, w);
+          case OffsetRank::kTotalWidthArea:
+            return std::make_tuple(t, w, area);
+          case OffsetRank::kWidthAreaTotal:
+          default:
+            return std::make_tuple(w, area, t);
+        }
+      };
+      return key(wat_a) > key(wat_b);
+    });
+    rank_.assign(n, 0);
+    for (size_t r = 0; r < ranked.size(); ++r) rank_[ranked[r]] = static_cast<int64_t>(r);
+  }
+
+  PackingResult Run(std::vector<int64_t>* offsets) {
+    for (int64_t bytes : unplaced_bytes_) {
+      if (bytes > capacity_) return PackingResult::kImpossible;
+    }
+    solution_ = offset_;  // zero-size buffers at 0
+    if (SolveRange(0, static_cast<int>(floor_.size()))) {
+      *offsets = solution_;
+      return PackingResult::kPacked;
+    }
+    return gave_up_ ? PackingResult::kGaveUp : PackingResult::kImpossible;
+  }
+
+ private:
+  // Solves the unplaced buffers within sections [lo, hi) (none crosses lo
+  // or hi), piece by piece between the boundaries no unplaced buffer
+  // crosses: the pieces do not interact, so each is searched on its own.
+  bool SolveRange(int lo, int hi) {
+    int start = lo;
+    for (int b = lo; b < hi; ++b) {
+      // Boundary after section b: a piece ends there when nothing unplaced
+      // crosses it (or at hi).
+      if (b + 1 < hi && crossing_[b] > 0) continue;
+      if (HasUnplaced(start, b + 1) && !Explore(start, b + 1, 0, -1)) return false;
+      start = b + 1;
+    }
+    return true;
+  }
+
+  bool HasUnplaced(int lo, int hi) const {
+    for (int s = lo; s < hi; ++s) {
+      if (unplaced_bytes_[s] > 0) return true;
+    }
+    return false;
+  }
+
+  // Places the unplaced buffers within sections [lo, hi), each at an
+  // (offset, rank) not below (`last_offset`, `last_rank`). On success their
+  // offsets are in solution_.
+  bool Explore(int lo, int hi, int64_t last_offset, int64_t last_rank) {
+    if (++nodes_ > max_nodes_ || ((nodes_ & 255) == 1 && std::chrono::steady_clock::now() >= deadline_)) {
+      gave_up_ = true;
+      return false;
+    }
+    std::vector<size_t> candidates;
+    int64_t lowest_end = INT64_MAX;
+    for (size_t i : open_) {
+      if (offset_[i] >= 0 || span_[i].second <= lo || span_[i].first >= hi) continue;
+      candidates.push_back(i);
+      lowest_end = std::min(lowest_end, lowest_[i] + buffers_[i].size);
+    }
+    if (candidates.empty()) return true;
+    std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+      return lowest_[a] != lowest_[b] ? lowest_[a] < lowest_[b] : rank_[a] < rank_[b];
+    });
+    for (size_t i : candidates) {
+      const int64_t at = lowest_[i];
+      if (at < last_offset || (at == last_offset && rank_[i] < last_rank)) continue;  // reached another way
+      if (at >= lowest_end) break;  // a buffer would fit below: candidates are sorted by offset
+      if (at + buffers_[i].size > capacity_) continue;
+      const size_t lowest_mark = lowest_trail_.size(), floor_mark = floor_trail_.size();
+      bool split = false;
+      const bool hatless = Place(i, at, &split);
+      bool found = false;
+      if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
+      Unplace(i, lowest_mark, floor_mark);
+      if (found) {
+        solution_[i] = at;
+        return true;
+      }
+      if (gave_up_ || hatless) return false;
+    }
+    return false;
+  }
+
+  // Places buffer `i` at `at`; true when no unplaced buffer overlaps it.
+  // Sets `*split` when a boundary inside its lifetime is no longer crossed
+  // by any unplaced buffer.
+  bool Place(size_t i, int64_t at, bool* split) {
+    offset_[i] = at;
+    const int64_t end = at + buffers_[i].size;
+    bool hatless = true;
+    for (size_t j : overlaps_[i]) {
+      if (offset_[j] >= 0) continue;
+      hatless = false;
+      const int64_t raised = AlignUp(end, alignment_);
+      if (lowest_[j] >= raised) continue;
+      lowest_trail_.push_back({j, lowest_[j]});
+      lowest_[j] = raised;
+    }
+    for (int s = span_[i].first; s < span_[i].second; ++s) {
+      floor_trail_.push_back({static_cast<size_t>(s), floor_[s]});
+      floor_[s] = std::max(floor_[s], end);
+      unplaced_bytes_[s] -= buffers_[i].size;
+      if (s + 1 < span_[i].second && --crossing_[s] == 0) *split = true;
+    }
+    return hatless;
+  }
+
+  void Unplace(size_t i, size_t lowest_mark, size_t floor_mark) {
+    offset_[i] = -1;
+    while (lowest_trail_.size() > lowest_mark) {
+      lowest_[lowest_trail_.back().first] = lowest_trail_.back().second;
+      lowest_trail_.pop_back();
+    }
+    while (floor_trail_.size() > floor_mark) {
+      floor_[floor_trail_.back().first] = floor_trail_.back().second;
+      floor_trail_.pop_back();
+    }
+    for (int s = span_[i].first; s < span_[i].second; ++s) {
+      unplaced_bytes_[s] += buffers_[i].size;
+      if (s + 1 < span_[i].second) ++crossing_[s];
+    }
+  }
+
+  // Later placements start at `at` or above, and each unplaced buffer at
+  // its lowest offset or above: in each section the unplaced bytes must fit
+  // above the least of those (and above the highest placed end there, which
+  // every unplaced buffer of the section overlaps).
+  bool SectionsFit(int lo, int hi, int64_t at) {
+    for (int s = lo; s < hi; ++s) least_[s] = INT64_MAX;
+    for (size_t i : open_) {
+      if (offset_[i] >= 0 || span_[i].second <= lo || span_[i].first >= hi) continue;
+      for (int s = std::max(lo, span_[i].first); s < std::min(hi, span_[i].second); ++s) {
+        least_[s] = std::min(least_[s], lowest_[i]);
+      }
+    }
+    for (int s = lo; s < hi; ++s) {
+      if (unplaced_bytes_[s] == 0) continue;
+      const int64_t floor = std::max({floor_[s], at, least_[s]});
+      if (unplaced_bytes_[s] > capacity_ - std::min(floor, capacity_)) return false;
+    }
+    return true;
+  }
+
+  absl::Span<const ArenaBuffer> buffers_;
+  const int64_t alignment_;
+  const int64_t capacity_;
+  const int64_t max_nodes_;
+  const std::chrono::steady_clock::time_point deadline_;
+  std::vector<std::pair<int, int>> span_;
+  std::vector<std::vector<size_t>> overlaps_;
+  std::vector<size_t> open_;  // buffers of non-zero size
+  std::vector<int64_t> rank_;
+  std::vector<int64_t> offset_;  // -1 while unplaced
+  std::vector<int64_t> lowest_;  // lowest offset an unplaced buffer can take
+  std::vector<int64_t> floor_;   // highest placed end per section
+  std::vector<int64_t> unplaced_bytes_;
+  // Per section s: unplaced buffers live in both s and s + 1.
+  std::vector<int32_t> crossing_;
+  std::vector<int64_t> least_;  // SectionsFit's scratch
+  std::vector<int64_t> solution_;
+  std::vector<std::pair<size_t, int64_t>> lowest_trail_, floor_trail_;
+  int64_t nodes_ = 0;
+  bool gave_up_ = false;
+};
+
+}  // namespace
+
+PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
+                                  int64_t max_nodes, OffsetRank rank, std::vector<int64_t>* offsets,
+                                  std::chrono::steady_clock::time_point deadline) {
+  for (const ArenaBuffer& b : buffers) {
+    if (b.anchor >= 0) return PackingResult::kGaveUp;
+  }
+  OffsetSearch search(buffers, alignment, capacity, max_nodes, rank, deadline);
+  return search.Run(offsets);
+}
+
+}  // namespace serenity

@@ -1,0 +1,44 @@
+// Arena packing by depth-first search over buffers, in the manner of
+// MiniMalloc (Moffitt, ASPLOS 2023): can every buffer get an aligned offset
+// below a capacity C?
+//
+// Each unplaced buffer has a lowest offset it can take: the highest end of
+// the placed buffers whose lifetimes overlap its own. A node tries the
+// unplaced buffers at their lowest offsets, lowest first (ties by a static
+// rank, OffsetRank). Placements go in non-decreasing (offset, rank) order, so each
+// packing is reached one way only. A buffer is not placed at or above the
+// lowest end any unplaced buffer could reach (that buffer fits below it
+// first), and a buffer whose lifetime no unplaced buffer overlaps has only one
+// placement worth trying. A node is cut when some time section cannot hold
+// its unplaced bytes above its floor (the highest placed end there, and at
+// least the current offset). Buffers with anchors are not handled.
+#ifndef SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
+#define SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "core/arena/arena_planner.h"
+#include "core/arena/skyline_search.h"
+
+namespace serenity {
+
+// The static rank that breaks ties between buffers at the same lowest offset
+// (MiniMalloc's preorderings): larger first, by lifetime, area and the live
+// bytes of the busiest section, in the order named.
+enum class OffsetRank { kWidthAreaTotal, kTotalAreaWidth, kTotalWidthArea };
+
+// Looks for offsets (multiples of `alignment`) with every buffer ending at or
+// below `capacity`, exploring at most `max_nodes` nodes and stopping at
+// `deadline`. kPacked fills `offsets`; kGaveUp when a limit was hit, or when
+// some buffer is anchored; kImpossible when the search ran out of choices.
+PackingResult PackByLowestOffsets(
+    absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes, OffsetRank rank,
+    std::vector<int64_t>* offsets,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_ARENA_OFFSET_SEARCH_H_

@@ -1,0 +1,95 @@
+#include "core/arena/offset_search.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <random>
+#include <string>
+
+#include "core/arena/arena_csv.h"
+#include "core/arena/arena_verifier.h"
+#include "gtest/gtest.h"
+
+namespace serenity {
+namespace {
+
+// The optimal arena size by brute force: first-fit placement (lowest aligned
+// offset clear of every co-live buffer) over every order of the buffers.
+int64_t BruteForceArena(const std::vector<ArenaBuffer>& buffers, int64_t alignment) {
+  std::vector<size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  int64_t best = INT64_MAX;
+  do {
+    std::vector<int64_t> offsets(buffers.size(), -1);
+    int64_t size = 0;
+    for (size_t i : order) {
+      int64_t offset = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (size_t j = 0; j < buffers.size(); ++j) {
+          if (offsets[j] < 0 || buffers[j].last_step < buffers[i].first_step ||
+              buffers[i].last_step < buffers[j].first_step) {
+            continue;
+          }
+          if (offset < offsets[j] + buffers[j].size && offsets[j] < offset + buffers[i].size) {
+            offset = (offsets[j] + buffers[j].size + alignment - 1) / alignment * alignment;
+            moved = true;
+          }
+        }
+      }
+      offsets[i] = offset;
+      size = std::max(size, offset + buffers[i].size);
+    }
+    best = std::min(best, size);
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
+
+// Exact on small instances: packs at the optimum and finds nothing smaller.
+TEST(OffsetSearchTest, ExactOnSmallRandomInstances) {
+  std::mt19937 rng(62);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<ArenaBuffer> buffers;
+    const int n = 1 + trial % 7;
+    for (int i = 0; i < n; ++i) {
+      int first = std::uniform_int_distribution<int>(0, 6)(rng);
+      int last = first + std::uniform_int_distribution<int>(0, 4)(rng);
+      buffers.push_back({std::uniform_int_distribution<int64_t>(0, 12)(rng), first, last});
+    }
+    const int64_t alignment = trial % 3 == 0 ? 4 : 1;
+    const int64_t optimum = BruteForceArena(buffers, alignment);
+    const OffsetRank rank = static_cast<OffsetRank>(trial % 3);
+    std::vector<int64_t> offsets;
+    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum, 1 << 20, rank, &offsets), PackingResult::kPacked)
+        << "trial " << trial;
+    ArenaPlan plan{optimum, alignment, offsets};
+    ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << VerifyArena(buffers, plan);
+    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum - 1, 1 << 20, rank, &offsets), PackingResult::kImpossible)
+        << "trial " << trial;
+  }
+}
+
+// Two of MiniMalloc's hard instances pack at their lower bound within a
+// node budget (measured: challenging_F in a few thousand nodes under TWA,
+// challenging_K under WAT); a tiny budget gives up honestly.
+TEST(OffsetSearchTest, PacksHardInstancesAtTheBound) {
+  for (const auto& [name, rank] : {std::make_pair("F", OffsetRank::kTotalWidthArea),
+                                   std::make_pair("K", OffsetRank::kWidthAreaTotal)}) {
+    const std::string path = std::string(SERENITY_SHARED_DIR "/bench/arena/minimalloc/challenging_") + name + ".csv";
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << path;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(text);
+    ASSERT_TRUE(instance.ok()) << instance.status();
+    const int64_t bound = ArenaLowerBound(instance->buffers);
+    std::vector<int64_t> offsets;
+    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, 200000, rank, &offsets), PackingResult::kPacked) << name;
+    ArenaPlan plan{bound, 1, offsets};
+    EXPECT_TRUE(VerifyArena(instance->buffers, plan).ok()) << VerifyArena(instance->buffers, plan);
+    EXPECT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, 10, rank, &offsets), PackingResult::kGaveUp) << name;
+  }
+}
+
+}  // namespace
+}  // namespace serenity
