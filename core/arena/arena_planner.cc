@@ -289,52 +289,60 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     best.size_bytes = 0;
     for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);
   };
-  // Searches for a packing at the bound, each with `skyline_nodes` nodes and
-  // an equal share of the time left: by lowest offsets under three static
-  // ranks and by skylines under two orders, in the order that packed the
-  // most instances soonest in bench/RESULTS.md.
-  enum class Attempt { kOffsetsTwa, kSkylineSize, kOffsetsWat, kOffsetsTaw, kSkylineLifetime };
-  constexpr Attempt kAttempts[] = {Attempt::kOffsetsTwa, Attempt::kSkylineSize, Attempt::kOffsetsWat,
-                                   Attempt::kOffsetsTaw, Attempt::kSkylineLifetime};
-  constexpr int64_t kAttemptCount = sizeof(kAttempts) / sizeof(kAttempts[0]);
-  // Without a time limit (a plan's own arena) a search by offsets gets two
-  // nodes per buffer and a thousand more: enough to place every buffer with
-  // a little backtracking (nasnet_a_cifar10's 779 buffers pack at the bound
-  // in about 1,000), while its nodes cost several times a skyline node.
-  const int64_t offset_nodes = timed ? skyline_nodes : std::min<int64_t>(skyline_nodes, 2 * static_cast<int64_t>(n) + 1000);
-  for (int64_t k = 0; k < kAttemptCount && skyline_nodes > 0; ++k) {
-    const Clock::time_point now = Clock::now();
-    if (timed && now >= end) break;
-    const Clock::time_point deadline = timed ? now + (end - now) / (kAttemptCount - k) : end;
+  // Searches for a packing at the bound: by lowest offsets under three
+  // static ranks (OffsetRank) and by skylines under two orders.
+  enum class Attempt { kOffsetsTwa, kOffsetsWat, kOffsetsTaw, kSkylineSize, kSkylineLifetime };
+  auto attempt = [&](Attempt kind, int64_t nodes, Clock::time_point deadline) {
     std::vector<int64_t> offsets;
     PackingResult result = PackingResult::kGaveUp;
-    switch (kAttempts[k]) {
+    switch (kind) {
       case Attempt::kOffsetsTwa:
-        result = PackByLowestOffsets(buffers, alignment, bound, offset_nodes, OffsetRank::kTotalWidthArea, &offsets,
-                                     deadline);
+        result = PackByLowestOffsets(buffers, alignment, bound, nodes, OffsetRank::kTotalWidthArea, &offsets, deadline);
         break;
       case Attempt::kOffsetsWat:
-        result = PackByLowestOffsets(buffers, alignment, bound, offset_nodes, OffsetRank::kWidthAreaTotal, &offsets,
-                                     deadline);
+        result = PackByLowestOffsets(buffers, alignment, bound, nodes, OffsetRank::kWidthAreaTotal, &offsets, deadline);
         break;
       case Attempt::kOffsetsTaw:
-        result = PackByLowestOffsets(buffers, alignment, bound, offset_nodes, OffsetRank::kTotalAreaWidth, &offsets,
-                                     deadline);
+        result = PackByLowestOffsets(buffers, alignment, bound, nodes, OffsetRank::kTotalAreaWidth, &offsets, deadline);
         break;
       case Attempt::kSkylineSize:
-        result = PackWithinCapacity(buffers, alignment, bound, skyline_nodes, SkylineOrder::kSizeFirst, &offsets,
-                                    deadline);
+        result = PackWithinCapacity(buffers, alignment, bound, nodes, SkylineOrder::kSizeFirst, &offsets, deadline);
         break;
       case Attempt::kSkylineLifetime:
-        result = PackWithinCapacity(buffers, alignment, bound, skyline_nodes, SkylineOrder::kLifetimeFirst, &offsets,
-                                    deadline);
+        result = PackWithinCapacity(buffers, alignment, bound, nodes, SkylineOrder::kLifetimeFirst, &offsets, deadline);
         break;
     }
-    if (result == PackingResult::kPacked) {
-      adopt(std::move(offsets));
-      break;
+    if (result == PackingResult::kPacked) adopt(std::move(offsets));
+    return result;  // kImpossible: no packing at the bound, stop
+  };
+  if (skyline_nodes <= 0) return best;
+  if (!timed) {
+    // A plan's own arena: one deterministic pass. A search by offsets gets
+    // two nodes per buffer and a thousand more (enough to place every buffer
+    // with a little backtracking: nasnet_a_cifar10's 779 buffers pack at the
+    // bound in about 1,000; its nodes cost several times a skyline node).
+    const int64_t offset_nodes = std::min<int64_t>(skyline_nodes, 2 * static_cast<int64_t>(n) + 1000);
+    for (Attempt kind : {Attempt::kOffsetsTwa, Attempt::kSkylineSize, Attempt::kOffsetsWat, Attempt::kOffsetsTaw,
+                         Attempt::kSkylineLifetime}) {
+      const bool by_offsets = kind != Attempt::kSkylineSize && kind != Attempt::kSkylineLifetime;
+      if (attempt(kind, by_offsets ? offset_nodes : skyline_nodes, end) != PackingResult::kGaveUp) break;
     }
-    if (result == PackingResult::kImpossible) break;  // no packing at the bound
+    return best;
+  }
+  // A bare instance: TWA with about half the time, TAW with most of the
+  // rest, then the others while time is left (measured on MiniMalloc's
+  // hard instances: TWA packs A, C, E, F, G, I and K, the slowest, E, in
+  // about 0.4 s; TAW packs B and H in about 0.45 s; bench/RESULTS.md).
+  const std::pair<Attempt, double> kTimed[] = {{Attempt::kOffsetsTwa, 0.48}, {Attempt::kOffsetsTaw, 0.9},
+                                               {Attempt::kSkylineSize, 0.5},  {Attempt::kOffsetsWat, 0.5},
+                                               {Attempt::kSkylineLifetime, 1.0}};
+  for (const auto& [kind, share] : kTimed) {
+    const Clock::time_point now = Clock::now();
+    if (now >= end) break;
+    const Clock::time_point deadline =
+        now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                  share * std::chrono::duration<double>(end - now).count()));
+    if (attempt(kind, skyline_nodes, deadline) != PackingResult::kGaveUp) break;
   }
   return best;
 }

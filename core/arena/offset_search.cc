@@ -65,38 +65,36 @@ class OffsetSearch {
       }
       active.push_back(i);
     }
-    // Static rank: busiest section, then area, then lifetime (larger first).
-    std::vector<int64_t> busiest(n, 0);
-    for (size_t i : open_) {
-      for (int s = span_[i].first; s < span_[i].second; ++s) busiest[i] = std::max(busiest[i], unplaced_bytes_[s]);
-    }
-    std::vector<size_t> ranked = open_;
-    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-      const int64_t length_a = int64_t{buffers[a].last_step} - buffers[a].first_step + 1;
-      const int64_t length_b = int64_t{buffers[b].last_step} - buffers[b].first_step + 1;
-      // In double: the product may not fit 64 bits.
-      const double area_a = static_cast<double>(buffers[a].size) * static_cast<double>(length_a);
-      const double area_b = static_cast<double>(buffers[b].size) * static_cast<double>(length_b);
-      // Keys larger first: lifetime (W), area (A), busiest section (T).
-      const std::tuple<double, double, double> wat_a{static_cast<double>(length_a), area_a,
-                                                     static_cast<double>(busiest[a])};
-      const std::tuple<double, double, double> wat_b{static_cast<double>(length_b), area_b,
-                                                     static_cast<double>(busiest[b])};
-      auto key = [&](const std::tuple<double, double, double>& k) {
-        const auto& [w, area, t] = k;
-        switch (rank_order) {
-          case OffsetRank::kTotalAreaWidth:
-            return std::make_tuple(t, area, w);
-          case OffsetRank::kTotalWidthArea:
-            return std::make_tuple(t, w, area);
-          case OffsetRank::kWidthAreaTotal:
-          default:
-            return std::make_tuple(w, area, t);
-        }
-      };
-      return key(wat_a) > key(wat_b);
-    });
+    rank_order_ = rank_order;
     rank_.assign(n, 0);
+    Rank(open_);
+  }
+
+  // Ranks `group` (unplaced buffers) among themselves by the live bytes of
+  // their busiest section (unplaced bytes only), lifetime and area, in the
+  // order rank_order_ names, larger first.
+  void Rank(const std::vector<size_t>& group) {
+    std::vector<size_t> ranked = group;
+    std::vector<std::tuple<double, double, double>> key(buffers_.size());
+    for (size_t i : group) {
+      int64_t busiest = 0;
+      for (int s = span_[i].first; s < span_[i].second; ++s) busiest = std::max(busiest, unplaced_bytes_[s]);
+      const double w = static_cast<double>(int64_t{buffers_[i].last_step} - buffers_[i].first_step + 1);
+      const double area = static_cast<double>(buffers_[i].size) * w;  // in double: may not fit 64 bits
+      const double t = static_cast<double>(busiest);
+      switch (rank_order_) {
+        case OffsetRank::kTotalAreaWidth:
+          key[i] = {t, area, w};
+          break;
+        case OffsetRank::kTotalWidthArea:
+          key[i] = {t, w, area};
+          break;
+        case OffsetRank::kWidthAreaTotal:
+          key[i] = {w, area, t};
+          break;
+      }
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) { return key[a] > key[b]; });
     for (size_t r = 0; r < ranked.size(); ++r) rank_[ranked[r]] = static_cast<int64_t>(r);
   }
 
@@ -122,10 +120,25 @@ class OffsetSearch {
       // Boundary after section b: a piece ends there when nothing unplaced
       // crosses it (or at hi).
       if (b + 1 < hi && crossing_[b] > 0) continue;
-      if (HasUnplaced(start, b + 1) && !Explore(start, b + 1, 0, -1)) return false;
+      if (HasUnplaced(start, b + 1) && !ExplorePiece(start, b + 1)) return false;
       start = b + 1;
     }
     return true;
+  }
+
+  // Explore on a piece of its own, its buffers ranked afresh by what is
+  // still unplaced (their ranks outside it are restored afterwards).
+  bool ExplorePiece(int lo, int hi) {
+    std::vector<size_t> piece;
+    for (size_t i : open_) {
+      if (offset_[i] < 0 && span_[i].second > lo && span_[i].first < hi) piece.push_back(i);
+    }
+    std::vector<int64_t> saved(piece.size());
+    for (size_t k = 0; k < piece.size(); ++k) saved[k] = rank_[piece[k]];
+    Rank(piece);
+    const bool found = Explore(lo, hi, 0, -1);
+    for (size_t k = 0; k < piece.size(); ++k) rank_[piece[k]] = saved[k];
+    return found;
   }
 
   bool HasUnplaced(int lo, int hi) const {
@@ -151,10 +164,16 @@ class OffsetSearch {
       lowest_end = std::min(lowest_end, lowest_[i] + buffers_[i].size);
     }
     if (candidates.empty()) return true;
-    std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
-      return lowest_[a] != lowest_[b] ? lowest_[a] < lowest_[b] : rank_[a] < rank_[b];
-    });
-    for (size_t i : candidates) {
+    // Taken lowest first from a heap: most nodes try only the first.
+    auto later = [&](size_t a, size_t b) {
+      return lowest_[a] != lowest_[b] ? lowest_[a] > lowest_[b] : rank_[a] > rank_[b];
+    };
+    std::vector<size_t> heap = candidates;
+    std::make_heap(heap.begin(), heap.end(), later);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const size_t i = heap.back();
+      heap.pop_back();
       const int64_t at = lowest_[i];
       if (at < last_offset || (at == last_offset && rank_[i] < last_rank)) continue;  // reached another way
       if (at >= lowest_end) break;  // a buffer would fit below: candidates are sorted by offset
@@ -163,7 +182,7 @@ class OffsetSearch {
       bool split = false;
       const bool hatless = Place(i, at, &split);
       bool found = false;
-      if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
+      if (SectionsFit(lo, hi, at, candidates)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
       Unplace(i, lowest_mark, floor_mark);
       if (found) {
         solution_[i] = at;
@@ -218,10 +237,11 @@ class OffsetSearch {
   // its lowest offset or above: in each section the unplaced bytes must fit
   // above the least of those (and above the highest placed end there, which
   // every unplaced buffer of the section overlaps).
-  bool SectionsFit(int lo, int hi, int64_t at) {
+  // `unplaced`: the buffers unplaced in [lo, hi) before the last placement.
+  bool SectionsFit(int lo, int hi, int64_t at, const std::vector<size_t>& unplaced) {
     for (int s = lo; s < hi; ++s) least_[s] = INT64_MAX;
-    for (size_t i : open_) {
-      if (offset_[i] >= 0 || span_[i].second <= lo || span_[i].first >= hi) continue;
+    for (size_t i : unplaced) {
+      if (offset_[i] >= 0) continue;
       for (int s = std::max(lo, span_[i].first); s < std::min(hi, span_[i].second); ++s) {
         least_[s] = std::min(least_[s], lowest_[i]);
       }
@@ -242,6 +262,7 @@ class OffsetSearch {
   std::vector<std::pair<int, int>> span_;
   std::vector<std::vector<size_t>> overlaps_;
   std::vector<size_t> open_;  // buffers of non-zero size
+  OffsetRank rank_order_ = OffsetRank::kWidthAreaTotal;
   std::vector<int64_t> rank_;
   std::vector<int64_t> offset_;  // -1 while unplaced
   std::vector<int64_t> lowest_;  // lowest offset an unplaced buffer can take
