@@ -26,7 +26,9 @@ class OffsetSearch {
     floor_.assign(sections, 0);
     unplaced_bytes_.assign(sections, 0);
     crossing_.assign(sections, 0);
-    least_.assign(sections, 0);
+    least_.assign(sections, INT64_MAX);
+    section_buffers_.resize(sections);
+    seen_.assign(sections, 0);
     const size_t n = buffers.size();
     span_.resize(n);
     for (size_t i = 0; i < n; ++i) {
@@ -45,6 +47,8 @@ class OffsetSearch {
       }
       open_.push_back(i);
       for (int s = span_[i].first; s < span_[i].second; ++s) {
+        section_buffers_[s].push_back(i);
+        least_[s] = 0;  // every lowest offset starts at 0
         unplaced_bytes_[s] += buffers[i].size;
         if (s + 1 < span_[i].second) ++crossing_[s];
       }
@@ -182,7 +186,7 @@ class OffsetSearch {
       bool split = false;
       const bool hatless = Place(i, at, &split);
       bool found = false;
-      if (SectionsFit(lo, hi, at, candidates)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
+      if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
       Unplace(i, lowest_mark, floor_mark);
       if (found) {
         solution_[i] = at;
@@ -200,6 +204,7 @@ class OffsetSearch {
     offset_[i] = at;
     const int64_t end = at + buffers_[i].size;
     bool hatless = true;
+    const size_t raised_from = lowest_trail_.size();
     for (size_t j : overlaps_[i]) {
       if (offset_[j] >= 0) continue;
       hatless = false;
@@ -214,11 +219,35 @@ class OffsetSearch {
       unplaced_bytes_[s] -= buffers_[i].size;
       if (s + 1 < span_[i].second && --crossing_[s] == 0) *split = true;
     }
+    // The least lowest offset can change only where i lived or where a
+    // neighbour's lowest offset rose.
+    least_marks_.push_back(least_trail_.size());
+    ++stamp_;
+    auto refresh = [&](size_t b) {
+      for (int s = span_[b].first; s < span_[b].second; ++s) {
+        if (seen_[s] == stamp_) continue;
+        seen_[s] = stamp_;
+        int64_t least = INT64_MAX;
+        for (size_t k : section_buffers_[s]) {
+          if (offset_[k] < 0) least = std::min(least, lowest_[k]);
+        }
+        if (least == least_[s]) continue;
+        least_trail_.push_back({static_cast<size_t>(s), least_[s]});
+        least_[s] = least;
+      }
+    };
+    refresh(i);
+    for (size_t k = raised_from; k < lowest_trail_.size(); ++k) refresh(lowest_trail_[k].first);
     return hatless;
   }
 
   void Unplace(size_t i, size_t lowest_mark, size_t floor_mark) {
     offset_[i] = -1;
+    while (least_trail_.size() > least_marks_.back()) {
+      least_[least_trail_.back().first] = least_trail_.back().second;
+      least_trail_.pop_back();
+    }
+    least_marks_.pop_back();
     while (lowest_trail_.size() > lowest_mark) {
       lowest_[lowest_trail_.back().first] = lowest_trail_.back().second;
       lowest_trail_.pop_back();
@@ -237,15 +266,7 @@ class OffsetSearch {
   // its lowest offset or above: in each section the unplaced bytes must fit
   // above the least of those (and above the highest placed end there, which
   // every unplaced buffer of the section overlaps).
-  // `unplaced`: the buffers unplaced in [lo, hi) before the last placement.
-  bool SectionsFit(int lo, int hi, int64_t at, const std::vector<size_t>& unplaced) {
-    for (int s = lo; s < hi; ++s) least_[s] = INT64_MAX;
-    for (size_t i : unplaced) {
-      if (offset_[i] >= 0) continue;
-      for (int s = std::max(lo, span_[i].first); s < std::min(hi, span_[i].second); ++s) {
-        least_[s] = std::min(least_[s], lowest_[i]);
-      }
-    }
+  bool SectionsFit(int lo, int hi, int64_t at) const {
     for (int s = lo; s < hi; ++s) {
       if (unplaced_bytes_[s] == 0) continue;
       const int64_t floor = std::max({floor_[s], at, least_[s]});
@@ -270,7 +291,14 @@ class OffsetSearch {
   std::vector<int64_t> unplaced_bytes_;
   // Per section s: unplaced buffers live in both s and s + 1.
   std::vector<int32_t> crossing_;
-  std::vector<int64_t> least_;  // SectionsFit's scratch
+  // Per section: the least lowest offset of its unplaced buffers (kept up
+  // to date by Place and Unplace), and its buffers of non-zero size.
+  std::vector<int64_t> least_;
+  std::vector<std::vector<size_t>> section_buffers_;
+  std::vector<std::pair<size_t, int64_t>> least_trail_;
+  std::vector<size_t> least_marks_;
+  std::vector<int64_t> seen_;  // Place's per-section stamps
+  int64_t stamp_ = 0;
   std::vector<int64_t> solution_;
   std::vector<std::pair<size_t, int64_t>> lowest_trail_, floor_trail_;
   int64_t nodes_ = 0;
