@@ -53,6 +53,20 @@ absl::Status CheckBuffers(absl::Span<const ArenaBuffer> buffers, int64_t alignme
 
 }  // namespace
 
+std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers) {
+  std::vector<std::vector<size_t>> members(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const int32_t anchor = buffers[i].anchor;
+    if (anchor >= 0 && static_cast<size_t>(anchor) < buffers.size()) members[static_cast<size_t>(anchor)].push_back(i);
+  }
+  for (std::vector<size_t>& group : members) {
+    std::stable_sort(group.begin(), group.end(), [&](size_t a, size_t b) {
+      return buffers[a].offset_from_anchor < buffers[b].offset_from_anchor;
+    });
+  }
+  return members;
+}
+
 int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers) {
   std::map<int32_t, int64_t> delta;
   for (const ArenaBuffer& b : buffers) {
@@ -71,18 +85,12 @@ namespace {
 
 enum class Fit { kBest, kFirst };
 
-// Places buffers one by one in `order`, each into a gap between the already
-// placed buffers that share a step with it (the tightest gap for kBest, the
-// lowest for kFirst) or above them all.
 // Members of each anchor's group, the anchor first; empty for anchored and
 // lone buffers.
 std::vector<std::vector<size_t>> AnchorGroups(absl::Span<const ArenaBuffer> buffers) {
-  std::vector<std::vector<size_t>> groups(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    if (buffers[i].anchor < 0) continue;
-    std::vector<size_t>& group = groups[static_cast<size_t>(buffers[i].anchor)];
-    if (group.empty()) group.push_back(static_cast<size_t>(buffers[i].anchor));
-    group.push_back(i);
+  std::vector<std::vector<size_t>> groups = AnchoredBuffers(buffers);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (!groups[i].empty()) groups[i].insert(groups[i].begin(), i);
   }
   return groups;
 }
@@ -130,6 +138,9 @@ int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector
   return candidates.back();  // above every placed buffer: never reached
 }
 
+// Places buffers one by one in `order`, each into a gap between the already
+// placed buffers that share a step with it (the tightest gap for kBest, the
+// lowest for kFirst) or above them all; an anchor's group goes in as one.
 ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& order, int64_t alignment,
                        Fit fit) {
   ArenaPlan plan;

@@ -38,6 +38,11 @@ struct ArenaPlan {
   std::vector<int64_t> offsets;  // one per buffer, in input order
 };
 
+// For each buffer, the buffers anchored to it, lowest offset_from_anchor
+// first (empty for most). Anchors out of range are skipped (PlanArena
+// refuses them).
+std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers);
+
 // The largest number of bytes live at one step: no plan can be smaller.
 int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
 

@@ -222,7 +222,6 @@ absl::StatusOr<MovingArenaPlan> PlanFreeBuffersWithMoves(absl::Span<const ArenaB
 
 absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                                    int64_t capacity) {
-  std::vector<std::vector<size_t>> members(buffers.size());  // per anchor, its anchored buffers
   bool anchored = false;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const int32_t anchor = buffers[i].anchor;
@@ -231,10 +230,10 @@ absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer>
         buffers[i].offset_from_anchor < 0) {
       return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has a bad anchor"));
     }
-    members[static_cast<size_t>(anchor)].push_back(i);
     anchored = true;
   }
   if (!anchored) return PlanFreeBuffersWithMoves(buffers, alignment, capacity);
+  const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
 
   // A group (an anchor and its anchored buffers) moves as one: plan each as
   // a single buffer spanning the group's bytes over the union of the
@@ -244,9 +243,8 @@ absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer>
   std::vector<std::vector<size_t>> parts;  // merged index -> buffers, lowest offset first
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (buffers[i].anchor >= 0) continue;
-    std::vector<size_t> group = {i};
+    std::vector<size_t> group = {i};  // the anchor (offset 0), then its members lowest first
     group.insert(group.end(), members[i].begin(), members[i].end());
-    std::stable_sort(group.begin(), group.end(), [&](size_t a, size_t b) { return rel(a) < rel(b); });
     ArenaBuffer whole = buffers[i];
     for (size_t m : group) {
       if (rel(m) > INT64_MAX / 2 - buffers[m].size) return absl::OutOfRangeError("a group spans too many bytes");

@@ -41,18 +41,9 @@ class SkylineSearch {
       if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
       return length_a > length_b;
     });
-    members_.resize(buffers.size());
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      if (buffers[i].anchor < 0) continue;
-      members_[static_cast<size_t>(buffers[i].anchor)].push_back(i);
-      anchored_ = true;
-    }
     // Lowest first, so that each member's top is above the one before.
-    for (std::vector<size_t>& members : members_) {
-      std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
-        return buffers[a].offset_from_anchor < buffers[b].offset_from_anchor;
-      });
-    }
+    members_ = AnchoredBuffers(buffers);
+    for (const std::vector<size_t>& members : members_) anchored_ = anchored_ || !members.empty();
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (buffers[i].size == 0 && (members_[i].empty() || buffers[i].anchor >= 0)) {
         placed_[i] = true;  // zero-size buffers take no room (an anchor still places its group)
