@@ -175,18 +175,17 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
   }
   // A Concat output that is a graph output (through its first slice's
   // aliases) keeps every slice to the end.
+  std::vector<bool> output_live(graph.num_ops(), false);  // per in-place Concat
+  for (TensorId t = 0; t < graph.num_tensors(); ++t) {
+    if (!graph.tensor(t).is_graph_output || graph.tensor(t).is_weight) continue;
+    const OpId concat = concat_of[resolve(t)];
+    if (concat != kNoOp) output_live[concat] = true;
+  }
   std::vector<bool> is_slice(buffers_.size(), false);
   for (OpId u = 0; u < graph.num_ops(); ++u) {
-    if (concat_slices_[u].empty()) continue;
-    bool output_live = false;
-    for (TensorId t = 0; t < graph.num_tensors(); ++t) {
-      if (graph.tensor(t).is_graph_output && !graph.tensor(t).is_weight && resolve(t) == graph.op(u).outputs[0]) {
-        output_live = true;
-      }
-    }
     for (BufferId b : concat_slices_[u]) {
       is_slice[b] = true;
-      if (output_live) buffers_[b].live_to_end = true;
+      if (output_live[u]) buffers_[b].live_to_end = true;
     }
   }
   if (model.in_place) {
