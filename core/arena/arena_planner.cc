@@ -53,6 +53,25 @@ absl::Status CheckBuffers(absl::Span<const ArenaBuffer> buffers, int64_t alignme
 
 }  // namespace
 
+TimeSections SplitIntoSections(absl::Span<const ArenaBuffer> buffers) {
+  std::vector<int64_t> cuts;
+  for (const ArenaBuffer& b : buffers) {
+    cuts.push_back(b.first_step);
+    cuts.push_back(int64_t{b.last_step} + 1);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  TimeSections sections;
+  sections.count = cuts.empty() ? 0 : static_cast<int>(cuts.size()) - 1;
+  for (const ArenaBuffer& b : buffers) {
+    const auto at = [&](int64_t step) {
+      return static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), step) - cuts.begin());
+    };
+    sections.spans.push_back({at(b.first_step), at(int64_t{b.last_step} + 1)});
+  }
+  return sections;
+}
+
 std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers) {
   std::vector<std::vector<size_t>> members(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {

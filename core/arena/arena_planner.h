@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,15 @@ struct ArenaPlan {
   int64_t alignment = 1;
   std::vector<int64_t> offsets;  // one per buffer, in input order
 };
+
+// Time compressed to sections: the runs of steps between consecutive
+// lifetime boundaries of the buffers. Buffer i lives in sections
+// [spans[i].first, spans[i].second).
+struct TimeSections {
+  int count = 0;
+  std::vector<std::pair<int, int>> spans;
+};
+TimeSections SplitIntoSections(absl::Span<const ArenaBuffer> buffers);
 
 // For each buffer, the buffers anchored to it, lowest offset_from_anchor
 // first (empty for most). Anchors out of range are skipped (PlanArena

@@ -14,15 +14,9 @@ class OffsetSearch {
   OffsetSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
                OffsetRank rank_order, std::chrono::steady_clock::time_point deadline)
       : buffers_(buffers), alignment_(alignment), capacity_(capacity), max_nodes_(max_nodes), deadline_(deadline) {
-    // Time sections between lifetime boundaries.
-    std::vector<int64_t> cuts;
-    for (const ArenaBuffer& b : buffers) {
-      cuts.push_back(b.first_step);
-      cuts.push_back(int64_t{b.last_step} + 1);
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    const int sections = cuts.empty() ? 0 : static_cast<int>(cuts.size()) - 1;
+    TimeSections time = SplitIntoSections(buffers);
+    const int sections = time.count;
+    span_ = std::move(time.spans);
     floor_.assign(sections, 0);
     unplaced_bytes_.assign(sections, 0);
     crossing_.assign(sections, 0);
@@ -30,13 +24,6 @@ class OffsetSearch {
     section_buffers_.resize(sections);
     seen_.assign(sections, 0);
     const size_t n = buffers.size();
-    span_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const int from = static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), buffers[i].first_step) - cuts.begin());
-      const int to =
-          static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), int64_t{buffers[i].last_step} + 1) - cuts.begin());
-      span_[i] = {from, to};
-    }
     // Zero-size buffers take no room: they sit at 0 and take no part.
     offset_.assign(n, -1);
     lowest_.assign(n, 0);

@@ -13,20 +13,9 @@ class SkylineSearch {
   SkylineSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
                 SkylineOrder order, std::chrono::steady_clock::time_point deadline)
       : buffers_(buffers), alignment_(alignment), capacity_(capacity), max_nodes_(max_nodes), deadline_(deadline) {
-    // Compress time to the sections between lifetime boundaries.
-    std::vector<int64_t> cuts;
-    for (const ArenaBuffer& b : buffers) {
-      cuts.push_back(b.first_step);
-      cuts.push_back(int64_t{b.last_step} + 1);
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    sections_ = cuts.empty() ? 0 : static_cast<int>(cuts.size()) - 1;
-    for (const ArenaBuffer& b : buffers) {
-      int from = static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), b.first_step) - cuts.begin());
-      int to = static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), int64_t{b.last_step} + 1) - cuts.begin());
-      span_.push_back({from, to});  // sections [from, to)
-    }
+    TimeSections sections = SplitIntoSections(buffers);
+    sections_ = sections.count;
+    span_ = std::move(sections.spans);
     height_.assign(sections_, 0);
     pending_bytes_.assign(sections_, 0);
     pending_count_.assign(sections_, 0);
