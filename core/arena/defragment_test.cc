@@ -9,6 +9,7 @@
 #include "core/arena/arena_csv.h"
 #include "core/arena/arena_planner.h"
 #include "gtest/gtest.h"
+#include "tests/testing/arena_instances.h"
 
 namespace serenity {
 namespace {
@@ -52,11 +53,7 @@ TEST(DefragmentTest, FitsEveryInstanceAtTheLowerBound) {
 TEST(DefragmentTest, FitsThePeakWhereStaticPlacementDoesNot) {
   int needed_moves = 0;
   for (const char* name : {"A", "B", "D", "E", "J", "K"}) {
-    const std::string path = std::string(SERENITY_SHARED_DIR "/bench/arena/minimalloc/challenging_") + name + ".csv";
-    std::ifstream in(path);
-    ASSERT_TRUE(in.good()) << path;
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(text);
+    absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance(name);
     ASSERT_TRUE(instance.ok()) << instance.status();
     const int64_t bound = ArenaLowerBound(instance->buffers);
     absl::StatusOr<ArenaPlan> fixed = PlanArena(instance->buffers, 1, /*skyline_nodes=*/0);

@@ -10,24 +10,19 @@
 #include "core/arena/arena_csv.h"
 #include "core/arena/arena_verifier.h"
 #include "gtest/gtest.h"
-#include "tests/testing/arena_brute_force.h"
+#include "tests/testing/arena_instances.h"
 
 namespace serenity {
 namespace {
 
 using testing::BruteForceArena;
+using testing::RandomSmallArenaInstance;
 
 // Exact on small instances: packs at the optimum and finds nothing smaller.
 TEST(OffsetSearchTest, ExactOnSmallRandomInstances) {
   std::mt19937 rng(62);
   for (int trial = 0; trial < 400; ++trial) {
-    std::vector<ArenaBuffer> buffers;
-    const int n = 1 + trial % 7;
-    for (int i = 0; i < n; ++i) {
-      int first = std::uniform_int_distribution<int>(0, 6)(rng);
-      int last = first + std::uniform_int_distribution<int>(0, 4)(rng);
-      buffers.push_back({std::uniform_int_distribution<int64_t>(0, 12)(rng), first, last});
-    }
+    const std::vector<ArenaBuffer> buffers = RandomSmallArenaInstance(1 + trial % 7, 0, rng);
     const int64_t alignment = trial % 3 == 0 ? 4 : 1;
     const int64_t optimum = BruteForceArena(buffers, alignment);
     const OffsetRank rank = static_cast<OffsetRank>(trial % 3);
@@ -47,11 +42,7 @@ TEST(OffsetSearchTest, ExactOnSmallRandomInstances) {
 TEST(OffsetSearchTest, PacksHardInstancesAtTheBound) {
   for (const auto& [name, rank] : {std::make_pair("F", OffsetRank::kTotalWidthArea),
                                    std::make_pair("K", OffsetRank::kWidthAreaTotal)}) {
-    const std::string path = std::string(SERENITY_SHARED_DIR "/bench/arena/minimalloc/challenging_") + name + ".csv";
-    std::ifstream in(path);
-    ASSERT_TRUE(in.good()) << path;
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(text);
+    absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance(name);
     ASSERT_TRUE(instance.ok()) << instance.status();
     const int64_t bound = ArenaLowerBound(instance->buffers);
     std::vector<int64_t> offsets;

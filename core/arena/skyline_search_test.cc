@@ -7,24 +7,19 @@
 
 #include "core/arena/arena_verifier.h"
 #include "gtest/gtest.h"
-#include "tests/testing/arena_brute_force.h"
+#include "tests/testing/arena_instances.h"
 
 namespace serenity {
 namespace {
 
 using testing::BruteForceArena;
+using testing::RandomSmallArenaInstance;
 
 // Exact on small instances: packs at the optimum and proves nothing smaller.
 TEST(SkylineSearchTest, ExactOnSmallRandomInstances) {
   std::mt19937 rng(61);
   for (int trial = 0; trial < 400; ++trial) {
-    std::vector<ArenaBuffer> buffers;
-    const int n = 1 + trial % 7;
-    for (int i = 0; i < n; ++i) {
-      int first = std::uniform_int_distribution<int>(0, 6)(rng);
-      int last = first + std::uniform_int_distribution<int>(0, 4)(rng);
-      buffers.push_back({std::uniform_int_distribution<int64_t>(1, 12)(rng), first, last});
-    }
+    const std::vector<ArenaBuffer> buffers = RandomSmallArenaInstance(1 + trial % 7, 1, rng);
     const int64_t alignment = trial % 3 == 0 ? 4 : 1;
     const int64_t optimum = BruteForceArena(buffers, alignment);
     for (SkylineOrder order : {SkylineOrder::kSizeFirst, SkylineOrder::kLifetimeFirst}) {

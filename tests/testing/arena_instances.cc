@@ -1,7 +1,11 @@
-#include "tests/testing/arena_brute_force.h"
+#include "tests/testing/arena_instances.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <numeric>
+
+#include "absl/strings/str_cat.h"
 
 namespace serenity::testing {
 
@@ -33,6 +37,24 @@ int64_t BruteForceArena(const std::vector<ArenaBuffer>& buffers, int64_t alignme
     best = std::min(best, size);
   } while (std::next_permutation(order.begin(), order.end()));
   return best;
+}
+
+std::vector<ArenaBuffer> RandomSmallArenaInstance(int n, int64_t min_size, std::mt19937& rng) {
+  std::vector<ArenaBuffer> buffers;
+  for (int i = 0; i < n; ++i) {
+    int first = std::uniform_int_distribution<int>(0, 6)(rng);
+    int last = first + std::uniform_int_distribution<int>(0, 4)(rng);
+    buffers.push_back({std::uniform_int_distribution<int64_t>(min_size, 12)(rng), first, last});
+  }
+  return buffers;
+}
+
+absl::StatusOr<ArenaInstance> ReadChallengingInstance(const std::string& name) {
+  const std::string path = std::string(SERENITY_SHARED_DIR "/bench/arena/minimalloc/challenging_") + name + ".csv";
+  std::ifstream in(path);
+  if (!in.good()) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ParseArenaCsv(text);
 }
 
 }  // namespace serenity::testing
