@@ -41,7 +41,7 @@ absl::StatusOr<ArenaPlan> PlanProfileArena(const MemoryProfile& profile, int64_t
     const BufferLifetimeInfo& b = profile.buffers[i];
     if (b.kind == BufferKind::kWeight) {
       plan.offsets[i] = band;
-      band = (band + b.bytes + alignment - 1) / alignment * alignment;
+      band = AlignUp(band + b.bytes, alignment);
       plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + b.bytes);
       continue;
     }

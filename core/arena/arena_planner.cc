@@ -12,10 +12,6 @@
 namespace serenity {
 namespace {
 
-int64_t AlignUp(int64_t value, int64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
 // Also OutOfRange when the buffers, each rounded up to `alignment`, total
 // more than 2^62 bytes: no offset or end computed from them can overflow.
 absl::Status CheckBuffers(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {

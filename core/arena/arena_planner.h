@@ -39,6 +39,10 @@ struct ArenaPlan {
   std::vector<int64_t> offsets;  // one per buffer, in input order
 };
 
+// `value` rounded up to a multiple of `alignment` (>= 1). The caller keeps
+// it from overflowing (PlanArena bounds the bytes by 2^62).
+inline int64_t AlignUp(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
 // Time compressed to sections: the runs of steps between consecutive
 // lifetime boundaries of the buffers. Buffer i lives in sections
 // [spans[i].first, spans[i].second).

@@ -7,7 +7,6 @@
 namespace serenity {
 namespace {
 
-int64_t AlignUp(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 class OffsetSearch {
  public:
