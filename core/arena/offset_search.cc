@@ -146,28 +146,44 @@ class OffsetSearch {
       gave_up_ = true;
       return false;
     }
-    std::vector<size_t> candidates;
     int64_t lowest_end = INT64_MAX;
+    bool any = false;
     for (size_t i : open_) {
       if (offset_[i] >= 0 || span_[i].second <= lo || span_[i].first >= hi) continue;
-      candidates.push_back(i);
+      any = true;
       lowest_end = std::min(lowest_end, lowest_[i] + buffers_[i].size);
     }
-    if (candidates.empty()) return true;
-    // Taken lowest first from a heap: most nodes try only the first.
-    auto later = [&](size_t a, size_t b) {
-      return lowest_[a] != lowest_[b] ? lowest_[a] > lowest_[b] : rank_[a] > rank_[b];
-    };
-    std::vector<size_t> heap = candidates;
-    std::make_heap(heap.begin(), heap.end(), later);
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      const size_t i = heap.back();
-      heap.pop_back();
+    if (!any) return true;
+    // The buffers worth trying, lowest first: not below (last_offset,
+    // last_rank) (those packings are reached another way), below the lowest
+    // end (else some buffer would fit under them first) and within capacity.
+    std::vector<size_t> candidates;
+    for (size_t i : open_) {
+      if (offset_[i] >= 0 || span_[i].second <= lo || span_[i].first >= hi) continue;
       const int64_t at = lowest_[i];
-      if (at < last_offset || (at == last_offset && rank_[i] < last_rank)) continue;  // reached another way
-      if (at >= lowest_end) break;  // a buffer would fit below: candidates are sorted by offset
-      if (at + buffers_[i].size > capacity_) continue;
+      if (at < last_offset || (at == last_offset && rank_[i] < last_rank)) continue;
+      if (at >= lowest_end || at + buffers_[i].size > capacity_) continue;
+      candidates.push_back(i);
+    }
+    std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+      return lowest_[a] != lowest_[b] ? lowest_[a] < lowest_[b] : rank_[a] < rank_[b];
+    });
+    // Placing a buffer leaves every section outside its lifetime as tight
+    // or tighter (floors and least lowest offsets only rise), so a buffer
+    // is tried only if its lifetime covers every section that already
+    // fails SectionsFit at its offset.
+    int64_t checked_at = -1;
+    int failing_first = 0, failing_last = -1;
+    for (size_t i : candidates) {
+      const int64_t at = lowest_[i];
+      if (at != checked_at) {
+        checked_at = at;
+        FailingSections(lo, hi, at, &failing_first, &failing_last);
+      }
+      if (failing_last >= 0 && (span_[i].first > failing_first || span_[i].second <= failing_last)) {
+        if (Hatless(i)) return false;
+        continue;
+      }
       const size_t lowest_mark = lowest_trail_.size(), floor_mark = floor_trail_.size();
       bool split = false;
       const bool hatless = Place(i, at, &split);
@@ -200,18 +216,23 @@ class OffsetSearch {
       lowest_[j] = raised;
     }
     for (int s = span_[i].first; s < span_[i].second; ++s) {
-      floor_trail_.push_back({static_cast<size_t>(s), floor_[s]});
-      floor_[s] = std::max(floor_[s], end);
+      if (floor_[s] < end) {
+        floor_trail_.push_back({static_cast<size_t>(s), floor_[s]});
+        floor_[s] = end;
+      }
       unplaced_bytes_[s] -= buffers_[i].size;
       if (s + 1 < span_[i].second && --crossing_[s] == 0) *split = true;
     }
     // The least lowest offset can change only where i lived or where a
-    // neighbour's lowest offset rose.
+    // neighbour's lowest offset rose, and only in sections where that
+    // buffer's old lowest offset was the least (lowest offsets only rise;
+    // a section whose least belongs to another buffer keeps it unless that
+    // buffer rose too, and then its own refresh visits the section).
     least_marks_.push_back(least_trail_.size());
     ++stamp_;
-    auto refresh = [&](size_t b) {
+    auto refresh = [&](size_t b, int64_t old_lowest) {
       for (int s = span_[b].first; s < span_[b].second; ++s) {
-        if (seen_[s] == stamp_) continue;
+        if (seen_[s] == stamp_ || least_[s] < old_lowest) continue;
         seen_[s] = stamp_;
         int64_t least = INT64_MAX;
         for (size_t k : section_buffers_[s]) {
@@ -222,8 +243,8 @@ class OffsetSearch {
         least_[s] = least;
       }
     };
-    refresh(i);
-    for (size_t k = raised_from; k < lowest_trail_.size(); ++k) refresh(lowest_trail_[k].first);
+    refresh(i, lowest_[i]);
+    for (size_t k = raised_from; k < lowest_trail_.size(); ++k) refresh(lowest_trail_[k].first, lowest_trail_[k].second);
     return hatless;
   }
 
@@ -245,6 +266,29 @@ class OffsetSearch {
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       unplaced_bytes_[s] += buffers_[i].size;
       if (s + 1 < span_[i].second) ++crossing_[s];
+    }
+  }
+
+  // True when no unplaced buffer overlaps buffer `i`.
+  bool Hatless(size_t i) const {
+    for (size_t j : overlaps_[i]) {
+      if (offset_[j] < 0) return false;
+    }
+    return true;
+  }
+
+  // The first and last section in [lo, hi) whose unplaced bytes do not fit
+  // above the least of its floor, `at` and its least lowest offset
+  // (*last = -1 when none).
+  void FailingSections(int lo, int hi, int64_t at, int* first, int* last) const {
+    *first = 0;
+    *last = -1;
+    for (int s = lo; s < hi; ++s) {
+      if (unplaced_bytes_[s] == 0) continue;
+      const int64_t floor = std::max({floor_[s], at, least_[s]});
+      if (unplaced_bytes_[s] <= capacity_ - std::min(floor, capacity_)) continue;
+      if (*last < 0) *first = s;
+      *last = s;
     }
   }
 
