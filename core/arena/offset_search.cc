@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <random>
 #include <tuple>
 
 namespace serenity {
@@ -11,17 +12,21 @@ namespace {
 class OffsetSearch {
  public:
   OffsetSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
-               OffsetRank rank_order, std::chrono::steady_clock::time_point deadline)
-      : buffers_(buffers), alignment_(alignment), capacity_(capacity), max_nodes_(max_nodes), deadline_(deadline) {
+               OffsetRank rank_order, uint64_t shuffle_seed, std::chrono::steady_clock::time_point deadline)
+      : buffers_(buffers),
+        alignment_(alignment),
+        capacity_(capacity),
+        max_nodes_(max_nodes),
+        deadline_(deadline),
+        shuffle_(shuffle_seed != 0),
+        random_(shuffle_seed) {
     TimeSections time = SplitIntoSections(buffers);
     const int sections = time.count;
     span_ = std::move(time.spans);
-    floor_.assign(sections, 0);
     unplaced_bytes_.assign(sections, 0);
     crossing_.assign(sections, 0);
-    least_.assign(sections, INT64_MAX);
+    low_enough_.assign(sections, 0);
     section_buffers_.resize(sections);
-    seen_.assign(sections, 0);
     const size_t n = buffers.size();
     // Zero-size buffers take no room: they sit at 0 and take no part.
     offset_.assign(n, -1);
@@ -34,10 +39,12 @@ class OffsetSearch {
       open_.push_back(i);
       for (int s = span_[i].first; s < span_[i].second; ++s) {
         section_buffers_[s].push_back(i);
-        least_[s] = 0;  // every lowest offset starts at 0
         unplaced_bytes_[s] += buffers[i].size;
         if (s + 1 < span_[i].second) ++crossing_[s];
       }
+    }
+    for (int s = 0; s < sections; ++s) {  // every lowest offset starts at 0
+      if (Headroom(s) >= 0) low_enough_[s] = static_cast<int32_t>(section_buffers_[s].size());
     }
     // Overlapping pairs, by sweeping over starts.
     overlaps_.resize(n);
@@ -85,6 +92,13 @@ class OffsetSearch {
       }
     }
     std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) { return key[a] > key[b]; });
+    if (shuffle_) {
+      // One swap of neighbours in five, front to back (so a buffer may
+      // drift several places).
+      for (size_t r = 0; r + 1 < ranked.size(); ++r) {
+        if (random_() % 5 == 0) std::swap(ranked[r], ranked[r + 1]);
+      }
+    }
     for (size_t r = 0; r < ranked.size(); ++r) rank_[ranked[r]] = static_cast<int64_t>(r);
   }
 
@@ -93,7 +107,7 @@ class OffsetSearch {
       if (bytes > capacity_) return PackingResult::kImpossible;
     }
     solution_ = offset_;  // zero-size buffers at 0
-    if (SolveRange(0, static_cast<int>(floor_.size()))) {
+    if (SolveRange(0, static_cast<int>(unplaced_bytes_.size()))) {
       *offsets = solution_;
       return PackingResult::kPacked;
     }
@@ -169,7 +183,7 @@ class OffsetSearch {
       return lowest_[a] != lowest_[b] ? lowest_[a] < lowest_[b] : rank_[a] < rank_[b];
     });
     // Placing a buffer leaves every section outside its lifetime as tight
-    // or tighter (floors and least lowest offsets only rise), so a buffer
+    // or tighter (lowest offsets only rise), so a buffer
     // is tried only if its lifetime covers every section that already
     // fails SectionsFit at its offset.
     int64_t checked_at = -1;
@@ -184,12 +198,12 @@ class OffsetSearch {
         if (Hatless(i)) return false;
         continue;
       }
-      const size_t lowest_mark = lowest_trail_.size(), floor_mark = floor_trail_.size();
+      const size_t lowest_mark = lowest_trail_.size();
       bool split = false;
       const bool hatless = Place(i, at, &split);
       bool found = false;
       if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
-      Unplace(i, lowest_mark, floor_mark);
+      Unplace(i, lowest_mark);
       if (found) {
         solution_[i] = at;
         return true;
@@ -204,69 +218,77 @@ class OffsetSearch {
   // by any unplaced buffer.
   bool Place(size_t i, int64_t at, bool* split) {
     offset_[i] = at;
-    const int64_t end = at + buffers_[i].size;
+    low_enough_marks_.push_back(low_enough_trail_.size());
+    // Its unplaced neighbours now start above it: outside its lifetime,
+    // those that rise past a section's headroom leave that section's
+    // low-enough ones.
     bool hatless = true;
-    const size_t raised_from = lowest_trail_.size();
+    const int64_t raised = AlignUp(at + buffers_[i].size, alignment_);
     for (size_t j : overlaps_[i]) {
       if (offset_[j] >= 0) continue;
       hatless = false;
-      const int64_t raised = AlignUp(end, alignment_);
       if (lowest_[j] >= raised) continue;
+      for (int s = span_[j].first; s < span_[j].second; ++s) {
+        if (s >= span_[i].first && s < span_[i].second) {  // counted afresh below
+          s = span_[i].second - 1;
+          continue;
+        }
+        const int64_t headroom = Headroom(s);
+        if (lowest_[j] <= headroom && raised > headroom) SetLowEnough(s, low_enough_[s] - 1);
+      }
       lowest_trail_.push_back({j, lowest_[j]});
       lowest_[j] = raised;
     }
+    // Within its lifetime every unplaced buffer now starts at `raised` or
+    // above, and the headroom grows by its size: count afresh, unless
+    // `raised` is already above the headroom.
     for (int s = span_[i].first; s < span_[i].second; ++s) {
-      if (floor_[s] < end) {
-        floor_trail_.push_back({static_cast<size_t>(s), floor_[s]});
-        floor_[s] = end;
-      }
       unplaced_bytes_[s] -= buffers_[i].size;
       if (s + 1 < span_[i].second && --crossing_[s] == 0) *split = true;
-    }
-    // The least lowest offset can change only where i lived or where a
-    // neighbour's lowest offset rose, and only in sections where that
-    // buffer's old lowest offset was the least (lowest offsets only rise;
-    // a section whose least belongs to another buffer keeps it unless that
-    // buffer rose too, and then its own refresh visits the section).
-    least_marks_.push_back(least_trail_.size());
-    ++stamp_;
-    auto refresh = [&](size_t b, int64_t old_lowest) {
-      for (int s = span_[b].first; s < span_[b].second; ++s) {
-        if (seen_[s] == stamp_ || least_[s] < old_lowest) continue;
-        seen_[s] = stamp_;
-        int64_t least = INT64_MAX;
+      const int64_t headroom = Headroom(s);
+      int32_t count = 0;
+      if (raised <= headroom) {
         for (size_t k : section_buffers_[s]) {
-          if (offset_[k] < 0) least = std::min(least, lowest_[k]);
+          if (offset_[k] < 0 && lowest_[k] <= headroom) ++count;
         }
-        if (least == least_[s]) continue;
-        least_trail_.push_back({static_cast<size_t>(s), least_[s]});
-        least_[s] = least;
       }
-    };
-    refresh(i, lowest_[i]);
-    for (size_t k = raised_from; k < lowest_trail_.size(); ++k) refresh(lowest_trail_[k].first, lowest_trail_[k].second);
+      if (count != low_enough_[s]) SetLowEnough(s, count);
+    }
     return hatless;
   }
 
-  void Unplace(size_t i, size_t lowest_mark, size_t floor_mark) {
+  void Unplace(size_t i, size_t lowest_mark) {
     offset_[i] = -1;
-    while (least_trail_.size() > least_marks_.back()) {
-      least_[least_trail_.back().first] = least_trail_.back().second;
-      least_trail_.pop_back();
-    }
-    least_marks_.pop_back();
     while (lowest_trail_.size() > lowest_mark) {
       lowest_[lowest_trail_.back().first] = lowest_trail_.back().second;
       lowest_trail_.pop_back();
     }
-    while (floor_trail_.size() > floor_mark) {
-      floor_[floor_trail_.back().first] = floor_trail_.back().second;
-      floor_trail_.pop_back();
+    while (low_enough_trail_.size() > low_enough_marks_.back()) {
+      low_enough_[low_enough_trail_.back().first] = low_enough_trail_.back().second;
+      low_enough_trail_.pop_back();
     }
+    low_enough_marks_.pop_back();
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       unplaced_bytes_[s] += buffers_[i].size;
       if (s + 1 < span_[i].second) ++crossing_[s];
     }
+  }
+
+  // The highest offset from which section s's unplaced bytes still fit
+  // under the capacity (negative when they cannot fit at all).
+  int64_t Headroom(int s) const { return capacity_ - unplaced_bytes_[s]; }
+
+  void SetLowEnough(int s, int32_t count) {
+    low_enough_trail_.push_back({s, low_enough_[s]});
+    low_enough_[s] = count;
+  }
+
+  // Section s cannot be completed when later placements start at `at`:
+  // its unplaced buffers all start at their lowest offsets or above, and
+  // at `at` or above, and together need more than the room from there up.
+  // (Every unplaced buffer of s also starts above every placed one there.)
+  bool SectionFails(int s, int64_t at) const {
+    return unplaced_bytes_[s] > 0 && (at > Headroom(s) || low_enough_[s] == 0);
   }
 
   // True when no unplaced buffer overlaps buffer `i`.
@@ -277,30 +299,21 @@ class OffsetSearch {
     return true;
   }
 
-  // The first and last section in [lo, hi) whose unplaced bytes do not fit
-  // above the least of its floor, `at` and its least lowest offset
-  // (*last = -1 when none).
+  // The first and last section in [lo, hi) that fails at `at` (*last = -1
+  // when none).
   void FailingSections(int lo, int hi, int64_t at, int* first, int* last) const {
     *first = 0;
     *last = -1;
     for (int s = lo; s < hi; ++s) {
-      if (unplaced_bytes_[s] == 0) continue;
-      const int64_t floor = std::max({floor_[s], at, least_[s]});
-      if (unplaced_bytes_[s] <= capacity_ - std::min(floor, capacity_)) continue;
+      if (!SectionFails(s, at)) continue;
       if (*last < 0) *first = s;
       *last = s;
     }
   }
 
-  // Later placements start at `at` or above, and each unplaced buffer at
-  // its lowest offset or above: in each section the unplaced bytes must fit
-  // above the least of those (and above the highest placed end there, which
-  // every unplaced buffer of the section overlaps).
   bool SectionsFit(int lo, int hi, int64_t at) const {
     for (int s = lo; s < hi; ++s) {
-      if (unplaced_bytes_[s] == 0) continue;
-      const int64_t floor = std::max({floor_[s], at, least_[s]});
-      if (unplaced_bytes_[s] > capacity_ - std::min(floor, capacity_)) return false;
+      if (SectionFails(s, at)) return false;
     }
     return true;
   }
@@ -310,6 +323,8 @@ class OffsetSearch {
   const int64_t capacity_;
   const int64_t max_nodes_;
   const std::chrono::steady_clock::time_point deadline_;
+  const bool shuffle_;
+  std::mt19937_64 random_;  // the same sequence on every platform
   std::vector<std::pair<int, int>> span_;
   std::vector<std::vector<size_t>> overlaps_;
   std::vector<size_t> open_;  // buffers of non-zero size
@@ -317,20 +332,18 @@ class OffsetSearch {
   std::vector<int64_t> rank_;
   std::vector<int64_t> offset_;  // -1 while unplaced
   std::vector<int64_t> lowest_;  // lowest offset an unplaced buffer can take
-  std::vector<int64_t> floor_;   // highest placed end per section
   std::vector<int64_t> unplaced_bytes_;
   // Per section s: unplaced buffers live in both s and s + 1.
   std::vector<int32_t> crossing_;
-  // Per section: the least lowest offset of its unplaced buffers (kept up
-  // to date by Place and Unplace), and its buffers of non-zero size.
-  std::vector<int64_t> least_;
+  // Per section: its buffers of non-zero size, and how many unplaced ones
+  // have a lowest offset within its headroom (kept up to date by Place and
+  // Unplace through the trail).
   std::vector<std::vector<size_t>> section_buffers_;
-  std::vector<std::pair<size_t, int64_t>> least_trail_;
-  std::vector<size_t> least_marks_;
-  std::vector<int64_t> seen_;  // Place's per-section stamps
-  int64_t stamp_ = 0;
+  std::vector<int32_t> low_enough_;
+  std::vector<std::pair<int, int32_t>> low_enough_trail_;
+  std::vector<size_t> low_enough_marks_;
+  std::vector<std::pair<size_t, int64_t>> lowest_trail_;
   std::vector<int64_t> solution_;
-  std::vector<std::pair<size_t, int64_t>> lowest_trail_, floor_trail_;
   int64_t nodes_ = 0;
   bool gave_up_ = false;
 };
@@ -339,11 +352,11 @@ class OffsetSearch {
 
 PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
                                   int64_t max_nodes, OffsetRank rank, std::vector<int64_t>* offsets,
-                                  std::chrono::steady_clock::time_point deadline) {
+                                  std::chrono::steady_clock::time_point deadline, uint64_t shuffle_seed) {
   for (const ArenaBuffer& b : buffers) {
     if (b.anchor >= 0) return PackingResult::kGaveUp;
   }
-  OffsetSearch search(buffers, alignment, capacity, max_nodes, rank, deadline);
+  OffsetSearch search(buffers, alignment, capacity, max_nodes, rank, shuffle_seed, deadline);
   return search.Run(offsets);
 }
 

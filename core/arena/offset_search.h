@@ -34,10 +34,14 @@ enum class OffsetRank { kWidthAreaTotal, kTotalAreaWidth, kTotalWidthArea };
 // below `capacity`, exploring at most `max_nodes` nodes and stopping at
 // `deadline`. kPacked fills `offsets`; kGaveUp when a limit was hit, or when
 // some buffer is anchored; kImpossible when the search ran out of choices.
+// A non-zero `shuffle_seed` perturbs the rank (one neighbour swap in five,
+// drawn from std::mt19937_64 seeded with it): a different search tree each
+// seed, as restarts need, and the same tree for the same seed anywhere.
 PackingResult PackByLowestOffsets(
     absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes, OffsetRank rank,
     std::vector<int64_t>* offsets,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+    uint64_t shuffle_seed = 0);
 
 }  // namespace serenity
 

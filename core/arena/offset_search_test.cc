@@ -1,6 +1,7 @@
 #include "core/arena/offset_search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <numeric>
@@ -18,22 +19,50 @@ namespace {
 using testing::BruteForceArena;
 using testing::RandomSmallArenaInstance;
 
-// Exact on small instances: packs at the optimum and finds nothing smaller.
+// Exact on small instances: packs at the optimum and finds nothing smaller,
+// with the static ranks and with shuffled ones.
 TEST(OffsetSearchTest, ExactOnSmallRandomInstances) {
   std::mt19937 rng(62);
-  for (int trial = 0; trial < 400; ++trial) {
+  const auto never = std::chrono::steady_clock::time_point::max();
+  for (int trial = 0; trial < 600; ++trial) {
     const std::vector<ArenaBuffer> buffers = RandomSmallArenaInstance(1 + trial % 7, 0, rng);
     const int64_t alignment = trial % 3 == 0 ? 4 : 1;
     const int64_t optimum = BruteForceArena(buffers, alignment);
     const OffsetRank rank = static_cast<OffsetRank>(trial % 3);
+    const uint64_t seed = trial % 2 == 0 ? 0 : static_cast<uint64_t>(trial);
     std::vector<int64_t> offsets;
-    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum, 1 << 20, rank, &offsets), PackingResult::kPacked)
+    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum, 1 << 20, rank, &offsets, never, seed),
+              PackingResult::kPacked)
         << "trial " << trial;
     ArenaPlan plan{optimum, alignment, offsets};
     ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << VerifyArena(buffers, plan);
-    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum - 1, 1 << 20, rank, &offsets), PackingResult::kImpossible)
+    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum - 1, 1 << 20, rank, &offsets, never, seed),
+              PackingResult::kImpossible)
         << "trial " << trial;
   }
+}
+
+// A shuffle seed names one search: the same seed gives the same offsets,
+// and some other seed reaches a different packing.
+TEST(OffsetSearchTest, ShuffleSeedIsRepeatable) {
+  absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance("J");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  const int64_t capacity = ArenaLowerBound(instance->buffers) * 11 / 10;
+  const auto never = std::chrono::steady_clock::time_point::max();
+  std::vector<int64_t> first, again;
+  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, 100000, OffsetRank::kTotalWidthArea, &first, never, 7),
+            PackingResult::kPacked);
+  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, 100000, OffsetRank::kTotalWidthArea, &again, never, 7),
+            PackingResult::kPacked);
+  EXPECT_EQ(first, again);
+  bool differs = false;
+  for (uint64_t seed = 8; seed < 12 && !differs; ++seed) {
+    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, 100000, OffsetRank::kTotalWidthArea, &again, never,
+                                  seed),
+              PackingResult::kPacked);
+    differs = again != first;
+  }
+  EXPECT_TRUE(differs);
 }
 
 // Two of MiniMalloc's hard instances pack at their lower bound within a
