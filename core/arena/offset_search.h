@@ -10,8 +10,9 @@
 // lowest end any unplaced buffer could reach (that buffer fits below it
 // first), and a buffer whose lifetime no unplaced buffer overlaps has only one
 // placement worth trying. A node is cut when some time section cannot hold
-// its unplaced bytes above its floor (the highest placed end there, and at
-// least the current offset). Buffers with anchors are not handled.
+// its unplaced bytes above the current offset, or above the least lowest
+// offset among its unplaced buffers (which is above every placed buffer
+// there). Buffers with anchors are not handled.
 #ifndef SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
 #define SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
 
