@@ -25,7 +25,7 @@ class OffsetSearch {
     span_ = std::move(time.spans);
     unplaced_bytes_.assign(sections, 0);
     crossing_.assign(sections, 0);
-    low_enough_.assign(sections, 0);
+    witness_.assign(sections, kNone);
     section_buffers_.resize(sections);
     const size_t n = buffers.size();
     // Zero-size buffers take no room: they sit at 0 and take no part.
@@ -44,7 +44,7 @@ class OffsetSearch {
       }
     }
     for (int s = 0; s < sections; ++s) {  // every lowest offset starts at 0
-      if (Headroom(s) >= 0) low_enough_[s] = static_cast<int32_t>(section_buffers_[s].size());
+      if (Headroom(s) >= 0 && !section_buffers_[s].empty()) witness_[s] = section_buffers_[s].front();
     }
     // Overlapping pairs, by sweeping over starts.
     overlaps_.resize(n);
@@ -218,41 +218,38 @@ class OffsetSearch {
   // by any unplaced buffer.
   bool Place(size_t i, int64_t at, bool* split) {
     offset_[i] = at;
-    low_enough_marks_.push_back(low_enough_trail_.size());
-    // Its unplaced neighbours now start above it: outside its lifetime,
-    // those that rise past a section's headroom leave that section's
-    // low-enough ones.
+    witness_marks_.push_back(witness_trail_.size());
+    // Its unplaced neighbours now start above it. Outside its lifetime, a
+    // section whose witness rises past its headroom needs another.
     bool hatless = true;
     const int64_t raised = AlignUp(at + buffers_[i].size, alignment_);
+    stale_.clear();
     for (size_t j : overlaps_[i]) {
       if (offset_[j] >= 0) continue;
       hatless = false;
       if (lowest_[j] >= raised) continue;
       for (int s = span_[j].first; s < span_[j].second; ++s) {
-        if (s >= span_[i].first && s < span_[i].second) {  // counted afresh below
+        if (s >= span_[i].first && s < span_[i].second) {  // handled below
           s = span_[i].second - 1;
           continue;
         }
-        const int64_t headroom = Headroom(s);
-        if (lowest_[j] <= headroom && raised > headroom) SetLowEnough(s, low_enough_[s] - 1);
+        if (witness_[s] == j && raised > Headroom(s)) stale_.push_back(s);
       }
       lowest_trail_.push_back({j, lowest_[j]});
       lowest_[j] = raised;
     }
+    for (int s : stale_) FindWitness(s);
     // Within its lifetime every unplaced buffer now starts at `raised` or
-    // above, and the headroom grows by its size: count afresh, unless
-    // `raised` is already above the headroom.
+    // above, and the headroom grows by its size: no witness if `raised` is
+    // above the headroom; else the old one holds unless it was i or none.
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       unplaced_bytes_[s] -= buffers_[i].size;
       if (s + 1 < span_[i].second && --crossing_[s] == 0) *split = true;
-      const int64_t headroom = Headroom(s);
-      int32_t count = 0;
-      if (raised <= headroom) {
-        for (size_t k : section_buffers_[s]) {
-          if (offset_[k] < 0 && lowest_[k] <= headroom) ++count;
-        }
+      if (raised > Headroom(s)) {
+        if (witness_[s] != kNone) SetWitness(s, kNone);
+      } else if (witness_[s] == i || witness_[s] == kNone) {
+        FindWitness(s);
       }
-      if (count != low_enough_[s]) SetLowEnough(s, count);
     }
     return hatless;
   }
@@ -263,11 +260,11 @@ class OffsetSearch {
       lowest_[lowest_trail_.back().first] = lowest_trail_.back().second;
       lowest_trail_.pop_back();
     }
-    while (low_enough_trail_.size() > low_enough_marks_.back()) {
-      low_enough_[low_enough_trail_.back().first] = low_enough_trail_.back().second;
-      low_enough_trail_.pop_back();
+    while (witness_trail_.size() > witness_marks_.back()) {
+      witness_[witness_trail_.back().first] = witness_trail_.back().second;
+      witness_trail_.pop_back();
     }
-    low_enough_marks_.pop_back();
+    witness_marks_.pop_back();
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       unplaced_bytes_[s] += buffers_[i].size;
       if (s + 1 < span_[i].second) ++crossing_[s];
@@ -278,9 +275,23 @@ class OffsetSearch {
   // under the capacity (negative when they cannot fit at all).
   int64_t Headroom(int s) const { return capacity_ - unplaced_bytes_[s]; }
 
-  void SetLowEnough(int s, int32_t count) {
-    low_enough_trail_.push_back({s, low_enough_[s]});
-    low_enough_[s] = count;
+  // Some unplaced buffer of section s whose lowest offset is within its
+  // headroom, or kNone.
+  void FindWitness(int s) {
+    const int64_t headroom = Headroom(s);
+    size_t found = kNone;
+    for (size_t k : section_buffers_[s]) {
+      if (offset_[k] < 0 && lowest_[k] <= headroom) {
+        found = k;
+        break;
+      }
+    }
+    if (found != witness_[s]) SetWitness(s, found);
+  }
+
+  void SetWitness(int s, size_t buffer) {
+    witness_trail_.push_back({s, witness_[s]});
+    witness_[s] = buffer;
   }
 
   // Section s cannot be completed when later placements start at `at`:
@@ -288,7 +299,7 @@ class OffsetSearch {
   // at `at` or above, and together need more than the room from there up.
   // (Every unplaced buffer of s also starts above every placed one there.)
   bool SectionFails(int s, int64_t at) const {
-    return unplaced_bytes_[s] > 0 && (at > Headroom(s) || low_enough_[s] == 0);
+    return unplaced_bytes_[s] > 0 && (at > Headroom(s) || witness_[s] == kNone);
   }
 
   // True when no unplaced buffer overlaps buffer `i`.
@@ -335,13 +346,15 @@ class OffsetSearch {
   std::vector<int64_t> unplaced_bytes_;
   // Per section s: unplaced buffers live in both s and s + 1.
   std::vector<int32_t> crossing_;
-  // Per section: its buffers of non-zero size, and how many unplaced ones
-  // have a lowest offset within its headroom (kept up to date by Place and
-  // Unplace through the trail).
+  // Per section: its buffers of non-zero size, and a witness: an unplaced
+  // one whose lowest offset is within its headroom, or kNone (kept up to
+  // date by Place and Unplace through the trail).
+  static constexpr size_t kNone = static_cast<size_t>(-1);
   std::vector<std::vector<size_t>> section_buffers_;
-  std::vector<int32_t> low_enough_;
-  std::vector<std::pair<int, int32_t>> low_enough_trail_;
-  std::vector<size_t> low_enough_marks_;
+  std::vector<size_t> witness_;
+  std::vector<std::pair<int, size_t>> witness_trail_;
+  std::vector<size_t> witness_marks_;
+  std::vector<int> stale_;  // Place's sections needing a new witness
   std::vector<std::pair<size_t, int64_t>> lowest_trail_;
   std::vector<int64_t> solution_;
   int64_t nodes_ = 0;
