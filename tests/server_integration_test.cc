@@ -449,6 +449,17 @@ TEST(ClientTest, ArenaCommandPlansMiniMallocInstances) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.output, HasSubstr("--json"));
   EXPECT_THAT(help.output, HasSubstr("--alignment"));
+  EXPECT_THAT(help.output, HasSubstr("--time-limit"));
+  CommandResult bad_time = RunCommand(kClient + " arena " + path + " --time-limit -1");
+  EXPECT_EQ(bad_time.exit_code, 2);
+  EXPECT_THAT(bad_time.output, HasSubstr("--time-limit"));
+  // No time to search: the greedy placements still give a valid plan.
+  CommandResult quick = RunCommand(kClient + " arena " + path + " --json --time-limit 0");
+  ASSERT_EQ(quick.exit_code, 0) << quick.output;
+  nlohmann::json q = nlohmann::json::parse(quick.output);
+  plan.size_bytes = q.at("size_bytes").get<int64_t>();
+  for (size_t i = 0; i < instance->buffers.size(); ++i) plan.offsets[i] = q["buffers"][i].at("offset").get<int64_t>();
+  EXPECT_TRUE(VerifyArena(instance->buffers, plan).ok()) << VerifyArena(instance->buffers, plan);
 }
 
 TEST(ClientTest, HelpExplainsEveryFlag) {

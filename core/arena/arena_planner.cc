@@ -1,7 +1,6 @@
 #include "core/arena/arena_planner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <numeric>
 
@@ -231,7 +230,7 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 }
 
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                    int64_t skyline_nodes, double skyline_seconds) {
+                                    int64_t skyline_nodes) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
@@ -302,91 +301,42 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
       if (best.size_bytes <= bound) return best;
     }
   }
-  // Then a bounded skyline search for a packing at the bound itself, with
-  // large buffers first and with long-lived ones first.
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  const bool timed = skyline_seconds < 1e9;
-  const Clock::time_point end =
-      timed ? start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(skyline_seconds))
-            : Clock::time_point::max();
-  auto adopt = [&](std::vector<int64_t> offsets) {
-    best.offsets = std::move(offsets);
-    best.size_bytes = 0;
-    for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);
-  };
-  // Searches for a packing at the bound: by lowest offsets under three
-  // static ranks (OffsetRank) and by skylines under two orders.
+  // Then one pass of bounded searches for a packing at the bound itself: by
+  // lowest offsets under three static ranks (OffsetRank) and by skylines
+  // under two orders. A search by offsets gets two nodes per buffer and a
+  // thousand more (enough to place every buffer with a little backtracking:
+  // nasnet_a_cifar10's 779 buffers pack at the bound in about 1,000; its
+  // nodes cost several times a skyline node).
+  if (skyline_nodes <= 0) return best;
+  const int64_t offset_nodes = std::min<int64_t>(skyline_nodes, 2 * static_cast<int64_t>(n) + 1000);
   enum class Attempt { kOffsetsTwa, kOffsetsWat, kOffsetsTaw, kSkylineSize, kSkylineLifetime };
-  auto attempt = [&](Attempt kind, int64_t nodes, Clock::time_point deadline, int64_t capacity) {
+  for (Attempt kind : {Attempt::kOffsetsTwa, Attempt::kSkylineSize, Attempt::kOffsetsWat, Attempt::kOffsetsTaw,
+                       Attempt::kSkylineLifetime}) {
     std::vector<int64_t> offsets;
     PackingResult result = PackingResult::kGaveUp;
     switch (kind) {
       case Attempt::kOffsetsTwa:
-        result = PackByLowestOffsets(buffers, alignment, capacity, nodes, OffsetRank::kTotalWidthArea, &offsets, deadline);
+        result = PackByLowestOffsets(buffers, alignment, bound, {OffsetRank::kTotalWidthArea, offset_nodes}, &offsets);
         break;
       case Attempt::kOffsetsWat:
-        result = PackByLowestOffsets(buffers, alignment, capacity, nodes, OffsetRank::kWidthAreaTotal, &offsets, deadline);
+        result = PackByLowestOffsets(buffers, alignment, bound, {OffsetRank::kWidthAreaTotal, offset_nodes}, &offsets);
         break;
       case Attempt::kOffsetsTaw:
-        result = PackByLowestOffsets(buffers, alignment, capacity, nodes, OffsetRank::kTotalAreaWidth, &offsets, deadline);
+        result = PackByLowestOffsets(buffers, alignment, bound, {OffsetRank::kTotalAreaWidth, offset_nodes}, &offsets);
         break;
       case Attempt::kSkylineSize:
-        result = PackWithinCapacity(buffers, alignment, capacity, nodes, SkylineOrder::kSizeFirst, &offsets, deadline);
+        result = PackWithinCapacity(buffers, alignment, bound, skyline_nodes, SkylineOrder::kSizeFirst, &offsets);
         break;
       case Attempt::kSkylineLifetime:
-        result = PackWithinCapacity(buffers, alignment, capacity, nodes, SkylineOrder::kLifetimeFirst, &offsets, deadline);
+        result = PackWithinCapacity(buffers, alignment, bound, skyline_nodes, SkylineOrder::kLifetimeFirst, &offsets);
         break;
     }
-    if (result == PackingResult::kPacked) adopt(std::move(offsets));
-    return result;  // kImpossible: no packing within `capacity`
-  };
-  if (skyline_nodes <= 0) return best;
-  if (!timed) {
-    // A plan's own arena: one deterministic pass. A search by offsets gets
-    // two nodes per buffer and a thousand more (enough to place every buffer
-    // with a little backtracking: nasnet_a_cifar10's 779 buffers pack at the
-    // bound in about 1,000; its nodes cost several times a skyline node).
-    const int64_t offset_nodes = std::min<int64_t>(skyline_nodes, 2 * static_cast<int64_t>(n) + 1000);
-    for (Attempt kind : {Attempt::kOffsetsTwa, Attempt::kSkylineSize, Attempt::kOffsetsWat, Attempt::kOffsetsTaw,
-                         Attempt::kSkylineLifetime}) {
-      const bool by_offsets = kind != Attempt::kSkylineSize && kind != Attempt::kSkylineLifetime;
-      if (attempt(kind, by_offsets ? offset_nodes : skyline_nodes, end, bound) != PackingResult::kGaveUp) break;
+    if (result == PackingResult::kPacked) {
+      best.offsets = std::move(offsets);
+      best.size_bytes = 0;
+      for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);
     }
-    return best;
-  }
-  // A bare instance: TWA with about 40% of the time, TAW with 60% of the
-  // rest (measured on MiniMalloc's hard instances: TWA packs A, C, E, F, G,
-  // I and K, the slowest, E, in about 0.35 s; TAW packs B and H in about
-  // 0.15 s; bench/RESULTS.md).
-  auto share_of_rest = [&](double share) {
-    const Clock::time_point now = Clock::now();
-    return now + std::chrono::duration_cast<Clock::duration>(
-                     std::chrono::duration<double>(share * std::chrono::duration<double>(end - now).count()));
-  };
-  for (const auto& [kind, share] : {std::make_pair(Attempt::kOffsetsTwa, 0.5), std::make_pair(Attempt::kOffsetsTaw, 0.6)}) {
-    if (Clock::now() >= end) return best;
-    const PackingResult result = attempt(kind, skyline_nodes, share_of_rest(share), bound);
-    if (result == PackingResult::kPacked) return best;
-    if (result == PackingResult::kImpossible) break;
-  }
-  // Not at the bound: bisect the capacity between the bound and the best
-  // arena so far with the quicker searches (TWA, then WAT) for the time
-  // left, so that a packing a little above the bound is found when one
-  // exists (challenging_D and J: MiniMalloc's own results are 1.05x and
-  // 1.06x their bounds).
-  int64_t below = bound;  // nothing found at or under this
-  while (Clock::now() < end && best.size_bytes - below > std::max<int64_t>(alignment, best.size_bytes / 1000)) {
-    const int64_t capacity = below + (best.size_bytes - below) / 2;
-    bool packed = false;
-    for (Attempt kind : {Attempt::kOffsetsTwa, Attempt::kOffsetsWat}) {
-      if (Clock::now() >= end) break;
-      if (attempt(kind, skyline_nodes, share_of_rest(0.25), capacity) == PackingResult::kPacked) {
-        packed = true;
-        break;
-      }
-    }
-    if (!packed) below = capacity;
+    if (result != PackingResult::kGaveUp) break;  // kImpossible: nothing packs at the bound
   }
   return best;
 }

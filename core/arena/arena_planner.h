@@ -4,7 +4,6 @@
 #define SERENITY_CORE_ARENA_ARENA_PLANNER_H_
 
 #include <cstdint>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -27,11 +26,6 @@ struct ArenaBuffer {
 
 // Search nodes per skyline attempt in PlanArena: tens of milliseconds at most.
 inline constexpr int64_t kDefaultSkylineNodes = 10000;
-// For a bare instance, where the arena is the whole job (`serenity-client
-// arena`): many more nodes, within kInstanceSkylineSeconds in all (under the
-// 1 s the planner is asked to answer in).
-inline constexpr int64_t kInstanceSkylineNodes = 1000000;
-inline constexpr double kInstanceSkylineSeconds = 0.95;
 
 struct ArenaPlan {
   int64_t size_bytes = 0;  // max over buffers of offset + size
@@ -73,19 +67,19 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // The planner every plan uses: the smallest of several greedy placements
 // (buffers ordered by size, by the live bytes of their busiest step, by
 // lifetime, by size times lifetime, and by start; each placed best-fit and
-// first-fit), stopping as soon as one reaches ArenaLowerBound, then a bounded
-// skyline search (skyline_search.h) for a packing at the bound. Never larger
-// than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize. An anchor
-// and the buffers anchored to it are placed together, at the lowest aligned
-// offset where none of them meets a placed buffer (each greedy order is also
-// tried with the groups first); the skyline search places a group when its
-// anchor comes up.
-// `skyline_nodes` bounds each skyline attempt (0 skips the search);
-// `skyline_seconds` bounds the whole skyline phase (the first attempt gets
-// half of it, the second what is left).
+// first-fit), stopping as soon as one reaches ArenaLowerBound, then one
+// pass of bounded searches for a packing at the bound: by lowest offsets
+// (offset_search.h) and by skylines (skyline_search.h). Deterministic.
+// Never larger than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.
+// An anchor and the buffers anchored to it are placed together, at the
+// lowest aligned offset where none of them meets a placed buffer (each
+// greedy order is also tried with the groups first); the skyline search
+// places a group when its anchor comes up.
+// `skyline_nodes` bounds each skyline attempt (0 skips the searches); the
+// searches by offsets get at most 2n + 1000 nodes each. For a bare instance,
+// where more time is worth spending, see PlanArenaInstance.
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                    int64_t skyline_nodes = kDefaultSkylineNodes,
-                                    double skyline_seconds = std::numeric_limits<double>::infinity());
+                                    int64_t skyline_nodes = kDefaultSkylineNodes);
 
 }  // namespace serenity
 

@@ -11,15 +11,16 @@ namespace {
 
 class OffsetSearch {
  public:
-  OffsetSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
-               OffsetRank rank_order, uint64_t shuffle_seed, std::chrono::steady_clock::time_point deadline)
+  OffsetSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
+               const OffsetSearchOptions& options)
       : buffers_(buffers),
         alignment_(alignment),
         capacity_(capacity),
-        max_nodes_(max_nodes),
-        deadline_(deadline),
-        shuffle_(shuffle_seed != 0),
-        random_(shuffle_seed) {
+        max_nodes_(options.max_nodes),
+        deadline_(options.deadline),
+        cancel_(options.cancel),
+        shuffle_(options.shuffle_seed != 0),
+        random_(options.shuffle_seed) {
     TimeSections time = SplitIntoSections(buffers);
     const int sections = time.count;
     span_ = std::move(time.spans);
@@ -62,7 +63,7 @@ class OffsetSearch {
       }
       active.push_back(i);
     }
-    rank_order_ = rank_order;
+    rank_order_ = options.rank;
     rank_.assign(n, 0);
     Rank(open_);
   }
@@ -156,7 +157,7 @@ class OffsetSearch {
   // (offset, rank) not below (`last_offset`, `last_rank`). On success their
   // offsets are in solution_.
   bool Explore(int lo, int hi, int64_t last_offset, int64_t last_rank) {
-    if (++nodes_ > max_nodes_ || ((nodes_ & 255) == 1 && std::chrono::steady_clock::now() >= deadline_)) {
+    if (++nodes_ > max_nodes_ || ((nodes_ & 255) == 1 && OutOfTime())) {
       gave_up_ = true;
       return false;
     }
@@ -302,6 +303,11 @@ class OffsetSearch {
     return unplaced_bytes_[s] > 0 && (at > Headroom(s) || witness_[s] == kNone);
   }
 
+  bool OutOfTime() const {
+    return (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) ||
+           std::chrono::steady_clock::now() >= deadline_;
+  }
+
   // True when no unplaced buffer overlaps buffer `i`.
   bool Hatless(size_t i) const {
     for (size_t j : overlaps_[i]) {
@@ -334,6 +340,7 @@ class OffsetSearch {
   const int64_t capacity_;
   const int64_t max_nodes_;
   const std::chrono::steady_clock::time_point deadline_;
+  const std::atomic<bool>* const cancel_;
   const bool shuffle_;
   std::mt19937_64 random_;  // the same sequence on every platform
   std::vector<std::pair<int, int>> span_;
@@ -364,12 +371,11 @@ class OffsetSearch {
 }  // namespace
 
 PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
-                                  int64_t max_nodes, OffsetRank rank, std::vector<int64_t>* offsets,
-                                  std::chrono::steady_clock::time_point deadline, uint64_t shuffle_seed) {
+                                  const OffsetSearchOptions& options, std::vector<int64_t>* offsets) {
   for (const ArenaBuffer& b : buffers) {
     if (b.anchor >= 0) return PackingResult::kGaveUp;
   }
-  OffsetSearch search(buffers, alignment, capacity, max_nodes, rank, shuffle_seed, deadline);
+  OffsetSearch search(buffers, alignment, capacity, options);
   return search.Run(offsets);
 }
 

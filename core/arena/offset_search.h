@@ -16,6 +16,7 @@
 #ifndef SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
 #define SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -31,18 +32,25 @@ namespace serenity {
 // bytes of the busiest section, in the order named.
 enum class OffsetRank { kWidthAreaTotal, kTotalAreaWidth, kTotalWidthArea };
 
+// Limits and variations of one search.
+struct OffsetSearchOptions {
+  OffsetRank rank = OffsetRank::kTotalWidthArea;
+  int64_t max_nodes = 1000000;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Non-zero: the rank is perturbed (one neighbour swap in five, drawn from
+  // std::mt19937_64 seeded with it): a different search tree per seed, as
+  // restarts need, and the same tree for the same seed anywhere.
+  uint64_t shuffle_seed = 0;
+  // When set (by another thread), the search stops soon and gives up.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
 // Looks for offsets (multiples of `alignment`) with every buffer ending at or
-// below `capacity`, exploring at most `max_nodes` nodes and stopping at
-// `deadline`. kPacked fills `offsets`; kGaveUp when a limit was hit, or when
-// some buffer is anchored; kImpossible when the search ran out of choices.
-// A non-zero `shuffle_seed` perturbs the rank (one neighbour swap in five,
-// drawn from std::mt19937_64 seeded with it): a different search tree each
-// seed, as restarts need, and the same tree for the same seed anywhere.
-PackingResult PackByLowestOffsets(
-    absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes, OffsetRank rank,
-    std::vector<int64_t>* offsets,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-    uint64_t shuffle_seed = 0);
+// below `capacity`. kPacked fills `offsets`; kGaveUp when a limit in
+// `options` was hit, or when some buffer is anchored; kImpossible when the
+// search ran out of choices (no packing exists).
+PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
+                                  const OffsetSearchOptions& options, std::vector<int64_t>* offsets);
 
 }  // namespace serenity
 

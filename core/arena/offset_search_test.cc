@@ -1,6 +1,7 @@
 #include "core/arena/offset_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -31,12 +32,12 @@ TEST(OffsetSearchTest, ExactOnSmallRandomInstances) {
     const OffsetRank rank = static_cast<OffsetRank>(trial % 3);
     const uint64_t seed = trial % 2 == 0 ? 0 : static_cast<uint64_t>(trial);
     std::vector<int64_t> offsets;
-    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum, 1 << 20, rank, &offsets, never, seed),
+    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum, {rank, 1 << 20, never, seed}, &offsets),
               PackingResult::kPacked)
         << "trial " << trial;
     ArenaPlan plan{optimum, alignment, offsets};
     ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << VerifyArena(buffers, plan);
-    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum - 1, 1 << 20, rank, &offsets, never, seed),
+    ASSERT_EQ(PackByLowestOffsets(buffers, alignment, optimum - 1, {rank, 1 << 20, never, seed}, &offsets),
               PackingResult::kImpossible)
         << "trial " << trial;
   }
@@ -50,15 +51,15 @@ TEST(OffsetSearchTest, ShuffleSeedIsRepeatable) {
   const int64_t capacity = ArenaLowerBound(instance->buffers) * 11 / 10;
   const auto never = std::chrono::steady_clock::time_point::max();
   std::vector<int64_t> first, again;
-  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, 100000, OffsetRank::kTotalWidthArea, &first, never, 7),
+  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, 7}, &first),
             PackingResult::kPacked);
-  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, 100000, OffsetRank::kTotalWidthArea, &again, never, 7),
+  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, 7}, &again),
             PackingResult::kPacked);
   EXPECT_EQ(first, again);
   bool differs = false;
   for (uint64_t seed = 8; seed < 12 && !differs; ++seed) {
-    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, 100000, OffsetRank::kTotalWidthArea, &again, never,
-                                  seed),
+    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, seed},
+                                  &again),
               PackingResult::kPacked);
     differs = again != first;
   }
@@ -75,11 +76,23 @@ TEST(OffsetSearchTest, PacksHardInstancesAtTheBound) {
     ASSERT_TRUE(instance.ok()) << instance.status();
     const int64_t bound = ArenaLowerBound(instance->buffers);
     std::vector<int64_t> offsets;
-    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, 200000, rank, &offsets), PackingResult::kPacked) << name;
+    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, {rank, 200000}, &offsets), PackingResult::kPacked) << name;
     ArenaPlan plan{bound, 1, offsets};
     EXPECT_TRUE(VerifyArena(instance->buffers, plan).ok()) << VerifyArena(instance->buffers, plan);
-    EXPECT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, 10, rank, &offsets), PackingResult::kGaveUp) << name;
+    EXPECT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, {rank, 10}, &offsets), PackingResult::kGaveUp) << name;
   }
+}
+
+// A set cancel flag stops the search at once, as a limit does.
+TEST(OffsetSearchTest, CancelFlagGivesUp) {
+  absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance("F");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  const std::atomic<bool> cancelled{true};
+  OffsetSearchOptions options;
+  options.cancel = &cancelled;
+  std::vector<int64_t> offsets;
+  EXPECT_EQ(PackByLowestOffsets(instance->buffers, 1, ArenaLowerBound(instance->buffers), options, &offsets),
+            PackingResult::kGaveUp);
 }
 
 }  // namespace

@@ -1,0 +1,148 @@
+#include "core/arena/instance_search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/arena/offset_search.h"
+
+namespace serenity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Each static-rank attempt at the bound may take this share of the time
+// (measured: TWA packs challenging_A, C, E, F, G, I and K, the slowest, E,
+// in about 45 ms; TAW packs B and H in under 30 ms; bench/RESULTS.md).
+constexpr double kStaticShare = 0.12;
+// Nodes per restart (5-15 ms on challenging_D and J), and the capacity each
+// restart aims at: a quarter of the way from the best arena to the floor.
+// Whether a restart packs depends little on how close its capacity is to
+// the best arena (challenging_D: packings found at 1,038,336 by a search
+// that gives up at 1,044,504), so the aim does not move closer after
+// failures; measured against halving the step (bench/RESULTS.md).
+constexpr int64_t kRestartNodes = 1000;
+constexpr int kGapDivisor = 4;
+
+Clock::time_point After(Clock::time_point start, double seconds) {
+  if (!std::isfinite(seconds) || seconds > 1e6) return Clock::time_point::max();
+  return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
+}
+
+// The best plan of all chains, and a lower bound on the optimum (raised
+// when a search proves a capacity impossible).
+class SharedBest {
+ public:
+  SharedBest(absl::Span<const ArenaBuffer> buffers, ArenaPlan plan, int64_t bound)
+      : buffers_(buffers), plan_(std::move(plan)), floor_(bound) {
+    done_ = plan_.size_bytes <= floor_;
+  }
+
+  int64_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return plan_.size_bytes;
+  }
+  int64_t floor() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return floor_;
+  }
+  const std::atomic<bool>* done() const { return &done_; }
+
+  void Offer(std::vector<int64_t> offsets) {
+    int64_t size = 0;
+    for (size_t i = 0; i < offsets.size(); ++i) size = std::max(size, offsets[i] + buffers_[i].size);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (size < plan_.size_bytes) {
+      plan_.size_bytes = size;
+      plan_.offsets = std::move(offsets);
+    }
+    if (plan_.size_bytes <= floor_) done_ = true;
+  }
+
+  // Nothing fits within `capacity`.
+  void Refuted(int64_t capacity) {
+    std::lock_guard<std::mutex> lock(mu_);
+    floor_ = std::max(floor_, capacity + 1);
+    if (plan_.size_bytes <= floor_) done_ = true;
+  }
+
+  ArenaPlan Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(plan_);
+  }
+
+ private:
+  absl::Span<const ArenaBuffer> buffers_;
+  std::mutex mu_;
+  ArenaPlan plan_;
+  int64_t floor_;
+  std::atomic<bool> done_{false};
+};
+
+// One chain: its static rank(s) at the floor, then shuffled restarts.
+void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const InstanceSearchOptions& options,
+              int chains, int chain, Clock::time_point end, SharedBest* best) {
+  const OffsetRank statics[] = {OffsetRank::kTotalWidthArea, OffsetRank::kTotalAreaWidth,
+                                OffsetRank::kWidthAreaTotal};
+  const int static_attempts = chains == 1 ? 2 : 1;
+  for (int a = 0; a < static_attempts && !best->done()->load(); ++a) {
+    OffsetSearchOptions search;
+    search.rank = statics[(chain + a) % 3];
+    search.max_nodes = options.static_nodes;
+    search.deadline = std::min(end, After(Clock::now(), kStaticShare * options.seconds));
+    search.cancel = best->done();
+    const int64_t capacity = best->floor();
+    std::vector<int64_t> offsets;
+    const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, search, &offsets);
+    if (result == PackingResult::kPacked) best->Offer(std::move(offsets));
+    if (result == PackingResult::kImpossible) best->Refuted(capacity);
+  }
+  for (int64_t restart = 0; restart < options.max_restarts; ++restart) {
+    if (best->done()->load() || Clock::now() >= end) return;
+    const int64_t size = best->size(), floor = best->floor();
+    const int64_t capacity = std::max(floor, size - std::max<int64_t>(1, (size - floor) / kGapDivisor));
+    OffsetSearchOptions search;
+    search.rank = (restart + chain) % 2 == 0 ? OffsetRank::kTotalWidthArea : OffsetRank::kWidthAreaTotal;
+    search.max_nodes = kRestartNodes;
+    search.deadline = end;
+    search.shuffle_seed = (static_cast<uint64_t>(chain) + 1) << 32 | static_cast<uint64_t>(restart + 1);
+    search.cancel = best->done();
+    std::vector<int64_t> offsets;
+    const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, search, &offsets);
+    if (result == PackingResult::kPacked) best->Offer(std::move(offsets));
+    if (result == PackingResult::kImpossible) best->Refuted(capacity);
+  }
+}
+
+bool Anchored(absl::Span<const ArenaBuffer> buffers) {
+  return std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
+}
+
+}  // namespace
+
+absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                            const InstanceSearchOptions& options) {
+  const Clock::time_point start = Clock::now();
+  if (Anchored(buffers)) return PlanArena(buffers, alignment);
+  // The greedy placements only: the chains' static ranks search further.
+  absl::StatusOr<ArenaPlan> plan = PlanArena(buffers, alignment, /*skyline_nodes=*/0);
+  if (!plan.ok()) return plan;
+  const int64_t bound = ArenaLowerBound(buffers);
+  if (plan->size_bytes <= bound) return plan;
+  const Clock::time_point end = After(start, options.seconds);
+  SharedBest best(buffers, *std::move(plan), bound);
+  const int chains = std::max(1, options.chains);
+  std::vector<std::function<void()>> tasks;
+  for (int chain = 0; chain < chains; ++chain) {
+    tasks.push_back([&, chain] { RunChain(buffers, alignment, options, chains, chain, end, &best); });
+  }
+  RunAll(options.executor, tasks);
+  return best.Take();
+}
+
+}  // namespace serenity

@@ -1,0 +1,46 @@
+// Planning a bare arena instance, where the arena is the whole job
+// (`serenity-client arena`, MiniMalloc's benchmark): PlanArena first, then,
+// for a fixed time, searches by lowest offsets (offset_search.h) in
+// independent chains on the caller's executor. Each chain first tries one
+// static rank at the lower bound; then it restarts with shuffled ranks and a
+// small node budget at capacities below the best arena found so far (by any
+// chain), stepping closer to that arena after repeated failures. The search
+// is heavy-tailed: many short randomised restarts find packings that one long
+// search does not.
+#ifndef SERENITY_CORE_ARENA_INSTANCE_SEARCH_H_
+#define SERENITY_CORE_ARENA_INSTANCE_SEARCH_H_
+
+#include <cstdint>
+#include <limits>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/arena/arena_planner.h"
+#include "core/util/executor.h"
+
+namespace serenity {
+
+struct InstanceSearchOptions {
+  // Wall-clock time for everything after PlanArena. Infinite: the limits
+  // below decide, and the result is repeatable.
+  double seconds = 0.9;
+  // Concurrent chains, run as tasks on `executor` (null: one after another
+  // on the calling thread, so use one chain).
+  int chains = 1;
+  Executor* executor = nullptr;
+  // Nodes of each static-rank attempt at the bound, and restarts per chain.
+  int64_t static_nodes = 1000000;
+  int64_t max_restarts = std::numeric_limits<int64_t>::max();
+};
+
+// A valid plan never larger than PlanArena's greedy placements
+// (PlanArena(buffers, alignment, 0)); optimal when it is the lower bound or
+// a search proved the capacity just below it impossible. With a finite `seconds` the result depends on the machine's
+// speed and load. Errors as PlanArena. Anchored buffers (Concat slices) get
+// PlanArena(buffers, alignment)'s plan.
+absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                            const InstanceSearchOptions& options);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_ARENA_INSTANCE_SEARCH_H_

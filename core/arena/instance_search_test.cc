@@ -1,0 +1,95 @@
+#include "core/arena/instance_search.h"
+
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "core/arena/arena_verifier.h"
+#include "gtest/gtest.h"
+#include "tests/testing/arena_instances.h"
+
+namespace serenity {
+namespace {
+
+constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+
+// On small instances the searches end (they pack, or prove a capacity
+// impossible and raise the floor), so the chains reach the optimum: on one
+// chain here, and on two chains of a pool.
+TEST(InstanceSearchTest, SmallInstancesReachTheOptimum) {
+  std::mt19937 rng(17);
+  ThreadPool pool(2);
+  for (int trial = 0; trial < 150; ++trial) {
+    const std::vector<ArenaBuffer> buffers = testing::RandomSmallArenaInstance(2 + trial % 6, 0, rng);
+    const int64_t alignment = trial % 3 == 0 ? 4 : 1;
+    const int64_t optimum = testing::BruteForceArena(buffers, alignment);
+    InstanceSearchOptions options;
+    options.seconds = kUnlimited;
+    options.max_restarts = 30;
+    if (trial % 2 == 1) {
+      options.chains = 2;
+      options.executor = &pool;
+    }
+    absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(buffers, alignment, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << "trial " << trial << ": " << VerifyArena(buffers, *plan);
+    EXPECT_EQ(plan->size_bytes, optimum) << "trial " << trial;
+  }
+}
+
+// On a hard instance the restarts improve on PlanArena's one pass (one
+// chain and limits instead of a clock: the same result on every machine).
+TEST(InstanceSearchTest, RestartsImproveOnAHardInstance) {
+  absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance("D");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  absl::StatusOr<ArenaPlan> planned = PlanArena(instance->buffers, 1);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  InstanceSearchOptions options;
+  options.seconds = kUnlimited;
+  options.static_nodes = 5000;
+  options.max_restarts = 40;
+  absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(instance->buffers, 1, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyArena(instance->buffers, *plan).ok()) << VerifyArena(instance->buffers, *plan);
+  EXPECT_LT(plan->size_bytes, planned->size_bytes);
+  EXPECT_GE(plan->size_bytes, ArenaLowerBound(instance->buffers));
+  absl::StatusOr<ArenaPlan> again = PlanArenaInstance(instance->buffers, 1, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->offsets, plan->offsets);
+}
+
+// A chain that packs at the bound stops the others: two chains on a pool
+// end with challenging_F at its bound (TWA packs it; TAW alone does not
+// within these nodes, and is cancelled).
+TEST(InstanceSearchTest, ChainsOnAPoolStopAtTheBound) {
+  absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance("F");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  ThreadPool pool(2);
+  InstanceSearchOptions options;
+  options.seconds = kUnlimited;
+  options.chains = 2;
+  options.executor = &pool;
+  options.max_restarts = 0;
+  absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(instance->buffers, 1, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyArena(instance->buffers, *plan).ok()) << VerifyArena(instance->buffers, *plan);
+  EXPECT_EQ(plan->size_bytes, ArenaLowerBound(instance->buffers));
+}
+
+// Concat slices (anchors) and bad input are PlanArena's business.
+TEST(InstanceSearchTest, AnchoredBuffersAndErrorsComeFromPlanArena) {
+  std::vector<ArenaBuffer> buffers = {{64, 0, 3}, {32, 1, 2, 0, 0}, {32, 1, 2, 0, 32}, {96, 2, 4}};
+  absl::StatusOr<ArenaPlan> planned = PlanArena(buffers, 16);
+  absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(buffers, 16, InstanceSearchOptions());
+  ASSERT_TRUE(planned.ok() && plan.ok());
+  EXPECT_EQ(plan->offsets, planned->offsets);
+  buffers[3].last_step = 1;
+  EXPECT_EQ(PlanArenaInstance(buffers, 16, InstanceSearchOptions()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanArenaInstance(buffers, 0, InstanceSearchOptions()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace serenity
