@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/arena/instance_search.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/compiler_baselines.h"
 #include "core/schedule/budget_search.h"
@@ -70,7 +71,7 @@ absl::StatusOr<ArenaPlan> OursGreedy(absl::Span<const ArenaBuffer> buffers, int6
 }
 
 absl::StatusOr<ArenaPlan> Ours(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
-  return PlanArena(buffers, alignment);
+  return PlanArenaInstance(buffers, alignment, PlanArenaSearch());
 }
 
 absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<OpId> order,

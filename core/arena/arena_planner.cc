@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -91,6 +92,40 @@ int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers) {
   for (const auto& [step, change] : delta) {
     live += change;
     bound = std::max(bound, live);
+  }
+  return bound;
+}
+
+int64_t AlignedArenaLowerBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
+  const bool anchored =
+      std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
+  if (alignment <= 1 || anchored) return ArenaLowerBound(buffers);
+  // Per step: the aligned sizes of the live buffers, less the largest
+  // padding (the top buffer's). Starts before ends at the same step.
+  std::vector<std::pair<int64_t, const ArenaBuffer*>> events;  // (2 * step + [0 start, 1 end]), buffer
+  for (const ArenaBuffer& b : buffers) {
+    if (b.size <= 0) continue;
+    events.push_back({2 * int64_t{b.first_step}, &b});
+    events.push_back({2 * int64_t{b.last_step} + 3, &b});  // gone from step last_step + 1
+  }
+  std::sort(events.begin(), events.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::multiset<int64_t> padding;
+  int64_t aligned = 0, bound = 0;
+  for (size_t k = 0; k < events.size();) {
+    const int64_t at = events[k].first & ~int64_t{1};  // the step's starts and ends together
+    for (; k < events.size() && (events[k].first & ~int64_t{1}) == at; ++k) {
+      const ArenaBuffer& b = *events[k].second;
+      const int64_t rounded = AlignUp(b.size, alignment);
+      if (events[k].first % 2 == 0) {
+        aligned += rounded;
+        padding.insert(rounded - b.size);
+      } else {
+        aligned -= rounded;
+        padding.erase(padding.find(rounded - b.size));
+      }
+    }
+    if (!padding.empty()) bound = std::max(bound, aligned - *padding.rbegin());
   }
   return bound;
 }
@@ -288,7 +323,7 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
       orders.push_back(std::move(order));
     }
   }
-  const int64_t bound = ArenaLowerBound(buffers);
+  const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   ArenaPlan best;
   bool have = false;
   for (const std::vector<size_t>& order : orders) {

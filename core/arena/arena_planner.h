@@ -54,6 +54,12 @@ std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> b
 // The largest number of bytes live at one step: no plan can be smaller.
 int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
 
+// With offsets multiples of `alignment`, every live buffer but the topmost
+// takes its size rounded up: at each step the rounded sizes less the
+// largest rounding. At least ArenaLowerBound; equal to it when `alignment`
+// is 1 or some buffer is anchored (slices sit unaligned).
+int64_t AlignedArenaLowerBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
+
 // TensorFlow-Lite-style greedy planning: buffers in decreasing size (ties by
 // first step, then input position); each goes into the lowest-waste gap
 // (best fit) between the already placed buffers whose lifetimes overlap it,

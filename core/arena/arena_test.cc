@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/arena_instances.h"
 
 namespace serenity {
 namespace {
@@ -34,6 +35,33 @@ TEST(ArenaPlannerTest, AlignsOffsets) {
   ArenaPlan plan = PlanOk(buffers, 64);
   EXPECT_EQ(plan.offsets, (std::vector<int64_t>{0, 64}));
   EXPECT_EQ(plan.size_bytes, 74);
+  EXPECT_EQ(ArenaLowerBound(buffers), 20);
+  EXPECT_EQ(AlignedArenaLowerBound(buffers, 64), 74);
+  EXPECT_EQ(AlignedArenaLowerBound(buffers, 1), 20);
+}
+
+// The aligned bound counts each step's live buffers: rounded sizes less the
+// largest rounding; steps are separate, and zero-size buffers take no room.
+TEST(ArenaPlannerTest, AlignedLowerBoundByHand) {
+  std::vector<ArenaBuffer> buffers = {{100, 0, 1}, {30, 1, 1}, {64, 2, 2}, {1, 2, 2}, {0, 0, 2}};
+  // Step 0: 100. Step 1: 128 + 64 - max(28, 34) = 158. Step 2: 64 + 64 - 63 = 65.
+  EXPECT_EQ(AlignedArenaLowerBound(buffers, 64), 158);
+  EXPECT_EQ(ArenaLowerBound(buffers), 130);
+  // A slice (anchored buffer) sits unaligned: the plain bound.
+  buffers[1].anchor = 0;
+  EXPECT_EQ(AlignedArenaLowerBound(buffers, 64), ArenaLowerBound(buffers));
+}
+
+// Never above the optimum (brute force), never below the plain bound.
+TEST(ArenaPlannerTest, AlignedLowerBoundIsABound) {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::vector<ArenaBuffer> buffers = testing::RandomSmallArenaInstance(1 + trial % 7, 0, rng);
+    const int64_t alignment = int64_t{1} << (trial % 5);
+    const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
+    EXPECT_LE(bound, testing::BruteForceArena(buffers, alignment)) << "trial " << trial;
+    EXPECT_GE(bound, ArenaLowerBound(buffers)) << "trial " << trial;
+  }
 }
 
 TEST(ArenaPlannerTest, FillsGapsBetweenLiveBuffers) {

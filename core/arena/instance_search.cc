@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -90,7 +91,7 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
   const OffsetRank statics[] = {OffsetRank::kTotalWidthArea, OffsetRank::kTotalAreaWidth,
                                 OffsetRank::kWidthAreaTotal};
   const int static_attempts = chains == 1 ? 2 : 1;
-  for (int a = 0; a < static_attempts && !best->done()->load(); ++a) {
+  for (int a = 0; a < static_attempts && options.static_nodes > 0 && !best->done()->load(); ++a) {
     OffsetSearchOptions search;
     search.rank = statics[(chain + a) % 3];
     search.max_nodes = options.static_nodes;
@@ -105,7 +106,7 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
   for (int64_t restart = 0; restart < options.max_restarts; ++restart) {
     if (best->done()->load() || Clock::now() >= end) return;
     const int64_t size = best->size(), floor = best->floor();
-    const int64_t capacity = std::max(floor, size - std::max<int64_t>(1, (size - floor) / kGapDivisor));
+    const int64_t capacity = std::max(floor, size - std::max(alignment, (size - floor) / kGapDivisor));
     OffsetSearchOptions search;
     search.rank = (restart + chain) % 2 == 0 ? OffsetRank::kTotalWidthArea : OffsetRank::kWidthAreaTotal;
     search.max_nodes = kRestartNodes;
@@ -125,14 +126,25 @@ bool Anchored(absl::Span<const ArenaBuffer> buffers) {
 
 }  // namespace
 
+InstanceSearchOptions PlanArenaSearch() {
+  InstanceSearchOptions options;
+  options.seconds = std::numeric_limits<double>::infinity();
+  options.static_nodes = 0;
+  options.max_restarts = 16;
+  options.start_with_searches = true;
+  return options;
+}
+
 absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options) {
   const Clock::time_point start = Clock::now();
   if (Anchored(buffers)) return PlanArena(buffers, alignment);
-  // The greedy placements only: the chains' static ranks search further.
-  absl::StatusOr<ArenaPlan> plan = PlanArena(buffers, alignment, /*skyline_nodes=*/0);
+  // By default the greedy placements only: the chains' static ranks search
+  // further.
+  absl::StatusOr<ArenaPlan> plan =
+      PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0);
   if (!plan.ok()) return plan;
-  const int64_t bound = ArenaLowerBound(buffers);
+  const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   if (plan->size_bytes <= bound) return plan;
   const Clock::time_point end = After(start, options.seconds);
   SharedBest best(buffers, *std::move(plan), bound);

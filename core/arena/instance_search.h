@@ -28,10 +28,19 @@ struct InstanceSearchOptions {
   // on the calling thread, so use one chain).
   int chains = 1;
   Executor* executor = nullptr;
-  // Nodes of each static-rank attempt at the bound, and restarts per chain.
+  // Nodes of each static-rank attempt at the bound (0: none), and restarts
+  // per chain.
   int64_t static_nodes = 1000000;
   int64_t max_restarts = std::numeric_limits<int64_t>::max();
+  // Start from PlanArena(buffers, alignment)'s plan, its one pass of searches
+  // included, instead of its greedy placements alone.
+  bool start_with_searches = false;
 };
+
+// What every plan's arena gets (core/planner.cc): PlanArena's plan, then,
+// when that misses the bound, up to 16 restarts of 1,000 nodes on one chain
+// (no clock: the same arena on every machine).
+InstanceSearchOptions PlanArenaSearch();
 
 // A valid plan never larger than PlanArena's greedy placements
 // (PlanArena(buffers, alignment, 0)); optimal when it is the lower bound or
