@@ -29,7 +29,9 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
                      "Search time limit; when it runs out the best order found so far is returned\n"
                      "      with certificate best_found and a proven lower bound. 0: 10 s.");
   flag_set.AddString("algorithm", &flags->algorithm, "NAME",
-                     "auto (exact search; certificate optimal when proven), dp, dp+dc,\n"
+                     "auto (exact search; certificate optimal when proven), relaxed (the same\n"
+                     "      search with the patent's \"seemingly good\" transitions: faster, not exact;\n"
+                     "      optimal only where the lower bound meets the peak), dp, dp+dc,\n"
                      "      dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
                      "      adaptive soft budgeting; exponential in width), exhaustive, best_first\n"
                      "      (reference searches for small graphs), baseline (best of the\n"

@@ -109,8 +109,8 @@ const char* CertificateName(Certificate certificate) {
 
 const std::vector<std::string>& PlanAlgorithms() {
   static const std::vector<std::string> kAlgorithms = {
-      "auto",     "dp",         "dp+dc", "dp+dc+asb", "exhaustive", "best_first",
-      "baseline", "file_order", "kahn",  "greedy",    "inductor",   "xla"};
+      "auto",     "relaxed",    "dp",    "dp+dc",  "dp+dc+asb", "exhaustive", "best_first",
+      "baseline", "file_order", "kahn",  "greedy", "inductor",  "xla"};
   return kAlgorithms;
 }
 
@@ -192,7 +192,8 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   // The best baseline (ties in the order file_order, kahn, greedy, inductor,
   // xla), or the one asked for.
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
-  const bool search = options.algorithm == "auto" || !options.given_order.empty();
+  const bool relaxed = options.algorithm == "relaxed" && options.given_order.empty();
+  const bool search = options.algorithm == "auto" || relaxed || !options.given_order.empty();
   const bool paper_dp = options.algorithm == "dp" || options.algorithm == "dp+dc" ||
                         options.algorithm == "dp+dc+asb" || options.algorithm == "exhaustive" ||
                         options.algorithm == "best_first";
@@ -218,13 +219,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     limits.max_states = options.max_search_states;
     limits.time_limit_seconds =
         options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
+    limits.seemingly_good = relaxed;
     const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
     MinimizeResult result = MinimizePeak(buffers, plan.order, /*lower_bound=*/0, limits, good_enough, executor);
     plan.order = std::move(result.order);
     plan.lower_bound_bytes = result.lower_bound_bytes;
     plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
     plan.search_stats = result.stats;
-    plan.algorithm = "auto";
+    plan.algorithm = relaxed ? "relaxed" : "auto";
     if (!options.given_order.empty()) {
       // Report the caller's order; Serenity's becomes the reference.
       ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, options.alignment, peak_only));

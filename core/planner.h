@@ -30,6 +30,9 @@ struct PlanOptions {
   int64_t memory_budget_bytes = 0;  // 0: none
   double time_limit_seconds = 0;    // 0: kDefaultTimeLimitSeconds
   // "auto": exact budget search from the best baseline (budget_search.h);
+  // "relaxed": the same search with the patent's "seemingly good"
+  // transitions (SearchOptions::seemingly_good): faster, not exact, so
+  // optimal only where the lower bound meets the peak;
   // "dp", "dp+dc", "dp+dc+asb": the paper's signature DP alone, after
   // divide-and-conquer, and with adaptive soft budgeting
   // (divide_and_conquer.h), for ablation; "exhaustive", "best_first":

@@ -80,7 +80,8 @@ class BudgetSearch::Impl {
     if (aborted_) stats->hit_limit = true;
     *next_budget = next_budget_;
     visited_.Clear();
-    return aborted_ ? Feasibility::kUnknown : Feasibility::kInfeasible;
+    // A relaxed search that found nothing proves nothing.
+    return aborted_ || options_.seemingly_good ? Feasibility::kUnknown : Feasibility::kInfeasible;
   }
 
  private:
@@ -206,9 +207,30 @@ class BudgetSearch::Impl {
           progress = true;
         }
       }
-      if (progress || !options_.forced_sets || !any_set_candidate_) continue;
-      progress = RunForcedSet();
+      if (!progress && options_.forced_sets && any_set_candidate_) progress = RunForcedSet();
+      if (!progress && options_.seemingly_good) progress = RunSeeminglyGood();
     }
+  }
+
+  // Relaxed mode (SearchOptions::seemingly_good): runs the ready op that
+  // fits, frees a buffer and leaves the fewest live bytes. True when one ran.
+  bool RunSeeminglyGood() {
+    OpId chosen = kNoOp;
+    int64_t chosen_after = 0;
+    for (OpId u : ready_) {
+      if (StepBytes(u) > budget_) continue;
+      bool frees = false;
+      for (BufferId b : buffers_.reads(u)) frees = frees || (remaining_users_[b] == 1 && freeable_bytes_[b] > 0);
+      if (!frees) continue;
+      const int64_t after = BytesAfter(u);
+      if (chosen == kNoOp || after < chosen_after) {
+        chosen = u;
+        chosen_after = after;
+      }
+    }
+    if (chosen == kNoOp) return false;
+    Apply(chosen);
+    return true;
   }
 
   // Runs one forced transition set, if any (see the header): the first live
@@ -273,6 +295,10 @@ class BudgetSearch::Impl {
       }
     }
     std::sort(candidates.begin(), candidates.end());
+    // Relaxed mode branches only over the transitions that seem best.
+    if (options_.seemingly_good && candidates.size() > static_cast<size_t>(options_.relaxed_branching)) {
+      candidates.resize(static_cast<size_t>(std::max(1, options_.relaxed_branching)));
+    }
     ++depth_;
     for (const auto& [after, step, u] : candidates) {
       Apply(u);

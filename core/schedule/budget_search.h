@@ -52,6 +52,16 @@ struct SearchOptions {
   bool forced_transitions = true;  // single ops
   bool forced_pairs = true;        // an op and a successor it makes ready
   bool forced_sets = true;         // all remaining readers of a live buffer
+  // Relaxed mode (the patent's "seemingly good" transitions), off by
+  // default: when no exact rule applies, a ready op that fits the budget and
+  // frees a buffer (it is that buffer's last reader) runs at once even if it
+  // raises the live bytes; of several, the one leaving the fewest live bytes
+  // (then the lowest id). Otherwise only the `relaxed_branching` ready ops
+  // leaving the fewest live bytes are tried. Far less search, but not exact:
+  // an order may be missed, so a check that finds none reports kUnknown,
+  // never kInfeasible, and MinimizePeak proves only what its bounds prove.
+  bool seemingly_good = false;
+  int relaxed_branching = 3;
   // When set and true, the search stops as if its time were up (the caller
   // went away). Read with relaxed ordering; owned by the caller.
   const std::atomic<bool>* cancelled = nullptr;
