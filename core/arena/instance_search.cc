@@ -120,10 +120,6 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
   }
 }
 
-bool Anchored(absl::Span<const ArenaBuffer> buffers) {
-  return std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
-}
-
 }  // namespace
 
 InstanceSearchOptions PlanArenaSearch() {
@@ -138,7 +134,6 @@ InstanceSearchOptions PlanArenaSearch() {
 absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options) {
   const Clock::time_point start = Clock::now();
-  if (Anchored(buffers)) return PlanArena(buffers, alignment);
   // By default the greedy placements only: the chains' static ranks search
   // further.
   absl::StatusOr<ArenaPlan> plan =

@@ -45,8 +45,8 @@ InstanceSearchOptions PlanArenaSearch();
 // A valid plan never larger than PlanArena's greedy placements
 // (PlanArena(buffers, alignment, 0)); optimal when it is the lower bound or
 // a search proved the capacity just below it impossible. With a finite `seconds` the result depends on the machine's
-// speed and load. Errors as PlanArena. Anchored buffers (Concat slices) get
-// PlanArena(buffers, alignment)'s plan.
+// speed and load. Errors as PlanArena. Anchored buffers (Concat slices) are
+// placed with their anchor as one piece.
 absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options);
 

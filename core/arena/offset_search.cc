@@ -32,6 +32,8 @@ class OffsetSearch {
     // Zero-size buffers take no room: they sit at 0 and take no part.
     offset_.assign(n, -1);
     lowest_.assign(n, 0);
+    extent_.resize(n);
+    for (size_t i = 0; i < n; ++i) extent_[i] = buffers[i].size;
     for (size_t i = 0; i < n; ++i) {
       if (buffers[i].size == 0) {
         offset_[i] = 0;
@@ -63,10 +65,35 @@ class OffsetSearch {
       }
       active.push_back(i);
     }
+    // Groups: an anchor carries its anchored buffers (of non-zero size) at
+    // fixed distances; the group is placed as one piece when the anchor is,
+    // and its lifetime is the union of its members'.
+    members_ = AnchoredBuffers(buffers);
+    group_span_ = span_;
+    for (size_t i = 0; i < n; ++i) {
+      members_[i].erase(std::remove_if(members_[i].begin(), members_[i].end(),
+                                       [&](size_t m) { return buffers[m].size == 0; }),
+                        members_[i].end());
+      for (size_t m : members_[i]) {
+        group_span_[i].first = std::min(group_span_[i].first, span_[m].first);
+        group_span_[i].second = std::max(group_span_[i].second, span_[m].second);
+        extent_[i] = std::max(extent_[i], buffers[m].offset_from_anchor + buffers[m].size);
+      }
+      any_group_ = any_group_ || !members_[i].empty();
+      // An unplaced group keeps the pieces whole (SolveRange) even where no
+      // single member crosses a boundary inside its span.
+      if (!members_[i].empty()) {
+        for (int s = group_span_[i].first; s + 1 < group_span_[i].second; ++s) ++crossing_[s];
+      }
+    }
     rank_order_ = options.rank;
     rank_.assign(n, 0);
     Rank(open_);
   }
+
+  // True when some buffer is anchored: the search then places groups as
+  // one piece and is not exhaustive.
+  bool has_groups() const { return any_group_; }
 
   // Ranks `group` (unplaced buffers) among themselves by the live bytes of
   // their busiest section (unplaced bytes only), lifetime and area, in the
@@ -109,10 +136,15 @@ class OffsetSearch {
     }
     solution_ = offset_;  // zero-size buffers at 0
     if (SolveRange(0, static_cast<int>(unplaced_bytes_.size()))) {
+      for (size_t i = 0; i < buffers_.size(); ++i) {  // zero-size members too
+        if (buffers_[i].anchor >= 0) solution_[i] = solution_[buffers_[i].anchor] + buffers_[i].offset_from_anchor;
+      }
       *offsets = solution_;
       return PackingResult::kPacked;
     }
-    return gave_up_ ? PackingResult::kGaveUp : PackingResult::kImpossible;
+    // Placing groups whole misses some packings: not finding one proves
+    // nothing then.
+    return gave_up_ || any_group_ ? PackingResult::kGaveUp : PackingResult::kImpossible;
   }
 
  private:
@@ -164,24 +196,29 @@ class OffsetSearch {
     int64_t lowest_end = INT64_MAX;
     bool any = false;
     for (size_t i : open_) {
-      if (offset_[i] >= 0 || span_[i].second <= lo || span_[i].first >= hi) continue;
+      if (offset_[i] >= 0 || buffers_[i].anchor >= 0 || group_span_[i].second <= lo || group_span_[i].first >= hi) {
+        continue;
+      }
       any = true;
-      lowest_end = std::min(lowest_end, lowest_[i] + buffers_[i].size);
+      if (members_[i].empty()) lowest_end = std::min(lowest_end, lowest_[i] + buffers_[i].size);
     }
     if (!any) return true;
     // The buffers worth trying, lowest first: not below (last_offset,
     // last_rank) (those packings are reached another way), below the lowest
     // end (else some buffer would fit under them first) and within capacity.
-    std::vector<size_t> candidates;
+    // A group's offset is the lowest its members allow.
+    std::vector<std::pair<int64_t, size_t>> candidates;
     for (size_t i : open_) {
-      if (offset_[i] >= 0 || span_[i].second <= lo || span_[i].first >= hi) continue;
-      const int64_t at = lowest_[i];
+      if (offset_[i] >= 0 || buffers_[i].anchor >= 0 || group_span_[i].second <= lo || group_span_[i].first >= hi) {
+        continue;
+      }
+      const int64_t at = LowestOf(i);
       if (at < last_offset || (at == last_offset && rank_[i] < last_rank)) continue;
-      if (at >= lowest_end || at + buffers_[i].size > capacity_) continue;
-      candidates.push_back(i);
+      if (at >= lowest_end || at + extent_[i] > capacity_) continue;
+      candidates.push_back({at, i});
     }
-    std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
-      return lowest_[a] != lowest_[b] ? lowest_[a] < lowest_[b] : rank_[a] < rank_[b];
+    std::sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : rank_[a.second] < rank_[b.second];
     });
     // Placing a buffer leaves every section outside its lifetime as tight
     // or tighter (lowest offsets only rise), so a buffer
@@ -189,21 +226,37 @@ class OffsetSearch {
     // fails SectionsFit at its offset.
     int64_t checked_at = -1;
     int failing_first = 0, failing_last = -1;
-    for (size_t i : candidates) {
-      const int64_t at = lowest_[i];
+    for (const auto& [at, i] : candidates) {
       if (at != checked_at) {
         checked_at = at;
         FailingSections(lo, hi, at, &failing_first, &failing_last);
       }
-      if (failing_last >= 0 && (span_[i].first > failing_first || span_[i].second <= failing_last)) {
-        if (Hatless(i)) return false;
+      if (failing_last >= 0 && (group_span_[i].first > failing_first || group_span_[i].second <= failing_last)) {
+        if (GroupHatless(i)) return false;
         continue;
       }
       const size_t lowest_mark = lowest_trail_.size();
       bool split = false;
-      const bool hatless = Place(i, at, &split);
+      bool hatless = Place(i, at, &split);
+      for (size_t m : members_[i]) {
+        member_marks_.push_back(lowest_trail_.size());
+        Place(m, at + buffers_[m].offset_from_anchor, &split);
+      }
+      if (!members_[i].empty()) {
+        hatless = GroupHatless(i);
+        for (int s = group_span_[i].first; s + 1 < group_span_[i].second; ++s) {
+          if (--crossing_[s] == 0) split = true;
+        }
+      }
       bool found = false;
       if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
+      if (!members_[i].empty()) {
+        for (int s = group_span_[i].first; s + 1 < group_span_[i].second; ++s) ++crossing_[s];
+      }
+      for (auto m = members_[i].rbegin(); m != members_[i].rend(); ++m) {
+        Unplace(*m, member_marks_.back());
+        member_marks_.pop_back();
+      }
       Unplace(i, lowest_mark);
       if (found) {
         solution_[i] = at;
@@ -308,6 +361,30 @@ class OffsetSearch {
            std::chrono::steady_clock::now() >= deadline_;
   }
 
+  // The lowest offset buffer `i` (with its group) can take: aligned, and
+  // every member at or above its own lowest offset.
+  int64_t LowestOf(size_t i) const {
+    if (members_[i].empty()) return lowest_[i];
+    int64_t at = lowest_[i];
+    for (size_t m : members_[i]) at = std::max(at, lowest_[m] - buffers_[m].offset_from_anchor);
+    return AlignUp(at, alignment_);
+  }
+
+  // True when no unplaced buffer outside its group overlaps buffer `i` or a
+  // member of its group.
+  bool GroupHatless(size_t i) const {
+    auto outside = [&](size_t j) { return j != i && buffers_[j].anchor != static_cast<int32_t>(i); };
+    for (size_t j : overlaps_[i]) {
+      if (offset_[j] < 0 && outside(j)) return false;
+    }
+    for (size_t m : members_[i]) {
+      for (size_t j : overlaps_[m]) {
+        if (offset_[j] < 0 && outside(j)) return false;
+      }
+    }
+    return true;
+  }
+
   // True when no unplaced buffer overlaps buffer `i`.
   bool Hatless(size_t i) const {
     for (size_t j : overlaps_[i]) {
@@ -364,6 +441,13 @@ class OffsetSearch {
   std::vector<int> stale_;  // Place's sections needing a new witness
   std::vector<std::pair<size_t, int64_t>> lowest_trail_;
   std::vector<int64_t> solution_;
+  // Groups (see the constructor): members by anchor, each anchor's union
+  // span and extent (its own size for a lone buffer).
+  std::vector<std::vector<size_t>> members_;
+  std::vector<std::pair<int, int>> group_span_;
+  std::vector<int64_t> extent_;
+  bool any_group_ = false;
+  std::vector<size_t> member_marks_;
   int64_t nodes_ = 0;
   bool gave_up_ = false;
 };
@@ -372,8 +456,13 @@ class OffsetSearch {
 
 PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
                                   const OffsetSearchOptions& options, std::vector<int64_t>* offsets) {
+  // Anchors as PlanArena accepts them, and never a zero-size anchor with
+  // members (it would take no part in the search).
   for (const ArenaBuffer& b : buffers) {
-    if (b.anchor >= 0) return PackingResult::kGaveUp;
+    if (b.anchor >= 0 && (static_cast<size_t>(b.anchor) >= buffers.size() || buffers[b.anchor].anchor >= 0 ||
+                          b.offset_from_anchor < 0 || (buffers[b.anchor].size == 0 && b.size > 0))) {
+      return PackingResult::kGaveUp;
+    }
   }
   OffsetSearch search(buffers, alignment, capacity, options);
   return search.Run(offsets);

@@ -83,6 +83,45 @@ TEST(OffsetSearchTest, PacksHardInstancesAtTheBound) {
   }
 }
 
+// Anchored buffers go with their anchor: every packing found is valid, and
+// a search that finds none gives up rather than claim none exists (placing
+// groups whole is not exhaustive). At a generous capacity it packs.
+TEST(OffsetSearchTest, GroupsArePlacedWholeAndNeverRefuted) {
+  std::mt19937 rng(8);
+  const auto never = std::chrono::steady_clock::time_point::max();
+  int packed = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<ArenaBuffer> buffers = RandomSmallArenaInstance(3 + trial % 5, 1, rng);
+    // Buffer 0 anchors the next one or two, stacked right above it.
+    int64_t offset = buffers[0].size;
+    for (size_t m = 1; m <= 1 + static_cast<size_t>(trial % 2) && m < buffers.size(); ++m) {
+      buffers[m].anchor = 0;
+      buffers[m].offset_from_anchor = offset;
+      offset += buffers[m].size;
+    }
+    const int64_t alignment = trial % 3 == 0 ? 4 : 1;
+    const int64_t bound = ArenaLowerBound(buffers);
+    int64_t total = 0;
+    for (const ArenaBuffer& b : buffers) total += AlignUp(b.size, alignment) + b.offset_from_anchor;
+    std::vector<int64_t> capacities = {bound, bound + bound / 4, total};
+    capacities.erase(std::unique(capacities.begin(), capacities.end()), capacities.end());
+    for (int64_t capacity : capacities) {
+      std::vector<int64_t> offsets;
+      const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, {OffsetRank(trial % 3), 1 << 16, never,
+                                                                                       static_cast<uint64_t>(trial % 2)},
+                                                       &offsets);
+      ASSERT_NE(result, PackingResult::kImpossible) << "trial " << trial;
+      if (result != PackingResult::kPacked) continue;
+      ArenaPlan plan{0, alignment, offsets};
+      for (size_t i = 0; i < buffers.size(); ++i) plan.size_bytes = std::max(plan.size_bytes, offsets[i] + buffers[i].size);
+      ASSERT_LE(plan.size_bytes, capacity) << "trial " << trial;
+      ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << "trial " << trial << ": " << VerifyArena(buffers, plan);
+      packed += capacity == total;
+    }
+  }
+  EXPECT_EQ(packed, 300);
+}
+
 // A set cancel flag stops the search at once, as a limit does.
 TEST(OffsetSearchTest, CancelFlagGivesUp) {
   absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance("F");
