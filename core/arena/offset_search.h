@@ -12,7 +12,9 @@
 // placement worth trying. A node is cut when some time section cannot hold
 // its unplaced bytes above the current offset, or above the least lowest
 // offset among its unplaced buffers (which is above every placed buffer
-// there). Buffers with anchors are not handled.
+// there). An anchor and the buffers anchored to it (Concat slices) go in as
+// one piece, at the lowest aligned offset all of them allow; the search is
+// then not exhaustive, so it never reports a capacity impossible.
 #ifndef SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
 #define SERENITY_CORE_ARENA_OFFSET_SEARCH_H_
 
@@ -45,10 +47,13 @@ struct OffsetSearchOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-// Looks for offsets (multiples of `alignment`) with every buffer ending at or
-// below `capacity`. kPacked fills `offsets`; kGaveUp when a limit in
-// `options` was hit, or when some buffer is anchored; kImpossible when the
-// search ran out of choices (no packing exists).
+// Looks for offsets (multiples of `alignment`; anchored buffers at their
+// anchor's plus offset_from_anchor) with every buffer ending at or below
+// `capacity`. kPacked fills `offsets`; kGaveUp when a limit in `options` was
+// hit, when anchored buffers were placed with their anchor and no packing
+// was found, or when an anchor is malformed (PlanArena's rules) or of size 0
+// with members; kImpossible when the search ran out of choices (no packing
+// exists).
 PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
                                   const OffsetSearchOptions& options, std::vector<int64_t>* offsets);
 
