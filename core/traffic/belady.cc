@@ -15,10 +15,16 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
   const int32_t n = static_cast<int32_t>(order.size());
   std::vector<int32_t> step_of(buffers.graph().num_ops());
   for (int32_t t = 0; t < n; ++t) step_of[order[t]] = t;
+  // A Concat laid out in place (BufferModel::concat_slices) copies
+  // nothing: its step needs nothing on chip, and it is no read of its slices
+  // (its readers read them).
+  auto no_op = [&](OpId u) { return !buffers.concat_slices(u).empty(); };
   // Read steps of every buffer, ascending.
   std::vector<std::vector<int32_t>> reads(all.size());
   for (size_t b = 0; b < all.size(); ++b) {
-    for (OpId user : all[b].users) reads[b].push_back(step_of[user]);
+    for (OpId user : all[b].users) {
+      if (!no_op(user)) reads[b].push_back(step_of[user]);
+    }
     std::sort(reads[b].begin(), reads[b].end());
   }
   auto next_read = [&](size_t b, int32_t after) {
@@ -51,6 +57,7 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
   std::vector<bool> pinned(all.size(), false);
   for (int32_t t = 0; t < n; ++t) {
     const OpId u = order[t];
+    if (no_op(u)) continue;
     // In place: the output takes over the first candidate input read last
     // here (same size), so it needs no room of its own.
     BufferId overwritten = kNoBuffer, overwriting = kNoBuffer;

@@ -12,6 +12,8 @@
 // Weights are not part of the model (they are streamed separately). With
 // the in-place switch, an element-wise op whose input it reads last writes
 // its output over that input, as the simulator does, needing no room for it.
+// With Concats in place, such a Concat copies nothing: its step needs
+// nothing on chip and does not count as a read of its slices.
 #ifndef SERENITY_CORE_TRAFFIC_BELADY_H_
 #define SERENITY_CORE_TRAFFIC_BELADY_H_
 

@@ -26,6 +26,35 @@ Graph SkipConnection() {
       .Build();
 }
 
+// a -> x1 and b -> x2 are concatenated in place into o, read by r with the
+// outputs of y and x, which each need 200 bytes of workspace. On 300 bytes,
+// y's step spills both slices. The Concat copies nothing, so they come back
+// once, for r. (Counting the Concat as a read of its slices, as before,
+// brought them back at its step, x evicted them again, and r read them a
+// second time: 400 bytes read.)
+TEST(BeladyTest, ConcatInPlaceReadsNothing) {
+  Graph g = TestGraph()
+                .Input("g", 8)
+                .Op("a", "Conv", {"g"}, {{"x1", 100}})
+                .Op("b", "Conv", {"g"}, {{"x2", 100}})
+                .Op("y", "Conv", {"g"}, {{"ty", 8}}, 200)
+                .Op("c", "Concat", {"x1", "x2"}, {{"o", 200}})
+                .Op("x", "Conv", {"g"}, {{"tx", 8}}, 200)
+                .Op("r", "Sum", {"o", "ty", "tx"}, {{"out", 8}})
+                .Output("out")
+                .Shape("x1", {1, 10, 10})
+                .Shape("x2", {1, 10, 10})
+                .Shape("o", {1, 20, 10})
+                .Build();
+  BufferModel buffers(g, MemoryModel{false, false, false, true});
+  ASSERT_FALSE(buffers.concat_slices(3).empty());
+  TrafficResult r = SimulateTraffic(buffers, {0, 1, 2, 3, 4, 5}, 300);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_EQ(r.write_bytes, 200);  // x1 and x2 at y's step
+  EXPECT_EQ(r.read_bytes, 200);   // both back for r, once
+  EXPECT_EQ(r.reloads, 2);
+}
+
 TEST(BeladyTest, HandComputedSpillAndReload) {
   Graph g = SkipConnection();
   BufferModel buffers(g, {});
