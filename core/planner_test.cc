@@ -466,6 +466,8 @@ TEST(PlannerTest, DeterministicAcrossThreadCounts) {
     EXPECT_EQ(alone->order, pooled->order) << "trial " << trial;
     EXPECT_EQ(alone->profile.peak_bytes, pooled->profile.peak_bytes);
     EXPECT_EQ(pooled->certificate, Certificate::kOptimal);
+    // The arena's searches and restarts run without a clock: same offsets.
+    EXPECT_EQ(alone->arena.offsets, pooled->arena.offsets) << "trial " << trial;
   }
 }
 
