@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <numeric>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "core/arena/offset_search.h"
@@ -344,28 +344,24 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   // nodes cost several times a skyline node).
   if (skyline_nodes <= 0) return best;
   const int64_t offset_nodes = std::min<int64_t>(skyline_nodes, 2 * static_cast<int64_t>(n) + 1000);
-  enum class Attempt { kOffsetsTwa, kOffsetsWat, kOffsetsTaw, kSkylineSize, kSkylineLifetime };
-  for (Attempt kind : {Attempt::kOffsetsTwa, Attempt::kSkylineSize, Attempt::kOffsetsWat, Attempt::kOffsetsTaw,
-                       Attempt::kSkylineLifetime}) {
+  struct Attempt {
+    bool by_offsets;
+    OffsetRank rank;     // by offsets
+    SkylineOrder order;  // by skylines
+  };
+  constexpr Attempt kAttempts[] = {  // tried in this order
+      {true, OffsetRank::kTotalWidthArea, SkylineOrder::kSizeFirst},
+      {false, OffsetRank::kTotalWidthArea, SkylineOrder::kSizeFirst},
+      {true, OffsetRank::kWidthAreaTotal, SkylineOrder::kSizeFirst},
+      {true, OffsetRank::kTotalAreaWidth, SkylineOrder::kSizeFirst},
+      {false, OffsetRank::kTotalWidthArea, SkylineOrder::kLifetimeFirst},
+  };
+  for (const Attempt& attempt : kAttempts) {
     std::vector<int64_t> offsets;
-    PackingResult result = PackingResult::kGaveUp;
-    switch (kind) {
-      case Attempt::kOffsetsTwa:
-        result = PackByLowestOffsets(buffers, alignment, bound, {OffsetRank::kTotalWidthArea, offset_nodes}, &offsets);
-        break;
-      case Attempt::kOffsetsWat:
-        result = PackByLowestOffsets(buffers, alignment, bound, {OffsetRank::kWidthAreaTotal, offset_nodes}, &offsets);
-        break;
-      case Attempt::kOffsetsTaw:
-        result = PackByLowestOffsets(buffers, alignment, bound, {OffsetRank::kTotalAreaWidth, offset_nodes}, &offsets);
-        break;
-      case Attempt::kSkylineSize:
-        result = PackWithinCapacity(buffers, alignment, bound, skyline_nodes, SkylineOrder::kSizeFirst, &offsets);
-        break;
-      case Attempt::kSkylineLifetime:
-        result = PackWithinCapacity(buffers, alignment, bound, skyline_nodes, SkylineOrder::kLifetimeFirst, &offsets);
-        break;
-    }
+    const PackingResult result =
+        attempt.by_offsets
+            ? PackByLowestOffsets(buffers, alignment, bound, {attempt.rank, offset_nodes}, &offsets)
+            : PackWithinCapacity(buffers, alignment, bound, skyline_nodes, attempt.order, &offsets);
     if (result == PackingResult::kPacked) {
       best.offsets = std::move(offsets);
       best.size_bytes = 0;

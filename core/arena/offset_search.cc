@@ -196,9 +196,7 @@ class OffsetSearch {
     int64_t lowest_end = INT64_MAX;
     bool any = false;
     for (size_t i : open_) {
-      if (offset_[i] >= 0 || buffers_[i].anchor >= 0 || group_span_[i].second <= lo || group_span_[i].first >= hi) {
-        continue;
-      }
+      if (!Candidate(i, lo, hi)) continue;
       any = true;
       if (members_[i].empty()) lowest_end = std::min(lowest_end, lowest_[i] + buffers_[i].size);
     }
@@ -209,9 +207,7 @@ class OffsetSearch {
     // A group's offset is the lowest its members allow.
     std::vector<std::pair<int64_t, size_t>> candidates;
     for (size_t i : open_) {
-      if (offset_[i] >= 0 || buffers_[i].anchor >= 0 || group_span_[i].second <= lo || group_span_[i].first >= hi) {
-        continue;
-      }
+      if (!Candidate(i, lo, hi)) continue;
       const int64_t at = LowestOf(i);
       if (at < last_offset || (at == last_offset && rank_[i] < last_rank)) continue;
       if (at >= lowest_end || at + extent_[i] > capacity_) continue;
@@ -359,6 +355,12 @@ class OffsetSearch {
   bool OutOfTime() const {
     return (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) ||
            std::chrono::steady_clock::now() >= deadline_;
+  }
+
+  // Buffer `i` is unplaced, free (not anchored) and its group lives in
+  // sections [lo, hi).
+  bool Candidate(size_t i, int lo, int hi) const {
+    return offset_[i] < 0 && buffers_[i].anchor < 0 && group_span_[i].second > lo && group_span_[i].first < hi;
   }
 
   // The lowest offset buffer `i` (with its group) can take: aligned, and
