@@ -46,6 +46,15 @@ struct TimeSections {
 };
 TimeSections SplitIntoSections(absl::Span<const ArenaBuffer> buffers);
 
+// True when buffer `i` is free, or anchored to a free buffer in range at a
+// non-negative offset_from_anchor (the rule PlanArena enforces).
+inline bool AnchorIsValid(absl::Span<const ArenaBuffer> buffers, size_t i) {
+  const ArenaBuffer& b = buffers[i];
+  if (b.anchor < 0) return b.anchor == -1;
+  return static_cast<size_t>(b.anchor) < buffers.size() && buffers[static_cast<size_t>(b.anchor)].anchor < 0 &&
+         b.offset_from_anchor >= 0;
+}
+
 // For each buffer, the buffers anchored to it, lowest offset_from_anchor
 // first (empty for most). Anchors out of range are skipped (PlanArena
 // refuses them).

@@ -223,12 +223,8 @@ absl::StatusOr<MovingArenaPlan> PlanArenaWithMoves(absl::Span<const ArenaBuffer>
                                                    int64_t capacity) {
   bool anchored = false;
   for (size_t i = 0; i < buffers.size(); ++i) {
-    const int32_t anchor = buffers[i].anchor;
-    if (anchor < 0) continue;
-    if (static_cast<size_t>(anchor) >= buffers.size() || buffers[anchor].anchor >= 0 ||
-        buffers[i].offset_from_anchor < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has a bad anchor"));
-    }
+    if (buffers[i].anchor < 0) continue;
+    if (!AnchorIsValid(buffers, i)) return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has a bad anchor"));
     anchored = true;
   }
   if (!anchored) return PlanFreeBuffersWithMoves(buffers, alignment, capacity);

@@ -91,10 +91,6 @@ class OffsetSearch {
     Rank(open_);
   }
 
-  // True when some buffer is anchored: the search then places groups as
-  // one piece and is not exhaustive.
-  bool has_groups() const { return any_group_; }
-
   // Ranks `group` (unplaced buffers) among themselves by the live bytes of
   // their busiest section (unplaced bytes only), lifetime and area, in the
   // order rank_order_ names, larger first.
@@ -217,9 +213,9 @@ class OffsetSearch {
       return a.first != b.first ? a.first < b.first : rank_[a.second] < rank_[b.second];
     });
     // Placing a buffer leaves every section outside its lifetime as tight
-    // or tighter (lowest offsets only rise), so a buffer
-    // is tried only if its lifetime covers every section that already
-    // fails SectionsFit at its offset.
+    // or tighter (lowest offsets only rise), so a buffer is tried only if
+    // its lifetime covers every section that already fails SectionsFit at
+    // its offset.
     int64_t checked_at = -1;
     int failing_first = 0, failing_last = -1;
     for (const auto& [at, i] : candidates) {
@@ -460,9 +456,10 @@ PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t
                                   const OffsetSearchOptions& options, std::vector<int64_t>* offsets) {
   // Anchors as PlanArena accepts them, and never a zero-size anchor with
   // members (it would take no part in the search).
-  for (const ArenaBuffer& b : buffers) {
-    if (b.anchor >= 0 && (static_cast<size_t>(b.anchor) >= buffers.size() || buffers[b.anchor].anchor >= 0 ||
-                          b.offset_from_anchor < 0 || (buffers[b.anchor].size == 0 && b.size > 0))) {
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const ArenaBuffer& b = buffers[i];
+    if (b.anchor < 0) continue;
+    if (!AnchorIsValid(buffers, i) || (buffers[static_cast<size_t>(b.anchor)].size == 0 && b.size > 0)) {
       return PackingResult::kGaveUp;
     }
   }

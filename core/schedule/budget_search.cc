@@ -296,8 +296,9 @@ class BudgetSearch::Impl {
     }
     std::sort(candidates.begin(), candidates.end());
     // Relaxed mode branches only over the transitions that seem best.
-    if (options_.seemingly_good && candidates.size() > static_cast<size_t>(options_.relaxed_branching)) {
-      candidates.resize(static_cast<size_t>(std::max(1, options_.relaxed_branching)));
+    if (options_.seemingly_good) {
+      const size_t keep = static_cast<size_t>(std::max(1, options_.relaxed_branching));
+      if (candidates.size() > keep) candidates.resize(keep);
     }
     ++depth_;
     for (const auto& [after, step, u] : candidates) {
