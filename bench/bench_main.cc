@@ -9,6 +9,10 @@
 //   serenity-bench budget-sweep MODEL.onnx [POINTS]
 //     states and time of one feasibility check and of the budgeted DP at
 //     budgets from the lower bound to the Kahn peak (the paper's Figure 8).
+//   serenity-bench check MODEL.onnx BUDGET [SECONDS] [MAX_STATES]
+//     one feasibility check of the whole graph at BUDGET bytes (no split at
+//     cut points, default limits 60 s and SearchOptions' state cap): fits, refuted or
+//     unknown, with states, time and the memo's bytes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -146,6 +150,38 @@ int BudgetSweep(const Graph& graph, int points) {
   return 0;
 }
 
+int CheckBudget(const Graph& graph, int64_t budget, double seconds, int64_t max_states) {
+  BufferModel buffers(graph, {});
+  SearchOptions options;
+  options.max_states = max_states;
+  BudgetSearch search(buffers, options);
+  SearchStats stats;
+  std::vector<OpId> order;
+  int64_t next = 0;
+  const Clock::time_point start = Clock::now();
+  const Feasibility answer = search.Check(
+      budget, start + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)), &order, &next, &stats);
+  const double ms = MillisSince(start);
+  if (answer == Feasibility::kFeasible &&
+      (!IsTopologicalOrder(graph, order) || testing::NaivePeak(graph, order, false, false) > budget)) {
+    std::fprintf(stderr, "error: the order found does not fit the budget when re-simulated\n");
+    return 1;
+  }
+  const std::string verdict =
+      answer == Feasibility::kFeasible ? "fits (an order with peak " + std::to_string(PeakOf(buffers, order)) + ")"
+                                       : "";
+  std::printf("%s: budget %lld %s, %lld states, %.1f ms, memo %.1f MB%s\n", graph.name().c_str(),
+              static_cast<long long>(budget),
+              answer == Feasibility::kFeasible     ? verdict.c_str()
+              : answer == Feasibility::kInfeasible ? "refuted"
+                                                   : "unknown (limit)",
+              static_cast<long long>(stats.states), ms, static_cast<double>(stats.peak_memo_bytes) / 1e6,
+              answer == Feasibility::kInfeasible && next != INT64_MAX
+                  ? (" (every budget below " + std::to_string(next) + " too)").c_str()
+                  : "");
+  return 0;
+}
+
 }  // namespace
 
 // The ONNX model at `path`, named after its file.
@@ -161,7 +197,9 @@ absl::StatusOr<Graph> LoadModel(const std::string& path) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: serenity-bench random-orders MODEL.onnx [SAMPLES] [SEED]\n"
-                         "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n");
+                         "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n"
+                         "       serenity-bench check MODEL.onnx BUDGET [SECONDS] [MAX_STATES]\n"
+                         "       serenity-bench arena INSTANCE.csv...\n");
     return 2;
   }
   const std::string command = argv[1];
@@ -176,6 +214,10 @@ int main(int argc, char** argv) {
                                   argc > 4 ? static_cast<unsigned>(std::stoul(argv[4])) : 1);
   }
   if (command == "budget-sweep") return serenity::BudgetSweep(*graph, argc > 3 ? std::stoi(argv[3]) : 8);
+  if (command == "check" && argc > 3) {
+    return serenity::CheckBudget(*graph, std::stoll(argv[3]), argc > 4 ? std::stod(argv[4]) : 60,
+                                 argc > 5 ? std::stoll(argv[5]) : serenity::SearchOptions().max_states);
+  }
   std::fprintf(stderr, "unknown command '%s'\n", command.c_str());
   return 2;
 }

@@ -27,7 +27,7 @@ struct RequestFlags {
   std::string algorithm = "auto";
   std::string objective = "min_peak";
   double step_time_limit = 1;
-  int64_t max_states = 20'000'000;
+  int64_t max_states = SearchOptions().max_states;
   std::string onchip;
 };
 

@@ -62,26 +62,43 @@ class BudgetSearch::Impl {
 
   Feasibility Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order, int64_t* next_budget,
                     SearchStats* stats, int64_t max_states) {
+    // The sets the last checks left in the memo have no completion within
+    // memo_budget_, so none within a smaller budget either: a check at a
+    // smaller budget skips them. Otherwise the memo starts empty.
+    const bool reuse = memo_budget_ >= 0 && budget <= memo_budget_;
+    if (!reuse) ReleaseMemo();
     Reset();
     budget_ = budget;
     max_states_ = max_states > 0 ? max_states : options_.max_states;
     deadline_ = deadline;
     aborted_ = false;
     expanded_ = 0;
-    next_budget_ = INT64_MAX;
+    // A set skipped for the memo may fit any budget above memo_budget_.
+    next_budget_ = reuse ? memo_budget_ + 1 : INT64_MAX;
+    path_marks_.clear();
     const bool found = Explore();
     stats->states += expanded_;
     stats->peak_memo_bytes = std::max<int64_t>(stats->peak_memo_bytes, static_cast<int64_t>(visited_.MemoryBytes()));
     ++stats->checks;
     if (found) {
       order->assign(trail_.begin() + static_cast<long>(done_.size()), trail_.end());
+      // The sets on the way to the order are in the memo but may have a
+      // completion within a smaller budget; every other set in it failed.
+      // (A relaxed search's failures prove nothing: its memo is not kept.)
+      ForgetPath();
+      memo_budget_ = options_.seemingly_good ? -1 : budget;
       return Feasibility::kFeasible;
     }
     if (aborted_) stats->hit_limit = true;
     *next_budget = next_budget_;
-    visited_.Clear();
+    ReleaseMemo();
     // A relaxed search that found nothing proves nothing.
     return aborted_ || options_.seemingly_good ? Feasibility::kUnknown : Feasibility::kInfeasible;
+  }
+
+  void ReleaseMemo() {
+    visited_.Clear();
+    memo_budget_ = -1;
   }
 
  private:
@@ -101,8 +118,19 @@ class BudgetSearch::Impl {
     live_ = buffers_.resident_bytes() + buffers_.input_bytes();
     trail_.clear();
     live_trail_.clear();
-    visited_.Clear();
     for (OpId u : done_) Apply(u);
+  }
+
+  // Erases from the memo the sets the search inserted on its way to the
+  // order it found (their trail lengths are path_marks_).
+  void ForgetPath() {
+    std::vector<uint64_t> prefix(words_, 0);
+    size_t length = 0;
+    for (size_t mark : path_marks_) {
+      for (; length < mark; ++length) prefix[trail_[length] / 64] |= uint64_t{1} << (trail_[length] % 64);
+      visited_.Erase(prefix.data());
+    }
+    path_marks_.clear();
   }
 
   std::vector<OpId> set_scratch_;    // RunForcedSet's readers
@@ -274,6 +302,15 @@ class BudgetSearch::Impl {
       UndoTo(mark);
       return false;
     }
+    path_marks_.push_back(trail_.size());
+    if (Expand(mark)) return true;
+    path_marks_.pop_back();
+    return false;
+  }
+
+  // Explore's branching over the ready ops, for a set just added to the
+  // memo; `mark` is the trail length Explore started from.
+  bool Expand(size_t mark) {
     if (++expanded_ % 1024 == 0 &&
         (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > max_states_ ||
          Cancelled(options_))) {
@@ -345,6 +382,10 @@ class BudgetSearch::Impl {
   std::vector<OpId> trail_;
   std::vector<int64_t> live_trail_;
   SignatureSet visited_;
+  // Budget at or below which no set in visited_ has a fitting completion;
+  // -1 when the memo is not to be reused.
+  int64_t memo_budget_ = -1;
+  std::vector<size_t> path_marks_;  // trail lengths of the sets on the current path
   size_t depth_ = 0;  // recursion depth of Explore
   std::vector<std::vector<std::tuple<int64_t, int64_t, OpId>>> candidates_;  // by depth
 };
@@ -353,12 +394,17 @@ BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& opti
     : impl_(std::make_unique<Impl>(buffers, options, part)) {}
 BudgetSearch::~BudgetSearch() = default;
 
+void BudgetSearch::ReleaseMemo() { impl_->ReleaseMemo(); }
+
 Feasibility BudgetSearch::Check(int64_t budget, Clock::time_point deadline, std::vector<OpId>* order,
                                 int64_t* next_budget, SearchStats* stats, int64_t max_states) {
   return impl_->Check(budget, deadline, order, next_budget, stats, max_states);
 }
 
 namespace {
+
+// The most time the first round of MinimizePeak spends at the proven bound.
+constexpr std::chrono::seconds kBoundTestTime(1);
 
 // One segment of the graph (partition.h) and what is known about it.
 struct Segment {
@@ -423,28 +469,30 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     return p;
   };
 
-  // lo: the proven bound. floor: the smallest budget still worth trying; a
-  // round that runs out of time or states raises it without proving
-  // anything, so the search goes on looking for better orders above a region
-  // it cannot settle. Each round may use half of the remaining time (the
-  // first a tenth: it only tests whether the bound is tight), the last
-  // possible one all of it.
-  int64_t floor = proven();
+  // Rounds: the first tests whether the proven bound is tight, with a tenth
+  // of the time (at most kBoundTestTime). Then each round asks for an order
+  // below the best peak with half the time left. The parts keep the memo of
+  // the sets that failed, which fail every smaller budget too, so the rounds
+  // down to the optimum cost about as much as the last one, the proof. When
+  // a round settles nothing (time or states ran out) the time left goes to
+  // raising the bound: refuting the budget at the bound again and again.
   bool first = true;
-  // Once every budget above the bound has been tried, the time left goes to
-  // raising the bound: refute the budget at the bound again and again.
   bool raising = false;
   while (peak() > good_enough && Clock::now() < deadline && !Cancelled(options)) {
     const int64_t lo = proven();
     if (lo >= peak()) break;
-    floor = std::max(floor, lo);
-    raising = raising || floor >= peak();
-    int64_t budget = first || raising ? lo : floor + (peak() - 1 - floor) / 2;
+    int64_t budget = first || raising ? lo : peak() - 1;
     if (first && good_enough > lo) budget = std::min(good_enough, peak() - 1);
     Clock::time_point round_deadline = deadline;
-    if (!raising && deadline != Clock::time_point::max() && budget + 1 < peak()) {
-      round_deadline = Clock::now() + (deadline - Clock::now()) / (first ? 10 : 2);
+    if (deadline != Clock::time_point::max() && budget + 1 < peak()) {
+      const Clock::duration left = deadline - Clock::now();
+      if (first) {
+        round_deadline = Clock::now() + std::min<Clock::duration>(left / 10, kBoundTestTime);
+      } else if (!raising) {
+        round_deadline = Clock::now() + left / 2;
+      }
     }
+    const bool testing_bound = first;
     first = false;
 
     // Segments already known to fit, or known not to, need no search.
@@ -469,9 +517,11 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
         s->answer = s->search->Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, cap);
       });
     }
-    if (refuted) {
-      floor = budget + 1;  // proven() has risen past it
-      continue;
+    if (refuted) continue;  // proven() has risen past the budget
+    // A part that sits out this round gives its memo back: the round's cap
+    // bounds the memory of its checks alone.
+    for (Segment& s : segments) {
+      if (std::find(to_check.begin(), to_check.end(), &s) == to_check.end()) s.search->ReleaseMemo();
     }
     RunAll(executor, tasks);
 
@@ -499,9 +549,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       result.stats.hit_limit = result.stats.hit_limit || s.stats.hit_limit;
       s.stats = SearchStats();
     }
-    if (!all_fit && any_unknown) {
-      if (raising) break;  // out of time at the bound
-      floor = budget + 1;
+    if (!all_fit && any_unknown && !testing_bound) {
+      if (raising) break;  // out of time or states at the bound
+      raising = true;
     }
   }
 

@@ -22,11 +22,13 @@
 //    once instead of at the set's last member; every step in between gains
 //    b and pays at most the set's outputs, and reading earlier never frees
 //    anything later.
-// MinimizePeak binary-searches B between a lower bound and the best known
-// peak; each infeasible budget raises the proven lower bound, each feasible
-// one lowers the best peak, and when they meet the order is optimal. A check
-// that runs out of its time slice (half the remaining time) leaves the bound
-// where it is and the search goes on above that budget.
+// MinimizePeak first tries B at the proven lower bound (briefly), then
+// asks for an order below the best peak found, again and again: each
+// feasible check lowers the best peak, and the sets that failed there fail
+// every smaller budget too, so the next check keeps them. The check that
+// finds nothing proves the order optimal. A check that runs out of time or
+// states proves nothing; time left after the state cap goes to raising the
+// bound from below.
 #ifndef SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
 #define SERENITY_CORE_SCHEDULE_BUDGET_SEARCH_H_
 
@@ -46,8 +48,10 @@ struct SearchOptions {
   double time_limit_seconds = 0;
   // Cap on signatures remembered at once: MinimizePeak splits it between the
   // checks of segments that run at the same time (memory of the search is
-  // about (ops / 8 + 8) bytes per signature).
-  int64_t max_states = 20'000'000;
+  // about (ops / 8 + 8) bytes per signature, plus its slot in the index).
+  // The default lets the proof of RandWire stage 2 (26M states, 860 MB)
+  // finish.
+  int64_t max_states = 32'000'000;
   // Pruning rules, on by default; off only to measure what they save.
   bool forced_transitions = true;  // single ops
   bool forced_pairs = true;        // an op and a successor it makes ready
@@ -104,8 +108,14 @@ class BudgetSearch {
   // off: every budget below it is infeasible too (INT64_MAX: none was cut).
   // kUnknown when `deadline` passed or the state cap was hit first: the
   // options' max_states, or `max_states` when positive.
+  // A check at a budget no larger than that of the feasible check before it
+  // skips the sets that failed there (they fail this budget too); any other
+  // check starts from an empty memo.
   Feasibility Check(int64_t budget, std::chrono::steady_clock::time_point deadline, std::vector<OpId>* order,
                     int64_t* next_budget, SearchStats* stats, int64_t max_states = 0);
+
+  // Frees the memo a feasible check kept.
+  void ReleaseMemo();
 
  private:
   class Impl;

@@ -165,6 +165,46 @@ TEST(BudgetSearchTest, FeasibilityFlipsAtTheOptimum) {
   }
 }
 
+// One search asked many budgets in a row, up and down: a check below a
+// feasible one reuses the memo of the sets that failed there, and every
+// answer still equals brute force, under every memory-model switch.
+TEST(BudgetSearchTest, ChecksInAnyOrderAgreeWithBruteForce) {
+  std::mt19937 rng(321);
+  const auto forever = std::chrono::steady_clock::time_point::max();
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(3 + trial % 8, rng, /*concats=*/trial % 5 == 0));
+    const MemoryModel model{trial % 2 == 1, trial % 3 == 2, trial % 4 >= 2, trial % 5 == 0};
+    BufferModel buffers(g, model);
+    const int64_t optimum = BruteForceOptimum(buffers);
+    const int64_t kahn = PeakOf(buffers, KahnOrder(g));
+    BudgetSearch search(buffers, SearchOptions());
+    std::uniform_int_distribution<int64_t> pick(optimum - optimum / 4 - 1, kahn + 1);
+    // Descend as MinimizePeak does, then jump around.
+    std::vector<int64_t> budgets;
+    for (int64_t b = kahn - 1; b >= optimum - 1 && budgets.size() < 12; b -= 1 + (kahn - optimum) / 5) {
+      budgets.push_back(b);
+    }
+    budgets.push_back(optimum);
+    budgets.push_back(optimum - 1);
+    for (int i = 0; i < 8; ++i) budgets.push_back(pick(rng));
+    for (int64_t budget : budgets) {
+      SearchStats stats;
+      std::vector<OpId> order;
+      int64_t next = 0;
+      const Feasibility answer = search.Check(budget, forever, &order, &next, &stats);
+      if (budget >= optimum) {
+        ASSERT_EQ(answer, Feasibility::kFeasible) << "trial " << trial << " budget " << budget;
+        ASSERT_TRUE(IsTopologicalOrder(g, order));
+        ASSERT_LE(PeakOf(buffers, order), budget);
+      } else {
+        ASSERT_EQ(answer, Feasibility::kInfeasible) << "trial " << trial << " budget " << budget;
+        ASSERT_GT(next, budget);
+        ASSERT_LE(next, optimum);  // every budget below `next` fails: none may fit
+      }
+    }
+  }
+}
+
 TEST(BudgetSearchTest, ALimitStillReturnsAValidOrderAndAnHonestBound) {
   std::mt19937 rng(5);
   int unproven = 0;

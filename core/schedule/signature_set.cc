@@ -16,6 +16,7 @@ void SignatureSet::Clear() {
   // Gives the memory back: a search part that waits for its next check
   // should not hold its last memo.
   size_ = 0;
+  erased_ = 0;
   std::vector<std::unique_ptr<uint64_t[]>>().swap(blocks_);
   bits_ = kInitialBits;
   std::vector<uint64_t>(size_t{1} << kInitialBits, 0).swap(slots_);
@@ -31,25 +32,34 @@ uint64_t SignatureSet::Hash(const uint64_t* signature) const {
   return h;
 }
 
-bool SignatureSet::Insert(const uint64_t* signature) {
-  if ((size_ + 1) * 4 > slots_.size() * 3) Grow();  // at most 3/4 full
-  const uint64_t hash = Hash(signature);
-  const uint64_t tag = hash >> 32;
+size_t SignatureSet::Find(const uint64_t* signature, uint64_t tag) const {
   const size_t mask = slots_.size() - 1;
   for (size_t i = static_cast<size_t>(tag >> (32 - bits_));; i = (i + 1) & mask) {
     const uint64_t slot = slots_[i];
-    if (slot == 0) {
-      if (size_ % kBlockEntries == 0) blocks_.emplace_back(new uint64_t[kBlockEntries * words_]);
-      std::memcpy(blocks_.back().get() + (size_ % kBlockEntries) * words_, signature, words_ * 8);
-      slots_[i] = tag << 32 | static_cast<uint32_t>(++size_);
-      return true;
-    }
+    if (slot == 0) return i;
     // The tag settles most mismatches without touching the arena.
-    if (slot >> 32 == tag &&
-        std::memcmp(Entry(static_cast<uint32_t>(slot) - 1), signature, words_ * 8) == 0) {
-      return false;
-    }
+    const uint32_t index = static_cast<uint32_t>(slot);
+    if (slot >> 32 == tag && index != 0 && std::memcmp(Entry(index - 1), signature, words_ * 8) == 0) return i;
   }
+}
+
+bool SignatureSet::Insert(const uint64_t* signature) {
+  if ((size_ + 1) * 4 > slots_.size() * 3) Grow();  // at most 3/4 full
+  const uint64_t tag = Hash(signature) >> 32;
+  const size_t i = Find(signature, tag);
+  if (slots_[i] != 0) return false;
+  if (size_ % kBlockEntries == 0) blocks_.emplace_back(new uint64_t[kBlockEntries * words_]);
+  std::memcpy(blocks_.back().get() + (size_ % kBlockEntries) * words_, signature, words_ * 8);
+  slots_[i] = tag << 32 | static_cast<uint32_t>(++size_);
+  return true;
+}
+
+bool SignatureSet::Erase(const uint64_t* signature) {
+  const size_t i = Find(signature, Hash(signature) >> 32);
+  if (slots_[i] == 0) return false;
+  slots_[i] = kErased;
+  ++erased_;
+  return true;
 }
 
 void SignatureSet::Grow() {
@@ -57,7 +67,7 @@ void SignatureSet::Grow() {
   std::vector<uint64_t> slots(size_t{1} << bits_, 0);
   const size_t mask = slots.size() - 1;
   for (uint64_t slot : slots_) {
-    if (slot == 0) continue;
+    if (slot == 0 || slot == kErased) continue;
     size_t i = static_cast<size_t>((slot >> 32) >> (32 - bits_));
     while (slots[i] != 0) i = (i + 1) & mask;
     slots[i] = slot;

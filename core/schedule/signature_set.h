@@ -21,7 +21,11 @@ class SignatureSet {
   // Inserts `signature` (`words` words); false when it was already present.
   bool Insert(const uint64_t* signature);
 
-  size_t size() const { return size_; }
+  // Removes `signature` if present; true when it was.
+  bool Erase(const uint64_t* signature);
+
+  // Signatures present (inserted and not erased).
+  size_t size() const { return size_ - erased_; }
   // Bytes held by the arena and the index.
   size_t MemoryBytes() const { return blocks_.size() * kBlockEntries * words_ * 8 + slots_.capacity() * 8; }
   // Empties the set and releases its memory.
@@ -30,7 +34,13 @@ class SignatureSet {
  private:
   static constexpr size_t kBlockEntries = 1 << 15;
 
+  // A slot whose entry was erased: probing goes on past it, nothing
+  // matches it (no entry has index 0), growing drops it.
+  static constexpr uint64_t kErased = uint64_t{0xffffffff} << 32;
+
   uint64_t Hash(const uint64_t* signature) const;
+  // The slot holding `signature`, or the empty slot where it would go.
+  size_t Find(const uint64_t* signature, uint64_t tag) const;
   void Grow();
   // The stored signature with this index (0-based).
   const uint64_t* Entry(size_t index) const {
@@ -38,7 +48,8 @@ class SignatureSet {
   }
 
   size_t words_;
-  size_t size_ = 0;
+  size_t size_ = 0;    // entries stored, erased ones included
+  size_t erased_ = 0;
   // size_ signatures back to back, kBlockEntries per block.
   std::vector<std::unique_ptr<uint64_t[]>> blocks_;
   int bits_;                     // slots_.size() == 1 << bits_
