@@ -2,13 +2,30 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace serenity {
 namespace {
 
 constexpr int kInitialBits = 10;
+constexpr size_t kHugePage = size_t{2} << 20;
 
 }  // namespace
+
+template <typename T>
+T* HugePageAllocator<T>::allocate(size_t n) {
+  const size_t bytes = n * sizeof(T);
+  const size_t alignment = bytes >= kHugePage ? kHugePage : alignof(std::max_align_t);
+  void* p = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  // Only advice: without huge pages the memory works the same.
+  if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);
+  return static_cast<T*>(p);
+}
+
+template struct HugePageAllocator<uint64_t>;
 
 SignatureSet::SignatureSet(size_t words) : words_(words), bits_(kInitialBits), slots_(size_t{1} << kInitialBits, 0) {}
 
@@ -19,7 +36,7 @@ void SignatureSet::Clear() {
   erased_ = 0;
   std::vector<std::unique_ptr<uint64_t[]>>().swap(blocks_);
   bits_ = kInitialBits;
-  std::vector<uint64_t>(size_t{1} << kInitialBits, 0).swap(slots_);
+  decltype(slots_)(size_t{1} << kInitialBits, 0).swap(slots_);
 }
 
 uint64_t SignatureSet::Hash(const uint64_t* signature) const {
@@ -64,7 +81,7 @@ bool SignatureSet::Erase(const uint64_t* signature) {
 
 void SignatureSet::Grow() {
   ++bits_;
-  std::vector<uint64_t> slots(size_t{1} << bits_, 0);
+  decltype(slots_) slots(size_t{1} << bits_, 0);
   const size_t mask = slots.size() - 1;
   for (uint64_t slot : slots_) {
     if (slot == 0 || slot == kErased) continue;

@@ -8,10 +8,28 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
 namespace serenity {
+
+// Allocates arrays of 2 MiB and more on 2 MiB boundaries and asks the kernel
+// for transparent huge pages there: the set's index is read at random, and
+// with 4 KiB pages nearly every probe of a large index also misses the TLB.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n);
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  template <typename U>
+  bool operator!=(const HugePageAllocator<U>&) const { return false; }
+};
 
 class SignatureSet {
  public:
@@ -55,7 +73,7 @@ class SignatureSet {
   int bits_;                     // slots_.size() == 1 << bits_
   // 0: empty; else the hash's upper 32 bits, then 1 + the entry's index in
   // the lower 32. The upper hash bits also pick the home slot.
-  std::vector<uint64_t> slots_;
+  std::vector<uint64_t, HugePageAllocator<uint64_t>> slots_;
 };
 
 }  // namespace serenity
