@@ -152,15 +152,11 @@ bool CoLive(const ArenaBuffer& a, const ArenaBuffer& b) {
 // base: offset_from_anchor, 0 for the anchor) avoids the placed buffers it
 // shares a step with. Candidates: 0 and every base that puts a member right
 // above a placed buffer.
+// `neighbors`: the placed buffers that share a step with a member.
 int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& group,
-                        const std::vector<size_t>& placed, const std::vector<int64_t>& offsets, int64_t alignment) {
+                        const std::vector<size_t>& neighbors, const std::vector<int64_t>& offsets,
+                        int64_t alignment) {
   auto rel = [&](size_t m) { return buffers[m].anchor < 0 ? int64_t{0} : buffers[m].offset_from_anchor; };
-  std::vector<size_t> neighbors;  // placed buffers sharing a step with a member
-  for (size_t j : placed) {
-    if (std::any_of(group.begin(), group.end(), [&](size_t m) { return CoLive(buffers[m], buffers[j]); })) {
-      neighbors.push_back(j);
-    }
-  }
   std::vector<int64_t> candidates = {0};
   for (size_t m : group) {
     for (size_t j : neighbors) {
@@ -187,20 +183,59 @@ int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector
   return candidates.back();  // above every placed buffer: never reached
 }
 
+// For each buffer, the others of nonzero size it shares a step with, by a
+// sweep over first steps: linear in the buffers and the pairs.
+std::vector<std::vector<size_t>> CoLiveBuffers(absl::Span<const ArenaBuffer> buffers) {
+  std::vector<std::vector<size_t>> colive(buffers.size());
+  std::vector<size_t> by_start;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].size > 0) by_start.push_back(i);
+  }
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](size_t a, size_t b) { return buffers[a].first_step < buffers[b].first_step; });
+  std::vector<size_t> active;
+  for (size_t i : by_start) {
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [&](size_t j) { return buffers[j].last_step < buffers[i].first_step; }),
+                 active.end());
+    for (size_t j : active) {
+      colive[i].push_back(j);
+      colive[j].push_back(i);
+    }
+    active.push_back(i);
+  }
+  return colive;
+}
+
 // Places buffers one by one in `order`, each into a gap between the already
 // placed buffers that share a step with it (the tightest gap for kBest, the
 // lowest for kFirst) or above them all; an anchor's group goes in as one.
+// Only the placed buffers that share a step with a buffer are looked at, in
+// order of offset (ties: the earlier placed first).
 ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& order, int64_t alignment,
                        Fit fit) {
   ArenaPlan plan;
   plan.alignment = alignment;
   plan.offsets.assign(buffers.size(), 0);
-  std::vector<size_t> placed;  // kept sorted by offset
+  const std::vector<std::vector<size_t>> colive = CoLiveBuffers(buffers);
+  std::vector<int64_t> placed_at(buffers.size(), -1);  // placement sequence number, -1: not yet
+  int64_t placements = 0;
   auto mark_placed = [&](size_t i) {
     plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + buffers[i].size);
-    placed.insert(std::upper_bound(placed.begin(), placed.end(), i,
-                                   [&](size_t a, size_t c) { return plan.offsets[a] < plan.offsets[c]; }),
-                  i);
+    placed_at[i] = placements++;
+  };
+  std::vector<size_t> neighbors;
+  auto gather_placed_neighbors = [&](const std::vector<size_t>& members) {
+    neighbors.clear();
+    for (size_t m : members) {
+      for (size_t j : colive[m]) {
+        if (placed_at[j] >= 0) neighbors.push_back(j);
+      }
+    }
+    std::sort(neighbors.begin(), neighbors.end(), [&](size_t a, size_t c) {
+      return plan.offsets[a] != plan.offsets[c] ? plan.offsets[a] < plan.offsets[c] : placed_at[a] < placed_at[c];
+    });
+    neighbors.erase(std::unique(neighbors.begin(), neighbors.end()), neighbors.end());
   };
   const std::vector<std::vector<size_t>> groups = AnchorGroups(buffers);
   std::vector<bool> done(buffers.size(), false);
@@ -210,7 +245,8 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
     const size_t head = b.anchor >= 0 ? static_cast<size_t>(b.anchor) : i;
     if (!groups[head].empty()) {
       // A group goes in as a whole, when its first member comes up.
-      const int64_t base = LowestGroupBase(buffers, groups[head], placed, plan.offsets, alignment);
+      gather_placed_neighbors(groups[head]);
+      const int64_t base = LowestGroupBase(buffers, groups[head], neighbors, plan.offsets, alignment);
       for (size_t m : groups[head]) {
         plan.offsets[m] = base + (buffers[m].anchor < 0 ? 0 : buffers[m].offset_from_anchor);
         done[m] = true;
@@ -219,10 +255,10 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
       continue;
     }
     done[i] = true;
+    gather_placed_neighbors({i});
     int64_t best_offset = -1, best_waste = 0, cursor = 0;
-    for (size_t j : placed) {
+    for (size_t j : neighbors) {
       const ArenaBuffer& o = buffers[j];
-      if (o.size == 0 || o.first_step > b.last_step || b.first_step > o.last_step) continue;
       int64_t gap_start = AlignUp(cursor, alignment);
       int64_t gap_end = plan.offsets[j];
       if (gap_end - gap_start >= b.size) {

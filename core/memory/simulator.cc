@@ -123,24 +123,40 @@ int64_t PeakOf(const BufferModel& buffers, const std::vector<OpId>& order) {
 
 std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachability& reach) {
   const Graph& graph = buffers.graph();
-  std::vector<int64_t> bounds(graph.num_ops());
-  for (OpId u = 0; u < graph.num_ops(); ++u) {
+  const int n = graph.num_ops();
+  const size_t words = reach.words();
+  std::vector<int64_t> bounds(n);
+  for (OpId u = 0; u < n; ++u) {
     // An in-place step may save its output's bytes in some order.
-    int64_t live = buffers.resident_bytes() + graph.op(u).workspace_bytes - buffers.in_place_bytes(u);
-    for (const ActivationBuffer& b : buffers.buffers()) {
-      if (b.producer == u) {
-        live += b.bytes;
-        continue;
-      }
-      if (b.producer != kNoOp && !reach.IsAncestor(b.producer, u)) continue;
-      bool needed_later = b.live_to_end;
-      for (OpId user : b.users) {
-        if (needed_later) break;
-        needed_later = user == u || reach.IsDescendant(user, u);
-      }
-      if (needed_later) live += b.bytes;
+    bounds[u] = buffers.resident_bytes() + graph.op(u).workspace_bytes - buffers.in_place_bytes(u);
+  }
+  // Each buffer adds its bytes to the steps of the ops that come after its
+  // producer (every op, for a graph input) and that read it or come before
+  // a reader (every op, for a graph output), as bitsets: linear in the
+  // buffers times the words of a bitset, plus the pairs counted.
+  std::vector<uint64_t> steps(words), readers(words);
+  for (const ActivationBuffer& b : buffers.buffers()) {
+    if (b.producer != kNoOp) bounds[b.producer] += b.bytes;  // its own output
+    if (b.producer != kNoOp) {
+      std::copy(reach.descendants(b.producer), reach.descendants(b.producer) + words, steps.begin());
+    } else {
+      std::fill(steps.begin(), steps.end(), ~uint64_t{0});
     }
-    bounds[u] = live;
+    if (!b.live_to_end) {
+      std::fill(readers.begin(), readers.end(), 0);
+      for (OpId user : b.users) {
+        const uint64_t* before = reach.ancestors(user);
+        for (size_t w = 0; w < words; ++w) readers[w] |= before[w];
+        readers[user / 64] |= uint64_t{1} << (user % 64);
+      }
+      for (size_t w = 0; w < words; ++w) steps[w] &= readers[w];
+    }
+    for (size_t w = 0; w < words; ++w) {
+      for (uint64_t bits = steps[w]; bits != 0; bits &= bits - 1) {
+        const int u = static_cast<int>(w * 64) + __builtin_ctzll(bits);
+        if (u < n && u != b.producer) bounds[u] += b.bytes;
+      }
+    }
   }
   return bounds;
 }

@@ -409,7 +409,8 @@ constexpr std::chrono::seconds kBoundTestTime(1);
 // One segment of the graph (partition.h) and what is known about it.
 struct Segment {
   std::vector<OpId> ops;
-  std::unique_ptr<BudgetSearch> search;
+  size_t done_before = 0;                // ops of the segments before it
+  std::unique_ptr<BudgetSearch> search;  // made at its first check
   std::vector<OpId> best;  // best order of the segment's ops
   int64_t best_peak = 0;   // its largest step
   int64_t lower = 0;       // proven: no order of the segment has a smaller largest step
@@ -440,8 +441,11 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   std::vector<int> position(graph.num_ops());
   for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
 
+  // A segment's search is made when it is first checked: most segments of a
+  // long graph (a chain has one per op) never need one, and each costs time
+  // and memory in proportion to the whole graph.
   std::vector<Segment> segments;
-  Subproblem part;
+  std::vector<OpId> segment_ops;  // every segment's ops, segment after segment
   for (std::vector<OpId>& ops : SplitAtCutPoints(graph)) {
     Segment segment;
     segment.best = ops;
@@ -450,12 +454,20 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       segment.best_peak = std::max(segment.best_peak, step_of[u]);
       segment.lower = std::max(segment.lower, op_bounds[u]);
     }
-    part.ops = ops;
-    segment.search = std::make_unique<BudgetSearch>(buffers, options, part);
-    part.done.insert(part.done.end(), ops.begin(), ops.end());
+    segment.done_before = segment_ops.size();
+    segment_ops.insert(segment_ops.end(), ops.begin(), ops.end());
     segment.ops = std::move(ops);
     segments.push_back(std::move(segment));
   }
+  auto search_of = [&](Segment& s) -> BudgetSearch& {
+    if (s.search == nullptr) {
+      Subproblem part;
+      part.done.assign(segment_ops.begin(), segment_ops.begin() + static_cast<long>(s.done_before));
+      part.ops = s.ops;
+      s.search = std::make_unique<BudgetSearch>(buffers, options, part);
+    }
+    return *s.search;
+  };
 
   MinimizeResult result;
   auto peak = [&] {
@@ -512,16 +524,16 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     const int64_t cap = std::max<int64_t>(1, options.max_states / std::max<int64_t>(1, static_cast<int64_t>(to_check.size())));
     std::vector<std::function<void()>> tasks;
     for (Segment* s : to_check) {
-      tasks.push_back([s, budget, round_deadline, cap] {
+      tasks.push_back([s, budget, round_deadline, cap, &search_of] {
         s->stats = SearchStats();
-        s->answer = s->search->Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, cap);
+        s->answer = search_of(*s).Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, cap);
       });
     }
     if (refuted) continue;  // proven() has risen past the budget
     // A part that sits out this round gives its memo back: the round's cap
     // bounds the memory of its checks alone.
     for (Segment& s : segments) {
-      if (std::find(to_check.begin(), to_check.end(), &s) == to_check.end()) s.search->ReleaseMemo();
+      if (s.search != nullptr && s.answer != Feasibility::kUnknown) s.search->ReleaseMemo();
     }
     RunAll(executor, tasks);
 
