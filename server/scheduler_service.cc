@@ -194,7 +194,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++in_flight_;
-      read_more = in_flight_ < service_->options().max_jobs_per_connection && !broken_;
+      read_more = HasRoomLocked() && !broken_;
       read_paused_ = !read_more;
       read_outstanding_ = read_more;
     }
@@ -215,14 +215,22 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
 
   void OnWriteDone(bool ok) override {
     const v1::ScoreResult* next = nullptr;
+    bool resume_read = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       outgoing_.pop_front();
-      if (!ok) broken_ = true;  // the client went away: drop the rest
+      if (!ok) {
+        // The client went away: drop the rest, and say so in the log and
+        // the metrics even if OnCancel comes later.
+        broken_ = true;
+        if (final_status_.ok()) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+      }
       if (broken_) outgoing_.clear();
       if (!outgoing_.empty()) next = &outgoing_.front();
       writing_ = next != nullptr;
+      resume_read = ResumeReadLocked();
     }
+    if (resume_read) StartRead(&incoming_);
     if (next != nullptr) {
       StartWrite(next);
       return;
@@ -293,11 +301,6 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
       ++answered_;
-      if (read_paused_ && !reading_done_ && !broken_) {
-        read_paused_ = false;
-        resume_read = true;
-        read_outstanding_ = true;
-      }
       if (!broken_) {
         outgoing_.push_back(std::move(result));
         if (!writing_) {
@@ -305,6 +308,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
           write = &outgoing_.front();
         }
       }
+      resume_read = ResumeReadLocked();
       // Decided here, in the same critical section: this runs on a job
       // thread, which gRPC does not wait for, so once the lock is released
       // another thread may finish the stream and the reactor be deleted.
@@ -315,6 +319,23 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     if (write != nullptr) StartWrite(write);
     if (resume_read) StartRead(&incoming_);
     if (finish) FinishStream(status);
+  }
+
+  // Under mu_: whether one more candidate may be read. Candidates in flight
+  // and results not yet written count alike, so a client that stops
+  // reading its results stops the server reading its candidates: the
+  // stream holds at most max_jobs_per_connection of either.
+  bool HasRoomLocked() const {
+    return in_flight_ + static_cast<int64_t>(outgoing_.size()) < service_->options().max_jobs_per_connection;
+  }
+
+  // Under mu_: true (and the read marked outstanding) when reading was
+  // paused for lack of room and may resume; the caller starts the read.
+  bool ResumeReadLocked() {
+    if (!read_paused_ || reading_done_ || broken_ || !HasRoomLocked()) return false;
+    read_paused_ = false;
+    read_outstanding_ = true;
+    return true;
   }
 
   // Finishes once no read, job or write is outstanding. Only for gRPC's

@@ -36,8 +36,8 @@ struct ServiceOptions {
   std::string bearer_token;
   // Most Plan calls one connection (client address and port) may have
   // queued or running at once (RESOURCE_EXHAUSTED beyond), and most
-  // candidates one Score stream has in flight (it reads no further until
-  // one finishes).
+  // candidates one Score stream has in flight or answered but not yet
+  // written (it reads no further until one result is written).
   int64_t max_jobs_per_connection = 16;
 };
 

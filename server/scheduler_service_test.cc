@@ -1,6 +1,8 @@
 #include "server/scheduler_service.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -42,12 +44,23 @@ class EchoBackend : public SchedulingBackend {
   }
 };
 
+// EchoBackend that counts its answers.
+class CountingBackend : public EchoBackend {
+ public:
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only, double seconds,
+                                  const std::atomic<bool>* cancelled) override {
+    ++answers;
+    return EchoBackend::Answer(request, score_only, seconds, cancelled);
+  }
+  std::atomic<int> answers{0};
+};
+
 // The service in this process on a loopback port, with `backend` and
 // `workers` job threads.
 class InProcessServer {
  public:
-  explicit InProcessServer(SchedulingBackend* backend, int workers = 1)
-      : runner_(workers, 64), service_(&runner_, backend, nullptr, {}) {
+  explicit InProcessServer(SchedulingBackend* backend, int workers = 1, ServiceOptions options = {})
+      : runner_(workers, 64), service_(&runner_, backend, nullptr, std::move(options)) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
@@ -150,6 +163,81 @@ TEST(SchedulerServiceTest, ConcurrentScoreStreamsAnswerEveryCandidateOnce) {
   }
   for (std::thread& t : clients) t.join();
   for (int c = 0; c < kClients; ++c) EXPECT_EQ(bad_streams[c], 0) << "client " << c;
+}
+
+// A client that sends candidates but does not read its results stops the
+// server reading candidates once the stream holds max_jobs_per_connection
+// results it cannot write: the server's memory for one stream is bounded.
+// When the client reads again, every candidate is answered once.
+TEST(SchedulerServiceTest, AScoreStreamWhoseResultsAreNotReadStopsBeingRead) {
+  CountingBackend backend;
+  ServiceOptions options;
+  options.max_jobs_per_connection = 2;
+  InProcessServer server(&backend, /*workers=*/2, options);
+  ASSERT_TRUE(server.started());
+  constexpr int kCandidates = 400;
+  // Each result echoes a 256 KiB model name, so unread results fill the
+  // transport's window after a few.
+  const std::string name(256 * 1024, 'm');
+  grpc::ClientContext context;
+  auto stream = server.stub().Score(&context);
+  std::thread writer([&] {
+    for (int k = 0; k < kCandidates; ++k) {
+      v1::ScoreRequest candidate;
+      candidate.set_id(absl::StrCat(k));
+      candidate.mutable_request()->set_model_name(name);
+      candidate.set_full_plan(true);
+      if (!stream->Write(candidate)) return;
+    }
+    stream->WritesDone();
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // Unbounded, the server would have answered all 400 by now (the backend
+  // answers at once); bounded, only what fits in flight, in the stream's
+  // queue and in the transport's buffers.
+  EXPECT_LT(backend.answers.load(), 64);
+  std::vector<int> seen(kCandidates, 0);
+  v1::ScoreResult result;
+  while (stream->Read(&result)) {
+    ASSERT_GE(result.index(), 0);
+    ASSERT_LT(result.index(), kCandidates);
+    ++seen[result.index()];
+  }
+  writer.join();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  EXPECT_EQ(backend.answers.load(), kCandidates);
+}
+
+// A client that cancels a stream whose results it never read is logged as
+// CANCELLED, not OK (the write that fails can come before OnCancel).
+TEST(SchedulerServiceTest, AStreamCancelledWithUnreadResultsIsLoggedCancelled) {
+  CountingBackend backend;
+  ::testing::internal::CaptureStderr();
+  {
+    InProcessServer server(&backend, /*workers=*/2);
+    ASSERT_TRUE(server.started());
+    const std::string name(256 * 1024, 'm');
+    grpc::ClientContext context;
+    auto stream = server.stub().Score(&context);
+    std::thread writer([&] {
+      for (int k = 0; k < 100; ++k) {
+        v1::ScoreRequest candidate;
+        candidate.set_id(absl::StrCat(k));
+        candidate.mutable_request()->set_model_name(name);
+        candidate.set_full_plan(true);
+        if (!stream->Write(candidate)) return;
+      }
+    });
+    while (backend.answers.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    context.TryCancel();
+    writer.join();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }  // the server's shutdown waits for the stream to finish
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("event=score request_id=1 "));
+  EXPECT_THAT(log, HasSubstr(" code=CANCELLED "));
+  EXPECT_THAT(log, Not(HasSubstr(" code=OK ")));
 }
 
 }  // namespace
