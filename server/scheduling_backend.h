@@ -23,7 +23,7 @@ namespace serenity {
 
 struct BackendLimits {
   // Largest graph accepted, in ops.
-  int64_t max_ops = 100000;
+  int64_t max_ops = 20000;
   // Longest search one job may run, whatever the request asks.
   double max_job_seconds = 60;
 };

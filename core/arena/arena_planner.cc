@@ -183,10 +183,17 @@ int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector
   return candidates.back();  // above every placed buffer: never reached
 }
 
+// Most co-live pairs CoLiveBuffers lists (64 MB of lists): an instance with
+// more (thousands of buffers all live at once) is placed by scanning every
+// placed buffer instead, slower but in linear memory.
+constexpr int64_t kMaxCoLivePairs = 4'000'000;
+
 // For each buffer, the others of nonzero size it shares a step with, by a
-// sweep over first steps: linear in the buffers and the pairs.
+// sweep over first steps: linear in the buffers and the pairs. Empty when
+// there are more than kMaxCoLivePairs pairs.
 std::vector<std::vector<size_t>> CoLiveBuffers(absl::Span<const ArenaBuffer> buffers) {
   std::vector<std::vector<size_t>> colive(buffers.size());
+  int64_t pairs = 0;
   std::vector<size_t> by_start;
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (buffers[i].size > 0) by_start.push_back(i);
@@ -198,6 +205,8 @@ std::vector<std::vector<size_t>> CoLiveBuffers(absl::Span<const ArenaBuffer> buf
     active.erase(std::remove_if(active.begin(), active.end(),
                                 [&](size_t j) { return buffers[j].last_step < buffers[i].first_step; }),
                  active.end());
+    pairs += static_cast<int64_t>(active.size());
+    if (pairs > kMaxCoLivePairs) return {};
     for (size_t j : active) {
       colive[i].push_back(j);
       colive[j].push_back(i);
@@ -218,23 +227,35 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
   plan.alignment = alignment;
   plan.offsets.assign(buffers.size(), 0);
   const std::vector<std::vector<size_t>> colive = CoLiveBuffers(buffers);
+  const bool scan_all = colive.empty();  // too many pairs to list
   std::vector<int64_t> placed_at(buffers.size(), -1);  // placement sequence number, -1: not yet
   int64_t placements = 0;
+  std::vector<size_t> placed;  // by offset, then placement; kept only when scan_all
+  auto by_offset = [&](size_t a, size_t c) {
+    return plan.offsets[a] != plan.offsets[c] ? plan.offsets[a] < plan.offsets[c] : placed_at[a] < placed_at[c];
+  };
   auto mark_placed = [&](size_t i) {
     plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + buffers[i].size);
     placed_at[i] = placements++;
+    if (scan_all) placed.insert(std::upper_bound(placed.begin(), placed.end(), i, by_offset), i);
   };
   std::vector<size_t> neighbors;
   auto gather_placed_neighbors = [&](const std::vector<size_t>& members) {
     neighbors.clear();
+    if (scan_all) {
+      for (size_t j : placed) {
+        if (std::any_of(members.begin(), members.end(), [&](size_t m) { return CoLive(buffers[m], buffers[j]); })) {
+          neighbors.push_back(j);
+        }
+      }
+      return;
+    }
     for (size_t m : members) {
       for (size_t j : colive[m]) {
         if (placed_at[j] >= 0) neighbors.push_back(j);
       }
     }
-    std::sort(neighbors.begin(), neighbors.end(), [&](size_t a, size_t c) {
-      return plan.offsets[a] != plan.offsets[c] ? plan.offsets[a] < plan.offsets[c] : placed_at[a] < placed_at[c];
-    });
+    std::sort(neighbors.begin(), neighbors.end(), by_offset);
     neighbors.erase(std::unique(neighbors.begin(), neighbors.end()), neighbors.end());
   };
   const std::vector<std::vector<size_t>> groups = AnchorGroups(buffers);

@@ -146,6 +146,29 @@ TEST(PlanArenaTest, NeverWorseThanGreedyBySizeAndValid) {
   EXPECT_GT(better, 0);
 }
 
+// Greedy placement looks only at the placed buffers a buffer shares a step
+// with, from lists of co-live pairs; beyond a few million pairs it scans
+// every placed buffer instead. Both ways place a buffer alike: an instance
+// placed alone (lists) keeps every offset when thousands of buffers all
+// live at once, at later steps, join it (scan).
+TEST(ArenaPlannerTest, PlacementIsTheSameWithOrWithoutCoLiveLists) {
+  std::mt19937 rng(12);
+  std::vector<ArenaBuffer> alone;
+  for (int i = 0; i < 400; ++i) {
+    const int first = std::uniform_int_distribution<int>(0, 100)(rng);
+    alone.push_back({std::uniform_int_distribution<int64_t>(1, 64)(rng) * 16, first,
+                     first + std::uniform_int_distribution<int>(0, 20)(rng)});
+  }
+  std::vector<ArenaBuffer> joined = alone;
+  for (int i = 0; i < 2900; ++i) joined.push_back({16 * (1 + i % 7), 1000, 1010});  // 4.2M co-live pairs
+  const ArenaPlan small = PlanOk(alone, 16);
+  const ArenaPlan large = PlanOk(joined, 16);
+  for (size_t i = 0; i < alone.size(); ++i) ASSERT_EQ(large.offsets[i], small.offsets[i]) << "buffer " << i;
+  int64_t block = 0;
+  for (size_t i = alone.size(); i < joined.size(); ++i) block += joined[i].size;
+  EXPECT_EQ(large.size_bytes, std::max(small.size_bytes, block));
+}
+
 // The peers' unit-test cases: every plan is valid and at least the bound.
 TEST(ArenaPlannerTest, PeerCasesAreValid) {
   std::ifstream in(SERENITY_SHARED_DIR "/bench/arena/peer_cases.json");

@@ -27,11 +27,17 @@ std::vector<std::vector<OpId>> SplitAtCutPoints(const Graph& graph) {
   }
   std::sort(cuts.begin(), cuts.end());
   // An op belongs to the segment of the first cut point that is it or one of
-  // its descendants; ops after the last cut form a final segment.
+  // its descendants; ops after the last cut form a final segment. Each cut
+  // point descends from the one before it, so those that are an op or its
+  // descendants are a suffix of `cuts`: found by binary search.
   std::vector<std::vector<OpId>> segments(cuts.size() + 1);
   for (OpId u = 0; u < n; ++u) {
-    size_t k = 0;
-    while (k < cuts.size() && cuts[k].second != u && !reach.IsDescendant(cuts[k].second, u)) ++k;
+    const size_t k = static_cast<size_t>(
+        std::partition_point(cuts.begin(), cuts.end(),
+                             [&](const std::pair<int, OpId>& cut) {
+                               return cut.second != u && !reach.IsDescendant(cut.second, u);
+                             }) -
+        cuts.begin());
     segments[k].push_back(u);
   }
   if (segments.back().empty()) segments.pop_back();
