@@ -28,7 +28,12 @@ void AddConnectionFlags(FlagSet& flag_set, ConnectionFlags* flags) {
   flag_set.AddString("tls-server-name", &flags->tls_server_name, "NAME",
                      "Check the server certificate against NAME instead of the host in --server.");
   flag_set.AddString("token-file", &flags->token_file, "PATH",
-                     "Send 'authorization: Bearer <token>' with the token in PATH.");
+                     "Send 'authorization: Bearer <token>' with the token in PATH (needs --tls-ca,\n"
+                     "or --plaintext to send it unencrypted).");
+  flag_set.AddBool("plaintext", &flags->plaintext,
+                   "Allow --token-file without TLS (the token then crosses the network in the\n"
+                   "clear; for loopback and tests). Without --tls-ca the connection is plaintext\n"
+                   "either way.");
 }
 
 void Connection::Authorize(grpc::ClientContext* context) const {
@@ -47,6 +52,11 @@ absl::StatusOr<Connection> Connect(const ConnectionFlags& flags) {
   }
   if (flags.tls_cert.empty() != flags.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!tls && !flags.token_file.empty() && !flags.plaintext) {
+    return absl::InvalidArgumentError(
+        "--token-file without --tls-ca would send the token unencrypted; add --tls-ca, or --plaintext to "
+        "send it in the clear anyway");
   }
   if (tls) {
     grpc::SslCredentialsOptions ssl;

@@ -20,10 +20,11 @@ struct ConnectionFlags {
   std::string tls_key;          // client private key
   std::string tls_server_name;  // name to check the server's certificate against
   std::string token_file;       // bearer token sent with every call
+  bool plaintext = false;       // allow a token without TLS
 };
 
-// Registers --server, --tls-ca, --tls-cert, --tls-key, --tls-server-name and
-// --token-file on `flag_set`.
+// Registers --server, --tls-ca, --tls-cert, --tls-key, --tls-server-name,
+// --token-file and --plaintext on `flag_set`.
 void AddConnectionFlags(FlagSet& flag_set, ConnectionFlags* flags);
 
 // A channel to the server and the token to present. InvalidArgument naming

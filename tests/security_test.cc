@@ -19,6 +19,7 @@ namespace serenity {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
 const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
@@ -165,6 +166,23 @@ TEST(SecurityTest, MutualTlsRequiresAClientCertificateFromTheCa) {
                 &output),
             0)
       << output;
+}
+
+// The CLI does not send a bearer token unencrypted unless told to: without
+// --tls-ca, --token-file needs --plaintext.
+TEST(SecurityTest, TheClientSendsATokenInTheClearOnlyWithPlaintext) {
+  Pki pki;
+  ASSERT_TRUE(pki.error().empty()) << pki.error();
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--token-file", pki.path("token")})) << server.log();
+  const std::string call = kClient + " plan " + kModel + " --server " + server.address() + " --token-file " +
+                           pki.path("token") + " --json";
+  std::string output;
+  EXPECT_EQ(RunShell(call, &output), 2) << output;
+  EXPECT_THAT(output, HasSubstr("--plaintext"));
+  EXPECT_THAT(output, Not(HasSubstr("peak_bytes")));
+  EXPECT_EQ(RunShell(call + " --plaintext", &output), 0) << output;
+  EXPECT_THAT(output, HasSubstr("\"peak_bytes\": 1769472"));
 }
 
 }  // namespace
