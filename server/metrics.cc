@@ -39,6 +39,10 @@ ServerMetrics::ServerMetrics()
                          .Name("serenity_cache_lookups_total")
                          .Help("Plan cache lookups by tier (request, local, shared) and result (hit, miss, error).")
                          .Register(*registry_)),
+      shared_writes_(prometheus::BuildCounter()
+                         .Name("serenity_cache_shared_writes_total")
+                         .Help("Plans written to the shared cache tier (Redis), by result (ok, error).")
+                         .Register(*registry_)),
       cache_bytes_(prometheus::BuildGauge()
                        .Name("serenity_cache_local_bytes")
                        .Help("Bytes held by the in-process plan cache.")
@@ -72,6 +76,7 @@ ServerMetrics::ServerMetrics()
   for (const char* tier : {"local", "shared"}) {
     for (const char* result : {"hit", "miss", "error"}) cache_lookups_.Add({{"tier", tier}, {"result", result}});
   }
+  for (const char* result : {"ok", "error"}) shared_writes_.Add({{"result", result}});
 }
 
 void ServerMetrics::RecordCall(const std::string& method, const std::string& type, const std::string& code,
@@ -94,6 +99,8 @@ void ServerMetrics::SetLoad(int64_t queued, int64_t running) {
 void ServerMetrics::RecordCacheLookup(const std::string& tier, const std::string& result) {
   cache_lookups_.Add({{"tier", tier}, {"result", result}}).Increment();
 }
+
+void ServerMetrics::RecordSharedWrite(bool ok) { shared_writes_.Add({{"result", ok ? "ok" : "error"}}).Increment(); }
 
 void ServerMetrics::SetLocalCacheSize(int64_t bytes, int64_t entries) {
   cache_bytes_.Set(static_cast<double>(bytes));

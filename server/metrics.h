@@ -35,6 +35,8 @@ class ServerMetrics {
   // "shared"; result "hit", "miss" or
   // "error" (the tier failed or returned garbage).
   void RecordCacheLookup(const std::string& tier, const std::string& result);
+  // A plan written to the shared tier (Redis): ok or not.
+  void RecordSharedWrite(bool ok);
   // Bytes held by the in-process cache and its entries.
   void SetLocalCacheSize(int64_t bytes, int64_t entries);
   // A search that ran: its states; `hit_limit` when it stopped on a time or
@@ -49,6 +51,7 @@ class ServerMetrics {
   prometheus::Gauge& queued_;
   prometheus::Gauge& running_;
   prometheus::Family<prometheus::Counter>& cache_lookups_;
+  prometheus::Family<prometheus::Counter>& shared_writes_;
   prometheus::Gauge& cache_bytes_;
   prometheus::Gauge& cache_entries_;
   prometheus::Counter& states_;

@@ -122,6 +122,7 @@ void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::s
     if (current == nullptr || current->graph() != stored->graph() || StoredPlanIsBetter(*stored, *current)) {
       absl::Status put = shared_->Put(id, stored->SerializeAsString());
       if (!put.ok()) LogSharedError("cache_shared_unavailable", std::string(put.message()));
+      if (metrics_ != nullptr) metrics_->RecordSharedWrite(put.ok());
     }
   }
 }

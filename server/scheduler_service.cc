@@ -500,6 +500,7 @@ grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>* SchedulerService::Sc
 grpc::ServerUnaryReactor* SchedulerService::GetPlan(grpc::CallbackServerContext* context,
                                                     const v1::GetPlanRequest* request, v1::Plan* response) {
   const Clock::time_point start = Clock::now();
+  const int64_t request_id = NextRequestId();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   grpc::Status status = Authenticate(*context);
   if (status.ok()) {
@@ -512,7 +513,9 @@ grpc::ServerUnaryReactor* SchedulerService::GetPlan(grpc::CallbackServerContext*
   }
   const char* code = GrpcCodeName(status.error_code());
   if (metrics_ != nullptr) metrics_->RecordCall("GetPlan", "unary", code, SecondsSince(start));
-  Log("info", "get_plan", {{"peer", context->peer()}, {"plan_id", request->plan_id()}, {"code", code}});
+  Log("info", "get_plan",
+      {{"request_id", absl::StrCat(request_id)}, {"peer", context->peer()}, {"plan_id", request->plan_id()},
+       {"code", code}});
   reactor->Finish(status);
   return reactor;
 }

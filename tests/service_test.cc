@@ -317,9 +317,16 @@ TEST_F(ServiceTest, LogLinesCarryRequestIds) {
   v1::PlanRequest request = OnnxRequest("darts_v2_cifar10_reduce_cell.onnx");
   request.set_model_name("log-probe-model");
   ASSERT_TRUE(stub->Plan(&context, request, &plan).ok());
+  grpc::ClientContext get_context;
+  v1::GetPlanRequest get;
+  get.set_plan_id(plan.plan_id());
+  v1::Plan stored;
+  ASSERT_TRUE(stub->GetPlan(&get_context, get, &stored).ok());
   const std::string log = server_->log();
   EXPECT_THAT(log, HasSubstr("event=listening"));
   EXPECT_THAT(log, ::testing::ContainsRegex("event=plan request_id=[0-9]+ peer=[^ ]+ model=log-probe-model code=OK"));
+  EXPECT_THAT(log, ::testing::ContainsRegex("event=get_plan request_id=[0-9]+ peer=[^ ]+ plan_id=" + plan.plan_id() +
+                                            " code=OK"));
 }
 
 TEST(ServiceLimitsTest, AFullQueueRefusesAndACancelledCallFreesItsThread) {
@@ -466,6 +473,10 @@ TEST(ServiceSharedCacheTest, ReplicasSharePlansAndSurviveGarbage) {
   const v1::Plan without_redis = plan_on(c, other);
   EXPECT_EQ(without_redis.stats().cache(), "miss");
   EXPECT_EQ(without_redis.peak_bytes(), 1'327'104);
+  // The recomputed plan went to Redis, the one after it could not.
+  const std::string metrics = testing::HttpGet(c.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "serenity_cache_shared_writes_total{result=\"ok\"}"), "1");
+  EXPECT_EQ(MetricValue(metrics, "serenity_cache_shared_writes_total{result=\"error\"}"), "1");
 }
 
 TEST(ServiceStartupTest, RefusesToServeWithoutAChosenTransport) {
