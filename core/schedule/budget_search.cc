@@ -133,6 +133,8 @@ class BudgetSearch::Impl {
     path_marks_.clear();
   }
 
+  // StepBytes and OwnDelta of ready_[i] in the state RunForced left.
+  std::vector<int64_t> ready_step_, ready_delta_;
   std::vector<OpId> set_scratch_;    // RunForcedSet's readers
   std::vector<bool> set_candidate_;  // see the constructor
   bool any_set_candidate_ = false;
@@ -157,8 +159,10 @@ class BudgetSearch::Impl {
 
   // Live bytes after running `u` next. Graph inputs nobody reads die after
   // the first step whichever op runs it, so they are no part of OwnDelta.
-  int64_t BytesAfter(OpId u) const {
-    return live_ + OwnDelta(u) - (trail_.empty() ? buffers_.unused_input_bytes() : 0);
+  int64_t BytesAfter(OpId u) const { return AfterDelta(OwnDelta(u)); }
+  // The same for an op whose OwnDelta is `delta`.
+  int64_t AfterDelta(int64_t delta) const {
+    return live_ + delta - (trail_.empty() ? buffers_.unused_input_bytes() : 0);
   }
 
   void Apply(OpId u) {
@@ -200,9 +204,15 @@ class BudgetSearch::Impl {
     bool progress = true;
     while (progress) {
       progress = false;
-      for (size_t i = 0; i < ready_.size() && options_.forced_transitions; ++i) {
+      // The ready ops' step bytes and deltas, computed once per state: the
+      // pairs below and Expand's candidates read them.
+      ready_step_.resize(ready_.size());
+      ready_delta_.resize(ready_.size());
+      for (size_t i = 0; i < ready_.size(); ++i) {
         const OpId u = ready_[i];
-        if (StepBytes(u) <= budget_ && OwnDelta(u) <= 0) {
+        ready_step_[i] = StepBytes(u);
+        ready_delta_[i] = OwnDelta(u);
+        if (options_.forced_transitions && ready_step_[i] <= budget_ && ready_delta_[i] <= 0) {
           Apply(u);
           progress = true;
           break;
@@ -211,12 +221,12 @@ class BudgetSearch::Impl {
       if (progress || !options_.forced_pairs) continue;
       for (size_t i = 0; i < ready_.size() && !progress; ++i) {
         const OpId u = ready_[i];
-        if (StepBytes(u) > budget_) continue;
-        const int64_t delta_u = OwnDelta(u);
+        if (ready_step_[i] > budget_) continue;
+        const int64_t delta_u = ready_delta_[i];
         // Probe the state after u (live bytes, readers left) without
         // applying it: only a pair that qualifies is applied.
         const int64_t live_before = live_;
-        live_ = BytesAfter(u);
+        live_ = AfterDelta(delta_u);
         for (BufferId b : buffers_.reads(u)) --remaining_users_[b];
         OpId pair = kNoOp;
         for (OpId v : graph_.op(u).successors) {
@@ -323,10 +333,11 @@ class BudgetSearch::Impl {
     if (depth_ == candidates_.size()) candidates_.emplace_back();
     std::vector<std::tuple<int64_t, int64_t, OpId>>& candidates = candidates_[depth_];
     candidates.clear();
-    for (OpId u : ready_) {
-      int64_t step = StepBytes(u);
+    // RunForced left the ready ops' costs of this state.
+    for (size_t i = 0; i < ready_.size(); ++i) {
+      const int64_t step = ready_step_[i];
       if (step <= budget_) {
-        candidates.emplace_back(BytesAfter(u), step, u);
+        candidates.emplace_back(AfterDelta(ready_delta_[i]), step, ready_[i]);
       } else {
         next_budget_ = std::min(next_budget_, step);
       }
