@@ -220,9 +220,10 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       std::lock_guard<std::mutex> lock(mu_);
       outgoing_.pop_front();
       if (!ok) {
-        // The client went away: drop the rest, and say so in the log and
-        // the metrics even if OnCancel comes later.
+        // The client went away: drop the rest, stop the running searches,
+        // and say so in the log and the metrics even if OnCancel comes later.
         broken_ = true;
+        cancelled_.store(true);
         if (final_status_.ok()) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
       }
       if (broken_) outgoing_.clear();

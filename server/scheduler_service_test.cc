@@ -191,11 +191,16 @@ TEST(SchedulerServiceTest, AScoreStreamWhoseResultsAreNotReadStopsBeingRead) {
     }
     stream->WritesDone();
   });
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  // Unbounded, the server would have answered all 400 by now (the backend
-  // answers at once); bounded, only what fits in flight, in the stream's
-  // queue and in the transport's buffers.
-  EXPECT_LT(backend.answers.load(), 64);
+  // Wait until the answers stop growing (up to 10 s). Unbounded, the server
+  // would answer all 400 (the backend answers at once); bounded, only what
+  // fits in flight, in the stream's queue and in the transport's buffers.
+  int answered = -1;
+  for (int i = 0; i < 50 && backend.answers.load() != answered; ++i) {
+    answered = backend.answers.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(backend.answers.load(), answered) << "still answering after 10 s";
+  EXPECT_LT(answered, 64);
   std::vector<int> seen(kCandidates, 0);
   v1::ScoreResult result;
   while (stream->Read(&result)) {
@@ -229,7 +234,10 @@ TEST(SchedulerServiceTest, AStreamCancelledWithUnreadResultsIsLoggedCancelled) {
         if (!stream->Write(candidate)) return;
       }
     });
-    while (backend.answers.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 1000 && backend.answers.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_GT(backend.answers.load(), 0);
     context.TryCancel();
     writer.join();
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);

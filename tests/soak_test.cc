@@ -168,7 +168,7 @@ TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
           }
         }
         if (c == 0 && i == 8) redis.Stop();    // Redis dies midway ...
-        if (c == 0 && i == 18) redis.Start();  // ... and comes back
+        if (c == 0 && i == 18 && !redis.Start()) fail("redis-server did not restart");  // ... and comes back
       }
     });
   }
@@ -194,7 +194,9 @@ TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
   // restarted Redis (retried past the second the store skips Redis after a
   // failure).
   const std::string written = "serenity_cache_shared_writes_total{result=\"ok\"}";
-  const int64_t writes_before = std::stoll(MetricValue(metrics, written));
+  auto count = [](const std::string& value) { return value.empty() ? int64_t{-1} : std::stoll(value); };
+  const int64_t writes_before = count(MetricValue(metrics, written));
+  ASSERT_GE(writes_before, 0) << "no series " << written;
   bool served_again = false;
   for (int attempt = 0; attempt < 20 && !served_again; ++attempt) {
     v1::PlanRequest fresh;
@@ -202,7 +204,7 @@ TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
     grpc::ClientContext context;
     v1::Plan plan;
     ASSERT_TRUE(stub->Plan(&context, fresh, &plan).ok());
-    served_again = std::stoll(MetricValue(testing::HttpGet(server.metrics_port(), "/metrics"), written)) > writes_before;
+    served_again = count(MetricValue(testing::HttpGet(server.metrics_port(), "/metrics"), written)) > writes_before;
     if (!served_again) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_TRUE(served_again) << "no plan reached the restarted Redis";

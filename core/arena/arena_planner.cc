@@ -239,18 +239,30 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
     placed_at[i] = placements++;
     if (scan_all) placed.insert(std::upper_bound(placed.begin(), placed.end(), i, by_offset), i);
   };
+  // A placed buffer of nonzero size live at one of m's steps (m itself may
+  // be of size zero: it still goes into a gap between such buffers).
+  auto shares_step = [&](size_t m, size_t j) {
+    return buffers[j].size > 0 && buffers[j].first_step <= buffers[m].last_step &&
+           buffers[m].first_step <= buffers[j].last_step;
+  };
   std::vector<size_t> neighbors;
   auto gather_placed_neighbors = [&](const std::vector<size_t>& members) {
     neighbors.clear();
     if (scan_all) {
       for (size_t j : placed) {
-        if (std::any_of(members.begin(), members.end(), [&](size_t m) { return CoLive(buffers[m], buffers[j]); })) {
+        if (std::any_of(members.begin(), members.end(), [&](size_t m) { return shares_step(m, j); })) {
           neighbors.push_back(j);
         }
       }
       return;
     }
     for (size_t m : members) {
+      if (buffers[m].size == 0) {  // on no list
+        for (size_t j = 0; j < buffers.size(); ++j) {
+          if (placed_at[j] >= 0 && shares_step(m, j)) neighbors.push_back(j);
+        }
+        continue;
+      }
       for (size_t j : colive[m]) {
         if (placed_at[j] >= 0) neighbors.push_back(j);
       }

@@ -65,11 +65,15 @@ class BudgetSearch::Impl {
     // The sets the last checks left in the memo have no completion within
     // memo_budget_, so none within a smaller budget either: a check at a
     // smaller budget skips them. Otherwise the memo starts empty.
-    const bool reuse = memo_budget_ >= 0 && budget <= memo_budget_;
+    max_states_ = max_states > 0 ? max_states : options_.max_states;
+    // A kept memo counts against this check's cap, which may be smaller
+    // than the last one's (more segments to check): keep it only while it
+    // leaves at least half of the cap.
+    const bool reuse =
+        memo_budget_ >= 0 && budget <= memo_budget_ && static_cast<int64_t>(visited_.size()) * 2 <= max_states_;
     if (!reuse) ReleaseMemo();
     Reset();
     budget_ = budget;
-    max_states_ = max_states > 0 ? max_states : options_.max_states;
     deadline_ = deadline;
     aborted_ = false;
     expanded_ = 0;
@@ -494,11 +498,13 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
 
   // Rounds: the first tests whether the proven bound is tight, with a tenth
   // of the time (at most kBoundTestTime). Then each round asks for an order
-  // below the best peak with half the time left. The parts keep the memo of
-  // the sets that failed, which fail every smaller budget too, so the rounds
-  // down to the optimum cost about as much as the last one, the proof. When
-  // a round settles nothing (time or states ran out) the time left goes to
-  // raising the bound: refuting the budget at the bound again and again.
+  // below the best peak with all the time left (a proof is one such round
+  // that finds nothing: giving it less time cost unseen RandWire seeds their
+  // proofs at 10 s). The parts keep the memo of the sets that failed, which
+  // fail every smaller budget too, so the rounds down to the optimum cost
+  // about as much as the last one. When a round stops on the state cap, the
+  // time left goes to raising the bound: refuting the budget at the bound
+  // again and again.
   bool first = true;
   bool raising = false;
   while (peak() > good_enough && Clock::now() < deadline && !Cancelled(options)) {
@@ -507,13 +513,8 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     int64_t budget = first || raising ? lo : peak() - 1;
     if (first && good_enough > lo) budget = std::min(good_enough, peak() - 1);
     Clock::time_point round_deadline = deadline;
-    if (deadline != Clock::time_point::max() && budget + 1 < peak()) {
-      const Clock::duration left = deadline - Clock::now();
-      if (first) {
-        round_deadline = Clock::now() + std::min<Clock::duration>(left / 10, kBoundTestTime);
-      } else if (!raising) {
-        round_deadline = Clock::now() + left / 2;
-      }
+    if (first && deadline != Clock::time_point::max() && budget + 1 < peak()) {
+      round_deadline = Clock::now() + std::min<Clock::duration>((deadline - Clock::now()) / 10, kBoundTestTime);
     }
     const bool testing_bound = first;
     first = false;

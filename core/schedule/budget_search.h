@@ -109,8 +109,9 @@ class BudgetSearch {
   // kUnknown when `deadline` passed or the state cap was hit first: the
   // options' max_states, or `max_states` when positive.
   // A check at a budget no larger than that of the feasible check before it
-  // skips the sets that failed there (they fail this budget too); any other
-  // check starts from an empty memo.
+  // skips the sets that failed there (they fail this budget too), when they
+  // fill at most half of this check's state cap; any other check starts from
+  // an empty memo.
   Feasibility Check(int64_t budget, std::chrono::steady_clock::time_point deadline, std::vector<OpId>* order,
                     int64_t* next_budget, SearchStats* stats, int64_t max_states = 0);
 
