@@ -68,6 +68,28 @@ TimeSections SplitIntoSections(absl::Span<const ArenaBuffer> buffers) {
   return sections;
 }
 
+std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer> buffers,
+                                                    std::vector<size_t> members, int64_t max_pairs) {
+  std::vector<std::vector<size_t>> overlapping(buffers.size());
+  std::sort(members.begin(), members.end(),
+            [&](size_t a, size_t b) { return buffers[a].first_step < buffers[b].first_step; });
+  std::vector<size_t> active;
+  int64_t pairs = 0;
+  for (size_t i : members) {
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [&](size_t j) { return buffers[j].last_step < buffers[i].first_step; }),
+                 active.end());
+    pairs += static_cast<int64_t>(active.size());
+    if (pairs > max_pairs) return {};
+    for (size_t j : active) {
+      overlapping[i].push_back(j);
+      overlapping[j].push_back(i);
+    }
+    active.push_back(i);
+  }
+  return overlapping;
+}
+
 std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers) {
   std::vector<std::vector<size_t>> members(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -188,32 +210,14 @@ int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector
 // placed buffer instead, slower but in linear memory.
 constexpr int64_t kMaxCoLivePairs = 4'000'000;
 
-// For each buffer, the others of nonzero size it shares a step with, by a
-// sweep over first steps: linear in the buffers and the pairs. Empty when
-// there are more than kMaxCoLivePairs pairs.
+// For each buffer, the others of nonzero size it shares a step with (empty
+// when there are more than kMaxCoLivePairs pairs).
 std::vector<std::vector<size_t>> CoLiveBuffers(absl::Span<const ArenaBuffer> buffers) {
-  std::vector<std::vector<size_t>> colive(buffers.size());
-  int64_t pairs = 0;
-  std::vector<size_t> by_start;
+  std::vector<size_t> sized;
   for (size_t i = 0; i < buffers.size(); ++i) {
-    if (buffers[i].size > 0) by_start.push_back(i);
+    if (buffers[i].size > 0) sized.push_back(i);
   }
-  std::stable_sort(by_start.begin(), by_start.end(),
-                   [&](size_t a, size_t b) { return buffers[a].first_step < buffers[b].first_step; });
-  std::vector<size_t> active;
-  for (size_t i : by_start) {
-    active.erase(std::remove_if(active.begin(), active.end(),
-                                [&](size_t j) { return buffers[j].last_step < buffers[i].first_step; }),
-                 active.end());
-    pairs += static_cast<int64_t>(active.size());
-    if (pairs > kMaxCoLivePairs) return {};
-    for (size_t j : active) {
-      colive[i].push_back(j);
-      colive[j].push_back(i);
-    }
-    active.push_back(i);
-  }
-  return colive;
+  return OverlappingBuffers(buffers, std::move(sized), kMaxCoLivePairs);
 }
 
 // Places buffers one by one in `order`, each into a gap between the already

@@ -55,6 +55,12 @@ inline bool AnchorIsValid(absl::Span<const ArenaBuffer> buffers, size_t i) {
          b.offset_from_anchor >= 0;
 }
 
+// For each buffer (indexed like `buffers`), the buffers of `members` whose
+// steps overlap its own, if it is a member: one sweep over first steps, so
+// n log n plus the pairs. Empty when there are more than `max_pairs` pairs.
+std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer> buffers,
+                                                    std::vector<size_t> members, int64_t max_pairs = INT64_MAX);
+
 // For each buffer, the buffers anchored to it, lowest offset_from_anchor
 // first (empty for most). Anchors out of range are skipped (PlanArena
 // refuses them).

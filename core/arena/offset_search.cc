@@ -49,22 +49,7 @@ class OffsetSearch {
     for (int s = 0; s < sections; ++s) {  // every lowest offset starts at 0
       if (Headroom(s) >= 0 && !section_buffers_[s].empty()) witness_[s] = section_buffers_[s].front();
     }
-    // Overlapping pairs, by sweeping over starts.
-    overlaps_.resize(n);
-    std::vector<size_t> by_start = open_;
-    std::sort(by_start.begin(), by_start.end(),
-              [&](size_t a, size_t b) { return buffers[a].first_step < buffers[b].first_step; });
-    std::vector<size_t> active;
-    for (size_t i : by_start) {
-      active.erase(std::remove_if(active.begin(), active.end(),
-                                  [&](size_t j) { return buffers[j].last_step < buffers[i].first_step; }),
-                   active.end());
-      for (size_t j : active) {
-        overlaps_[i].push_back(j);
-        overlaps_[j].push_back(i);
-      }
-      active.push_back(i);
-    }
+    overlaps_ = OverlappingBuffers(buffers, open_);
     // Groups: an anchor carries its anchored buffers (of non-zero size) at
     // fixed distances; the group is placed as one piece when the anchor is,
     // and its lifetime is the union of its members'.
