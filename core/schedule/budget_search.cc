@@ -64,11 +64,11 @@ class BudgetSearch::Impl {
                     SearchStats* stats, int64_t max_states) {
     // The sets the last checks left in the memo have no completion within
     // memo_budget_, so none within a smaller budget either: a check at a
-    // smaller budget skips them. Otherwise the memo starts empty.
+    // smaller budget skips them. A kept memo counts against this check's
+    // cap, which may be smaller than the last one's (more segments to
+    // check): it is kept only while it leaves at least half of the cap.
+    // Otherwise the memo starts empty.
     max_states_ = max_states > 0 ? max_states : options_.max_states;
-    // A kept memo counts against this check's cap, which may be smaller
-    // than the last one's (more segments to check): keep it only while it
-    // leaves at least half of the cap.
     const bool reuse =
         memo_budget_ >= 0 && budget <= memo_budget_ && static_cast<int64_t>(visited_.size()) * 2 <= max_states_;
     if (!reuse) ReleaseMemo();
@@ -499,8 +499,8 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // Rounds: the first tests whether the proven bound is tight, with a tenth
   // of the time (at most kBoundTestTime). Then each round asks for an order
   // below the best peak with all the time left (a proof is one such round
-  // that finds nothing: giving it less time cost unseen RandWire seeds their
-  // proofs at 10 s). The parts keep the memo of the sets that failed, which
+  // that finds nothing; unseen RandWire seeds 5 and 8 spend most of a 10 s
+  // limit on it, bench/RESULTS.md). The parts keep the memo of the sets that failed, which
   // fail every smaller budget too, so the rounds down to the optimum cost
   // about as much as the last one. When a round stops on the state cap, the
   // time left goes to raising the bound: refuting the budget at the bound
