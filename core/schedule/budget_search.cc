@@ -500,9 +500,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // of the time (at most kBoundTestTime). Then each round asks for an order
   // below the best peak with all the time left (a proof is one such round
   // that finds nothing; unseen RandWire seeds 5 and 8 spend most of a 10 s
-  // limit on it, bench/RESULTS.md). The parts keep the memo of the sets that failed, which
-  // fail every smaller budget too, so the rounds down to the optimum cost
-  // about as much as the last one. When a round stops on the state cap, the
+  // limit on it, bench/RESULTS.md). The parts keep the memo of the sets
+  // that failed, which fail every smaller budget too, so the rounds down to
+  // the optimum cost about as much as the last one. When a round stops on the state cap, the
   // time left goes to raising the bound: refuting the budget at the bound
   // again and again.
   bool first = true;
