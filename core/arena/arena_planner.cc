@@ -210,14 +210,12 @@ int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector
 // placed buffer instead, slower but in linear memory.
 constexpr int64_t kMaxCoLivePairs = 4'000'000;
 
-// For each buffer, the others of nonzero size it shares a step with (empty
-// when there are more than kMaxCoLivePairs pairs).
+// For each buffer, the others it shares a step with (empty when there are
+// more than kMaxCoLivePairs pairs).
 std::vector<std::vector<size_t>> CoLiveBuffers(absl::Span<const ArenaBuffer> buffers) {
-  std::vector<size_t> sized;
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    if (buffers[i].size > 0) sized.push_back(i);
-  }
-  return OverlappingBuffers(buffers, std::move(sized), kMaxCoLivePairs);
+  std::vector<size_t> all(buffers.size());
+  std::iota(all.begin(), all.end(), 0);
+  return OverlappingBuffers(buffers, std::move(all), kMaxCoLivePairs);
 }
 
 // Places buffers one by one in `order`, each into a gap between the already
@@ -261,14 +259,8 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
       return;
     }
     for (size_t m : members) {
-      if (buffers[m].size == 0) {  // on no list
-        for (size_t j = 0; j < buffers.size(); ++j) {
-          if (placed_at[j] >= 0 && shares_step(m, j)) neighbors.push_back(j);
-        }
-        continue;
-      }
       for (size_t j : colive[m]) {
-        if (placed_at[j] >= 0) neighbors.push_back(j);
+        if (placed_at[j] >= 0 && buffers[j].size > 0) neighbors.push_back(j);
       }
     }
     std::sort(neighbors.begin(), neighbors.end(), by_offset);

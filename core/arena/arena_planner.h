@@ -88,7 +88,7 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // The planner every plan uses: the smallest of several greedy placements
 // (buffers ordered by size, by the live bytes of their busiest step, by
 // lifetime, by size times lifetime, and by start; each placed best-fit and
-// first-fit), stopping as soon as one reaches ArenaLowerBound, then one
+// first-fit), stopping as soon as one reaches AlignedArenaLowerBound, then one
 // pass of bounded searches for a packing at the bound: by lowest offsets
 // (offset_search.h) and by skylines (skyline_search.h). Deterministic.
 // Never larger than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.

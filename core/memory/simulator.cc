@@ -136,8 +136,8 @@ std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachabil
   // buffers times the words of a bitset, plus the pairs counted.
   std::vector<uint64_t> steps(words), readers(words);
   for (const ActivationBuffer& b : buffers.buffers()) {
-    if (b.producer != kNoOp) bounds[b.producer] += b.bytes;  // its own output
     if (b.producer != kNoOp) {
+      bounds[b.producer] += b.bytes;  // its own output
       std::copy(reach.descendants(b.producer), reach.descendants(b.producer) + words, steps.begin());
     } else {
       std::fill(steps.begin(), steps.end(), ~uint64_t{0});
