@@ -179,6 +179,9 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
 
   void OnReadDone(bool ok) override {
     if (!ok) {
+      // A failed read is the client's half-close, or its cancel (which
+      // OnCancel may report only later): then stop the running searches.
+      if (context_->IsCancelled()) cancelled_.store(true);
       {
         std::lock_guard<std::mutex> lock(mu_);
         read_outstanding_ = false;
@@ -358,7 +361,9 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     if (!(reading_done_ || (broken_ && !read_outstanding_))) return false;
     finished_ = true;
     *status = final_status_;
-    if (status->ok() && cancelled_.load()) *status = grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
+    if (status->ok() && (cancelled_.load() || context_->IsCancelled())) {
+      *status = grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
+    }
     return true;
   }
 
