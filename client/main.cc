@@ -125,10 +125,10 @@ int RunPlan(const std::vector<std::string>& args) {
   AddRequestFlags(flag_set, &flags.request, /*with_outputs=*/true);
   flag_set.AddString("order", &flags.order_file, "FILE",
                      "Evaluate this order instead of searching: a JSON list of op indices or op\n"
-                     "      names. Serenity's own order is reported beside it.");
+                     "names. Serenity's own order is reported beside it.");
   flag_set.AddString("export-ordered", &flags.export_path, "OUT.onnx",
                      "Write the ONNX model (weights untouched) with its nodes in the planned order\n"
-                     "      and the arena in metadata_props (serenity.offset/<tensor>, ...; see README).");
+                     "and the arena in metadata_props (serenity.offset/<tensor>, ...; see README).");
   flag_set.AddString("plot", &flags.plot_path, "OUT.svg",
                      "Draw live bytes per step of every order and the arena (SVG).");
   flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");
@@ -230,12 +230,12 @@ int RunArena(const std::vector<std::string>& args) {
                    "Exit status: 0 when every file was planned, 1 when one failed, 2 on usage errors.");
   flag_set.AddBool("json", &json,
                    "Print {\"size_bytes\", \"lower_bound_bytes\", \"solve_ms\", \"buffers\": [{\"id\", \"offset\"}]}\n"
-                   "      per instance (one per line for several).");
+                   "per instance (one per line for several).");
   flag_set.AddInt("alignment", &alignment, "BYTES", "Offset alignment.");
   flag_set.AddDouble("time-limit", &time_limit, "SECONDS", "Search time per instance (default 0.9).");
   flag_set.AddInt("budget", &budget, "BYTES",
                   "When the static arena exceeds BYTES, fit it with defragmentation moves (reported\n"
-                  "      as moves and moved_bytes; JSON adds \"moves\": [{\"id\", \"before\", \"from\", \"to\"}]).");
+                  "as moves and moved_bytes; JSON adds \"moves\": [{\"id\", \"before\", \"from\", \"to\"}]).");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
     std::cout << flag_set.Help();

@@ -14,10 +14,10 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
                    "Count weights as resident for the whole run (excluded by default).");
   flag_set.AddBool("in-place", &flags->in_place,
                    "Let element-wise ops (Relu, Add, BatchNormalization, ...) overwrite an input of the\n"
-                   "      same size whose last reader they are.");
+                   "same size whose last reader they are.");
   flag_set.AddBool("concat-in-place", &flags->concat_in_place,
                    "Let the producers of a Concat's inputs write straight into slices of its output\n"
-                   "      (channel concats of batch 1 and the like), so the Concat copies nothing.");
+                   "(channel concats of batch 1 and the like), so the Concat copies nothing.");
   if (with_outputs) {
     flag_set.AddInt("alignment", &flags->alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
   }
@@ -27,27 +27,27 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
                      "JSON object {\"op name\": bytes} of temporary workspace per ONNX op.");
   flag_set.AddDouble("time-limit", &flags->time_limit, "SECONDS",
                      "Search time limit; when it runs out the best order found so far is returned\n"
-                     "      with certificate best_found and a proven lower bound. 0: 10 s.");
+                     "with certificate best_found and a proven lower bound. 0: 10 s.");
   flag_set.AddString("algorithm", &flags->algorithm, "NAME",
                      "auto (exact search; certificate optimal when proven), relaxed (the same\n"
-                     "      search with the patent's \"seemingly good\" transitions: faster, not exact;\n"
-                     "      optimal only where the lower bound meets the peak), dp, dp+dc,\n"
-                     "      dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
-                     "      adaptive soft budgeting; exponential in width), exhaustive, best_first\n"
-                     "      (reference searches for small graphs), baseline (best of the\n"
-                     "      baselines), file_order, kahn, greedy, inductor or xla (compilers' orders).");
+                     "search with the patent's \"seemingly good\" transitions: faster, not exact;\n"
+                     "optimal only where the lower bound meets the peak), dp, dp+dc,\n"
+                     "dp+dc+asb (the paper's signature DP alone, split at cut points, with\n"
+                     "adaptive soft budgeting; exponential in width), exhaustive, best_first\n"
+                     "(reference searches for small graphs), baseline (best of the\n"
+                     "baselines), file_order, kahn, greedy, inductor or xla (compilers' orders).");
   flag_set.AddDouble("step-time-limit", &flags->step_time_limit, "SECONDS",
                      "Time one budgeted DP may take under --algorithm dp+dc+asb.");
   if (with_outputs) {
     flag_set.AddString("onchip", &flags->onchip, "BYTES,...",
                        "On-chip memory sizes for the off-chip traffic estimate of every order\n"
-                       "      (Belady eviction; e.g. 65536,131072,262144).");
+                       "(Belady eviction; e.g. 65536,131072,262144).");
   }
   flag_set.AddInt("max-states", &flags->max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
   flag_set.AddString("objective", &flags->objective, "NAME",
                      "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"
-                     "      when none fits).");
+                     "when none fits).");
 }
 
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace serenity {
 
@@ -115,7 +119,10 @@ std::string FlagSet::Help() const {
   for (const Flag& f : flags_) {
     std::string head = absl::StrCat("  --", f.name);
     if (!f.value_name.empty()) absl::StrAppend(&head, " ", f.value_name);
-    absl::StrAppend(&out, head, "\n      ", f.help);
+    // Every line of the help under the flag, indented alike.
+    std::vector<absl::string_view> lines = absl::StrSplit(f.help, '\n');
+    for (absl::string_view& line : lines) line = absl::StripLeadingAsciiWhitespace(line);
+    absl::StrAppend(&out, head, "\n      ", absl::StrJoin(lines, "\n      "));
     if (!f.default_text.empty()) absl::StrAppend(&out, " (default: ", f.default_text, ")");
     if (f.kind == Kind::kRepeated) absl::StrAppend(&out, " (repeatable)");
     absl::StrAppend(&out, "\n");

@@ -62,5 +62,17 @@ TEST(FlagSetTest, HelpListsEveryFlagWithDefaults) {
   }
 }
 
+// A help text of several lines is indented alike under its flag, whether or
+// not its continuation lines carry their own indentation.
+TEST(FlagSetTest, HelpIndentsEveryLineOfAFlagsText) {
+  bool verbose = false;
+  int64_t count = 0;
+  FlagSet set("prog", "");
+  set.AddBool("verbose", &verbose, "first line\nsecond line");
+  set.AddInt("count", &count, "N", "one\n   two");
+  EXPECT_THAT(set.Help(), HasSubstr("  --verbose\n      first line\n      second line (default: false)\n"));
+  EXPECT_THAT(set.Help(), HasSubstr("  --count N\n      one\n      two (default: 0)\n"));
+}
+
 }  // namespace
 }  // namespace serenity

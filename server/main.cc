@@ -102,7 +102,8 @@ int Run(int argc, char** argv) {
   flag_set.AddDouble("max-job-seconds", &flags.max_job_seconds, "S",
                      "Longest search one job may run, whatever the request asks.");
   flag_set.AddInt("max-jobs-per-connection", &flags.max_jobs_per_connection, "N",
-                  "Plan calls one connection may have in flight; candidates one Score stream may have in flight.");
+                  "Jobs one connection may hold: Plan calls queued or running and Score candidates not yet written\n"
+                  "(a Plan call beyond gets RESOURCE_EXHAUSTED, a Score stream waits for a slot).");
   flag_set.AddInt("cache-mb", &flags.cache_mb, "MB", "Size of the in-process plan cache (an eighth of it remembers replies to\n"
                   "byte-identical requests); 0 turns it off.");
   flag_set.AddString("redis", &flags.redis, "HOST:PORT", "Share plans with other replicas through this Redis.");

@@ -91,7 +91,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
       *response_ = *std::move(repeat);
       return Complete(grpc::Status::OK, response_->stats().cache());
     }
-    if (!service_->AcquireSlot(peer_)) {
+    if (!service_->slots()->TryAcquire(peer_)) {
       return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                    absl::StrCat("this connection already has ",
                                                 service_->options().max_jobs_per_connection,
@@ -100,7 +100,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     }
     absl::Status queued = service_->runner()->Submit([this] { Run(); });
     if (!queued.ok()) {
-      service_->ReleaseSlot(peer_);
+      service_->slots()->Release(peer_);
       Complete(ToGrpcStatus(queued), "");
     }
   }
@@ -112,7 +112,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   void Run() {
     absl::StatusOr<v1::Plan> plan =
         AnswerSafely(service_->backend(), *request_, /*score_only=*/false, SecondsLeft(*context_), &cancelled_);
-    service_->ReleaseSlot(peer_);
+    service_->slots()->Release(peer_);
     if (!plan.ok()) {
       if (plan.status().code() == absl::StatusCode::kInternal) {
         Log("error", "internal_error", {{"request_id", absl::StrCat(request_id_)}, {"detail", plan.status().ToString()}});
@@ -152,12 +152,17 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   std::atomic<bool> cancelled_{false};
 };
 
-// One Score stream: reads candidates while the connection has job slots,
-// runs each as a job, and writes results in the order they finish.
-class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult> {
+// One Score stream. Each candidate takes one of its connection's job slots
+// from when it is read until its result is written (or dropped); a stream
+// that finds its connection full parks the candidate it just read and reads
+// no further until ConnectionSlots hands it a slot. Results are written in
+// the order they finish.
+class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>,
+                        public ConnectionSlots::Waiter {
  public:
   ScoreCall(SchedulerService* service, grpc::CallbackServerContext* context)
       : service_(service),
+        slots_(service->slots()),
         context_(context),
         peer_(context->peer()),
         request_id_(service->NextRequestId()),
@@ -190,16 +195,57 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       MaybeFinish();
       return;
     }
-    auto candidate = std::make_shared<v1::ScoreRequest>(std::move(incoming_));
-    incoming_.Clear();
-    const int32_t index = next_index_++;
-    bool read_more;
+    bool parked;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      read_outstanding_ = false;
+      parked = !broken_;
+      if (parked) {
+        // Parked before asking for a slot: the grant may come on another
+        // thread as soon as we are in line.
+        parked_ = std::make_shared<v1::ScoreRequest>(std::move(incoming_));
+        parked_index_ = next_index_++;
+        waiting_ = true;
+      }
+    }
+    incoming_.Clear();
+    if (!parked) return MaybeFinish();
+    if (slots_->AcquireOrWait(peer_, this)) return OnSlotGranted();
+    // In line. A cancel that came before we were in line could not take us
+    // out of it: do it here.
+    if (AbandonWaitIfBroken()) MaybeFinish();
+  }
+
+  // The parked candidate now holds a slot: run it and read the next one.
+  void OnSlotGranted() override {
+    bool broken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      broken = broken_;
+    }
+    if (broken) {
+      // waiting_ (still true) keeps the stream from finishing meanwhile.
+      slots_->Release(peer_);
+      grpc::Status status;
+      bool finish;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        waiting_ = false;
+        parked_.reset();
+        finish = TakeFinishLocked(&status);
+      }
+      if (finish) FinishStream(status);
+      return;
+    }
+    std::shared_ptr<v1::ScoreRequest> candidate;
+    int32_t index;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      candidate = std::move(parked_);
+      index = parked_index_;
+      waiting_ = false;
       ++in_flight_;
-      read_more = HasRoomLocked() && !broken_;
-      read_paused_ = !read_more;
-      read_outstanding_ = read_more;
+      read_outstanding_ = true;  // the outstanding read keeps `this` alive
     }
     // Every candidate is a job, repeats too: answering memoized ones here
     // would serialize them on this stream's reaction (measured: 19k/s as
@@ -213,12 +259,12 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       result.set_error(std::string(queued.message()));
       Deliver(std::move(result));
     }
-    if (read_more) StartRead(&incoming_);
+    StartRead(&incoming_);
   }
 
   void OnWriteDone(bool ok) override {
     const v1::ScoreResult* next = nullptr;
-    bool resume_read = false;
+    int64_t freed = 1;  // the result just written, or not
     {
       std::lock_guard<std::mutex> lock(mu_);
       outgoing_.pop_front();
@@ -229,16 +275,20 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
         cancelled_.store(true);
         if (final_status_.ok()) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
       }
-      if (broken_) outgoing_.clear();
+      if (broken_) {
+        freed += static_cast<int64_t>(outgoing_.size());
+        outgoing_.clear();
+      }
       if (!outgoing_.empty()) next = &outgoing_.front();
       writing_ = next != nullptr;
-      resume_read = ResumeReadLocked();
     }
-    if (resume_read) StartRead(&incoming_);
+    // A reaction: gRPC keeps `this` until it returns.
+    slots_->Release(peer_, freed);
     if (next != nullptr) {
       StartWrite(next);
       return;
     }
+    AbandonWaitIfBroken();
     MaybeFinish();
   }
 
@@ -248,6 +298,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       std::lock_guard<std::mutex> lock(mu_);
       broken_ = true;
     }
+    AbandonWaitIfBroken();
     MaybeFinish();
   }
 
@@ -291,59 +342,61 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     return result;
   }
 
-  // Queues a candidate's result for writing, and resumes reading if it was
-  // paused because the stream had its fill of candidates in flight.
+  // Queues a candidate's result for writing (its slot stays taken until
+  // the write is done), or drops it and frees its slot when the client is
+  // gone.
   void Deliver(v1::ScoreResult result) {
     if (service_->metrics() != nullptr) {
       service_->metrics()->RecordCandidate(GrpcCodeName(static_cast<grpc::StatusCode>(result.code())));
     }
+    ConnectionSlots* const slots = slots_;
     const v1::ScoreResult* write = nullptr;
-    bool resume_read = false;
+    std::string dropped_from;  // the peer, when the result is dropped
     bool finish = false;
     grpc::Status status;
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
       ++answered_;
-      if (!broken_) {
+      if (broken_) {
+        dropped_from = peer_;
+      } else {
         outgoing_.push_back(std::move(result));
         if (!writing_) {
           writing_ = true;
           write = &outgoing_.front();
         }
       }
-      resume_read = ResumeReadLocked();
       // Decided here, in the same critical section: this runs on a job
       // thread, which gRPC does not wait for, so once the lock is released
       // another thread may finish the stream and the reactor be deleted.
-      // Past this point only an outstanding write or read of our own keeps
-      // `this` alive.
+      // Past this point only an outstanding write or read of our own, or a
+      // finish we decided, keeps `this` alive; hence the copied peer.
       finish = write == nullptr && TakeFinishLocked(&status);
     }
+    if (!dropped_from.empty()) slots->Release(dropped_from);
     if (write != nullptr) StartWrite(write);
-    if (resume_read) StartRead(&incoming_);
     if (finish) FinishStream(status);
   }
 
-  // Under mu_: whether one more candidate may be read. Candidates in flight
-  // and results not yet written count alike, so a client that stops
-  // reading its results stops the server reading its candidates: the
-  // stream holds at most max_jobs_per_connection of either.
-  bool HasRoomLocked() const {
-    return in_flight_ + static_cast<int64_t>(outgoing_.size()) < service_->options().max_jobs_per_connection;
-  }
-
-  // Under mu_: true (and the read marked outstanding) when reading was
-  // paused for lack of room and may resume; the caller starts the read.
-  bool ResumeReadLocked() {
-    if (!read_paused_ || reading_done_ || broken_ || !HasRoomLocked()) return false;
-    read_paused_ = false;
-    read_outstanding_ = true;
+  // Takes a broken stream out of the slot line, dropping its parked
+  // candidate; true if it did (false also when the slot was granted
+  // already: OnSlotGranted then gives it back).
+  bool AbandonWaitIfBroken() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!broken_ || !waiting_) return false;
+    }
+    if (!slots_->CancelWait(peer_, this)) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = false;
+    parked_.reset();
     return true;
   }
 
-  // Finishes once no read, job or write is outstanding. Only for gRPC's
-  // reactions (and Begin), which gRPC lets complete before OnDone.
+  // Finishes once no read, job, write or wait for a slot is outstanding.
+  // Only for gRPC's reactions (and Begin), which gRPC lets complete before
+  // OnDone.
   void MaybeFinish() {
     grpc::Status status;
     bool finish;
@@ -354,11 +407,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     if (finish) FinishStream(status);
   }
 
-  // Under mu_: true, with the final status, for the one caller that finds no
-  // read, job or write outstanding; that caller must call FinishStream.
+  // Under mu_: true, with the final status, for the one caller that finds
+  // nothing outstanding; that caller must call FinishStream.
   bool TakeFinishLocked(grpc::Status* status) {
-    if (finished_ || in_flight_ > 0 || writing_) return false;
-    if (!(reading_done_ || (broken_ && !read_outstanding_))) return false;
+    if (finished_ || in_flight_ > 0 || writing_ || waiting_ || read_outstanding_) return false;
+    if (!reading_done_ && !broken_) return false;
     finished_ = true;
     *status = final_status_;
     if (status->ok() && (cancelled_.load() || context_->IsCancelled())) {
@@ -379,6 +432,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
   }
 
   SchedulerService* const service_;
+  ConnectionSlots* const slots_;
   grpc::CallbackServerContext* const context_;
   const std::string peer_;
   const int64_t request_id_;
@@ -389,9 +443,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
 
   std::mutex mu_;
   std::deque<v1::ScoreResult> outgoing_;  // front() is being written
+  std::shared_ptr<v1::ScoreRequest> parked_;  // read, waiting for a slot
+  int32_t parked_index_ = 0;
   int64_t in_flight_ = 0;
   int64_t answered_ = 0;
-  bool read_outstanding_ = false, read_paused_ = false, reading_done_ = false;
+  bool read_outstanding_ = false, reading_done_ = false, waiting_ = false;
   bool writing_ = false, broken_ = false, finished_ = false;
   grpc::Status final_status_;
 };
@@ -451,7 +507,11 @@ const char* GrpcCodeName(grpc::StatusCode code) {
 
 SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend, ServerMetrics* metrics,
                                    ServiceOptions options)
-    : runner_(runner), backend_(backend), metrics_(metrics), options_(std::move(options)) {}
+    : runner_(runner),
+      backend_(backend),
+      metrics_(metrics),
+      options_(std::move(options)),
+      slots_(options_.max_jobs_per_connection) {}
 
 grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context) const {
   if (options_.bearer_token.empty()) return grpc::Status::OK;
@@ -469,24 +529,6 @@ grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& c
   }
   if (diff != 0) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the bearer token is not valid");
   return grpc::Status::OK;
-}
-
-bool SchedulerService::AcquireSlot(const std::string& peer) {
-  std::lock_guard<std::mutex> lock(slots_mu_);
-  int64_t& held = slots_[peer];
-  if (held >= options_.max_jobs_per_connection) {
-    if (held == 0) slots_.erase(peer);
-    return false;
-  }
-  ++held;
-  return true;
-}
-
-void SchedulerService::ReleaseSlot(const std::string& peer) {
-  std::lock_guard<std::mutex> lock(slots_mu_);
-  auto it = slots_.find(peer);
-  if (it == slots_.end()) return;
-  if (--it->second <= 0) slots_.erase(it);
 }
 
 grpc::ServerUnaryReactor* SchedulerService::Plan(grpc::CallbackServerContext* context, const v1::PlanRequest* request,

@@ -8,14 +8,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "common/job_runner.h"
 #include "grpcpp/grpcpp.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
+#include "server/connection_slots.h"
 #include "server/metrics.h"
 #include "server/scheduling_backend.h"
 
@@ -34,10 +33,11 @@ struct ServiceOptions {
   // (UNAUTHENTICATED otherwise). The health service is not ours and stays
   // open.
   std::string bearer_token;
-  // Most Plan calls one connection (client address and port) may have
-  // queued or running at once (RESOURCE_EXHAUSTED beyond), and most
-  // candidates one Score stream has in flight or answered but not yet
-  // written (it reads no further until one result is written).
+  // Most jobs the calls of one connection (client address and port) may
+  // hold at once: Plan calls queued or running, and Score candidates in
+  // flight or answered but not yet written. A Plan call beyond it gets
+  // RESOURCE_EXHAUSTED; a Score stream stops reading until its connection
+  // frees a slot (streams take turns).
   int64_t max_jobs_per_connection = 16;
 };
 
@@ -64,9 +64,8 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   const ServiceOptions& options() const { return options_; }
   // OK when the call carries the bearer token (or none is required).
   grpc::Status Authenticate(const grpc::CallbackServerContext& context) const;
-  // Takes one of the connection's Plan slots; false when all are taken.
-  bool AcquireSlot(const std::string& peer);
-  void ReleaseSlot(const std::string& peer);
+  // The job slots of each connection (keyed by gRPC's peer string).
+  ConnectionSlots* slots() { return &slots_; }
   // A fresh id for a call, used in its log lines and INTERNAL messages.
   int64_t NextRequestId() { return next_request_id_.fetch_add(1) + 1; }
 
@@ -77,8 +76,7 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   const ServiceOptions options_;
   std::atomic<int64_t> next_request_id_{0};
   std::atomic<bool> draining_{false};
-  std::mutex slots_mu_;
-  absl::flat_hash_map<std::string, int64_t> slots_;  // peer -> jobs held
+  ConnectionSlots slots_;
 };
 
 }  // namespace serenity

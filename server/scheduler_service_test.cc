@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -55,6 +57,51 @@ class CountingBackend : public EchoBackend {
   std::atomic<int> answers{0};
 };
 
+// EchoBackend that holds requests for models named "gate..." until Open(),
+// and records how many it held at once.
+class GateBackend : public EchoBackend {
+ public:
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only, double seconds,
+                                  const std::atomic<bool>* cancelled) override {
+    if (request.model_name().rfind("gate", 0) == 0) {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++held_;
+      most_held_ = std::max(most_held_, held_);
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+      --held_;
+    }
+    ++answers_;
+    return EchoBackend::Answer(request, score_only, seconds, cancelled);
+  }
+  int answers() const { return answers_.load(); }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  // Waits up to 10 s until `n` requests are held; false if they never are.
+  bool AwaitHeld(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return held_ == n; });
+  }
+  int held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+  int most_held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return most_held_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  int held_ = 0, most_held_ = 0;
+  bool open_ = false;
+  std::atomic<int> answers_{0};
+};
+
 // The service in this process on a loopback port, with `backend` and
 // `workers` job threads.
 class InProcessServer {
@@ -72,6 +119,14 @@ class InProcessServer {
 
   bool started() const { return server_ != nullptr && port_ > 0; }
   v1::Scheduler::Stub& stub() { return *stub_; }
+  SchedulerService& service() { return service_; }
+  // A stub on a connection of its own.
+  std::unique_ptr<v1::Scheduler::Stub> NewConnection() const {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return v1::Scheduler::NewStub(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port_),
+                                                            grpc::InsecureChannelCredentials(), args));
+  }
 
  private:
   JobRunner runner_;
@@ -126,9 +181,13 @@ TEST(SchedulerServiceTest, InternalFailuresNameTheRequestIdOfTheirLogLine) {
 // lock after delivering its result, when another thread could already have
 // finished the stream. Under ASan this test reported that use after free
 // every time with a 2 ms sleep placed in that window, and rarely without.
+// The six clients share one connection with 3 job slots, so most candidates
+// wait for a slot that another stream frees.
 TEST(SchedulerServiceTest, ConcurrentScoreStreamsAnswerEveryCandidateOnce) {
   EchoBackend backend;
-  InProcessServer server(&backend, /*workers=*/4);
+  ServiceOptions options;
+  options.max_jobs_per_connection = 3;
+  InProcessServer server(&backend, /*workers=*/4, options);
   ASSERT_TRUE(server.started());
   constexpr int kClients = 6, kStreams = 40, kCandidates = 6;
   std::vector<std::thread> clients;
@@ -163,6 +222,7 @@ TEST(SchedulerServiceTest, ConcurrentScoreStreamsAnswerEveryCandidateOnce) {
   }
   for (std::thread& t : clients) t.join();
   for (int c = 0; c < kClients; ++c) EXPECT_EQ(bad_streams[c], 0) << "client " << c;
+  EXPECT_EQ(server.service().slots()->Connections(), 0u);
 }
 
 // A client that sends candidates but does not read its results stops the
@@ -246,6 +306,119 @@ TEST(SchedulerServiceTest, AStreamCancelledWithUnreadResultsIsLoggedCancelled) {
   EXPECT_THAT(log, HasSubstr("event=score request_id=1 "));
   EXPECT_THAT(log, HasSubstr(" code=CANCELLED "));
   EXPECT_THAT(log, Not(HasSubstr(" code=OK ")));
+}
+
+// Sends `count` candidates named "gate<k>" on `stream` from a thread of its
+// own, then half-closes.
+std::thread WriteGatedCandidates(grpc::ClientReaderWriter<v1::ScoreRequest, v1::ScoreResult>* stream, int count) {
+  return std::thread([stream, count] {
+    for (int k = 0; k < count; ++k) {
+      v1::ScoreRequest candidate;
+      candidate.set_id(absl::StrCat(k));
+      candidate.mutable_request()->set_model_name(absl::StrCat("gate", k));
+      if (!stream->Write(candidate)) return;
+    }
+    stream->WritesDone();
+  });
+}
+
+// Score streams sharing one connection share its job slots: with a limit of
+// 2, four streams of three candidates each never run more than two at once,
+// a Plan call on that connection is refused while they hold both, another
+// connection is not affected, and once the jobs can finish every candidate
+// of every stream is answered once (the waiting streams take their turns).
+TEST(SchedulerServiceTest, StreamsOnOneConnectionShareItsJobSlots) {
+  GateBackend backend;
+  ServiceOptions options;
+  options.max_jobs_per_connection = 2;
+  InProcessServer server(&backend, /*workers=*/4, options);
+  ASSERT_TRUE(server.started());
+  constexpr int kStreams = 4, kCandidates = 3;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::ScoreRequest, v1::ScoreResult>>> streams;
+  std::vector<std::thread> writers;
+  for (int s = 0; s < kStreams; ++s) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(server.stub().Score(contexts.back().get()));
+    writers.push_back(WriteGatedCandidates(streams.back().get(), kCandidates));
+  }
+  ASSERT_TRUE(backend.AwaitHeld(2));
+
+  grpc::ClientContext refused_context;
+  v1::PlanRequest request;
+  request.set_model_name("plan");
+  v1::Plan plan;
+  const grpc::Status refused = server.stub().Plan(&refused_context, request, &plan);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-jobs-per-connection"));
+
+  std::unique_ptr<v1::Scheduler::Stub> other = server.NewConnection();
+  grpc::ClientContext other_context;
+  const grpc::Status answered = other->Plan(&other_context, request, &plan);
+  EXPECT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(backend.held(), 2);
+
+  backend.Open();
+  for (int s = 0; s < kStreams; ++s) {
+    std::vector<int> seen(kCandidates, 0);
+    v1::ScoreResult result;
+    while (streams[s]->Read(&result)) {
+      ASSERT_EQ(result.code(), 0) << result.error();
+      ASSERT_GE(result.index(), 0);
+      ASSERT_LT(result.index(), kCandidates);
+      ++seen[result.index()];
+    }
+    writers[s].join();
+    EXPECT_TRUE(streams[s]->Finish().ok());
+    EXPECT_EQ(seen, std::vector<int>(kCandidates, 1)) << "stream " << s;
+  }
+  EXPECT_EQ(backend.most_held(), 2);
+  EXPECT_EQ(server.service().slots()->Connections(), 0u);
+}
+
+// A stream cancelled while it waits for a slot ends CANCELLED without its
+// parked candidate ever running, and gives back nothing it did not hold: the
+// stream that held the slots still finishes, and nothing is left held.
+TEST(SchedulerServiceTest, AStreamCancelledWhileWaitingForASlotNeverRunsItsCandidate) {
+  GateBackend backend;
+  ServiceOptions options;
+  options.max_jobs_per_connection = 2;
+  InProcessServer server(&backend, /*workers=*/4, options);
+  ASSERT_TRUE(server.started());
+  grpc::ClientContext holder_context;
+  auto holder = server.stub().Score(&holder_context);
+  std::thread holder_writer = WriteGatedCandidates(holder.get(), 2);
+  ASSERT_TRUE(backend.AwaitHeld(2));
+
+  grpc::ClientContext waiting_context;
+  auto waiting = server.stub().Score(&waiting_context);
+  std::thread waiting_writer = WriteGatedCandidates(waiting.get(), 1);
+  waiting_writer.join();
+  for (int i = 0; i < 1000 && server.service().slots()->Waiting() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(server.service().slots()->Waiting(), 1u);
+  ::testing::internal::CaptureStderr();
+  waiting_context.TryCancel();
+  v1::ScoreResult result;
+  EXPECT_FALSE(waiting->Read(&result));
+  EXPECT_EQ(waiting->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  for (int i = 0; i < 1000 && server.service().slots()->Waiting() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server.service().slots()->Waiting(), 0u);
+
+  backend.Open();
+  int results = 0;
+  while (holder->Read(&result)) ++results;
+  holder_writer.join();
+  EXPECT_TRUE(holder->Finish().ok());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(results, 2);
+  EXPECT_EQ(backend.answers(), 2);
+  EXPECT_EQ(server.service().slots()->Connections(), 0u);
+  EXPECT_THAT(log, HasSubstr("event=score request_id=2 "));
+  EXPECT_THAT(log, HasSubstr(" code=CANCELLED candidates=0 "));
 }
 
 }  // namespace
