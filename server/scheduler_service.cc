@@ -302,7 +302,10 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     MaybeFinish();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    Report();
+    delete this;
+  }
 
  private:
   void Run(const v1::ScoreRequest& candidate, int32_t index) {
@@ -420,15 +423,37 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     return true;
   }
 
-  // Logs, counts and finishes the stream; `this` may be gone afterwards.
+  // Finishes the stream; `this` may be gone afterwards.
   void FinishStream(const grpc::Status& status) {
+    finish_status_ = status;
+    Finish(status);
+  }
+
+  // Logs and counts the stream once gRPC is done with it. Only then is it
+  // known for sure whether the call was cancelled: a read can fail before
+  // OnCancel says why, and when gRPC refuses a candidate above the message
+  // limit the call ends RESOURCE_EXHAUSTED for the client while the stream
+  // saw only a failed read.
+  void Report() {
     const double seconds = SecondsSince(start_);
+    grpc::Status status = finish_status_;
+    std::string note;
+    if (status.ok() && context_->IsCancelled()) {
+      status = grpc::Status(grpc::StatusCode::CANCELLED, "");
+      note = "the client cancelled, its deadline passed, or a candidate exceeded --max-message-mb";
+    }
     const char* code = GrpcCodeName(status.error_code());
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Score", "bidi_stream", code, seconds);
-    Log("info", "score",
-        {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"code", code},
-         {"candidates", absl::StrCat(answered_)}, {"ms", absl::StrCat(seconds * 1000)}});
-    Finish(status);
+    const std::string request_id = absl::StrCat(request_id_), candidates = absl::StrCat(answered_),
+                      ms = absl::StrCat(seconds * 1000);
+    if (note.empty()) {
+      Log("info", "score",
+          {{"request_id", request_id}, {"peer", peer_}, {"code", code}, {"candidates", candidates}, {"ms", ms}});
+    } else {
+      Log("info", "score",
+          {{"request_id", request_id}, {"peer", peer_}, {"code", code}, {"candidates", candidates}, {"ms", ms},
+           {"note", note}});
+    }
   }
 
   SchedulerService* const service_;
@@ -450,6 +475,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
   bool read_outstanding_ = false, reading_done_ = false, waiting_ = false;
   bool writing_ = false, broken_ = false, finished_ = false;
   grpc::Status final_status_;
+  grpc::Status finish_status_;  // as passed to Finish
 };
 
 }  // namespace

@@ -106,9 +106,11 @@ class GateBackend : public EchoBackend {
 // `workers` job threads.
 class InProcessServer {
  public:
-  explicit InProcessServer(SchedulingBackend* backend, int workers = 1, ServiceOptions options = {})
+  explicit InProcessServer(SchedulingBackend* backend, int workers = 1, ServiceOptions options = {},
+                           int max_receive_bytes = -1)
       : runner_(workers, 64), service_(&runner_, backend, nullptr, std::move(options)) {
     grpc::ServerBuilder builder;
+    if (max_receive_bytes > 0) builder.SetMaxReceiveMessageSize(max_receive_bytes);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
@@ -419,6 +421,41 @@ TEST(SchedulerServiceTest, AStreamCancelledWhileWaitingForASlotNeverRunsItsCandi
   EXPECT_EQ(server.service().slots()->Connections(), 0u);
   EXPECT_THAT(log, HasSubstr("event=score request_id=2 "));
   EXPECT_THAT(log, HasSubstr(" code=CANCELLED candidates=0 "));
+}
+
+// A candidate above the server's message limit ends the whole stream: gRPC
+// refuses it (RESOURCE_EXHAUSTED for the client) and the stream sees only a
+// failed read, as if the client had half-closed. The log and the metrics
+// must not call that stream OK.
+TEST(SchedulerServiceTest, AStreamWhoseCandidateExceedsTheMessageLimitIsNotLoggedOk) {
+  CountingBackend backend;
+  ::testing::internal::CaptureStderr();
+  {
+    InProcessServer server(&backend, /*workers=*/2, {}, /*max_receive_bytes=*/1 << 20);
+    ASSERT_TRUE(server.started());
+    grpc::ClientContext context;
+    auto stream = server.stub().Score(&context);
+    v1::ScoreRequest small;
+    small.set_id("small");
+    small.mutable_request()->set_model_name("m");
+    ASSERT_TRUE(stream->Write(small));
+    v1::ScoreResult result;
+    ASSERT_TRUE(stream->Read(&result));  // the first one is answered
+    v1::ScoreRequest large = small;
+    large.mutable_request()->set_model_name(std::string(2 << 20, 'm'));
+    stream->Write(large);
+    stream->WritesDone();
+    while (stream->Read(&result)) {
+    }
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }  // the server's shutdown waits for the stream to be done
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("event=score request_id=1 "));
+  EXPECT_THAT(log, HasSubstr(" code=CANCELLED candidates=1 "));
+  EXPECT_THAT(log, HasSubstr("--max-message-mb"));
+  EXPECT_THAT(log, Not(HasSubstr(" code=OK ")));
+  EXPECT_EQ(backend.answers.load(), 1);
 }
 
 }  // namespace
