@@ -5,26 +5,18 @@
 
 namespace serenity {
 
-bool ConnectionSlots::TryAcquire(const std::string& connection) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = connections_.find(connection);
-  if (it == connections_.end()) {
-    connections_[connection].held = 1;
-    return true;
-  }
-  if (it->second.held >= per_connection_) return false;
-  ++it->second.held;
-  return true;
-}
+bool ConnectionSlots::TryAcquire(const std::string& connection) { return AcquireOrWait(connection, nullptr); }
 
 bool ConnectionSlots::AcquireOrWait(const std::string& connection, Waiter* waiter) {
   std::lock_guard<std::mutex> lock(mu_);
+  // A new entry starts with no slot held, so a refused call never leaves an
+  // empty entry behind.
   Connection& entry = connections_[connection];
   if (entry.held < per_connection_) {
     ++entry.held;
     return true;
   }
-  entry.waiters.push_back(waiter);
+  if (waiter != nullptr) entry.waiters.push_back(waiter);
   return false;
 }
 
