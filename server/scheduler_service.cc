@@ -438,9 +438,13 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     const double seconds = SecondsSince(start_);
     grpc::Status status = finish_status_;
     std::string note;
-    if (status.ok() && context_->IsCancelled()) {
+    // The stream may already have finished CANCELLED itself if it saw the
+    // cancellation first; the note is due either way.
+    const bool ended_by_client_or_transport =
+        status.ok() || status.error_code() == grpc::StatusCode::CANCELLED;
+    if (ended_by_client_or_transport && context_->IsCancelled()) {
       status = grpc::Status(grpc::StatusCode::CANCELLED, "");
-      note = "the client cancelled, its deadline passed, or a candidate exceeded --max-message-mb";
+      note = "the client cancelled, its deadline passed, or a candidate or result exceeded --max-message-mb";
     }
     const char* code = GrpcCodeName(status.error_code());
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Score", "bidi_stream", code, seconds);
