@@ -1,9 +1,19 @@
 #include "server/connection_slots.h"
 
 #include <algorithm>
+#include <deque>
 #include <vector>
 
 namespace serenity {
+namespace {
+
+// The grants still to announce by the outermost Release running on this
+// thread (null outside one). A waiter that releases a slot from its
+// OnSlotGranted, as a cancelled stream does, adds the next grant here
+// instead of recursing: a long line of such waiters unwinds in a loop.
+thread_local std::deque<ConnectionSlots::Waiter*>* pending_grants = nullptr;
+
+}  // namespace
 
 bool ConnectionSlots::TryAcquire(const std::string& connection) { return AcquireOrWait(connection, nullptr); }
 
@@ -49,7 +59,18 @@ void ConnectionSlots::Release(const std::string& connection, int64_t count) {
     if (entry.held == 0 && entry.waiters.empty()) connections_.erase(it);
   }
   // Outside the lock: a waiter may release (or take) slots in its callback.
-  for (Waiter* waiter : granted) waiter->OnSlotGranted();
+  if (pending_grants != nullptr) {
+    pending_grants->insert(pending_grants->end(), granted.begin(), granted.end());
+    return;
+  }
+  std::deque<Waiter*> pending(granted.begin(), granted.end());
+  pending_grants = &pending;
+  while (!pending.empty()) {
+    Waiter* waiter = pending.front();
+    pending.pop_front();
+    waiter->OnSlotGranted();
+  }
+  pending_grants = nullptr;
 }
 
 int64_t ConnectionSlots::Held(const std::string& connection) const {

@@ -47,8 +47,9 @@ class ConnectionSlots {
   bool CancelWait(const std::string& connection, Waiter* waiter);
 
   // Frees `count` slots of `connection`, each going to the first waiter in
-  // line if any (whose OnSlotGranted runs on this thread before Release
-  // returns).
+  // line if any, whose OnSlotGranted runs on this thread before Release
+  // returns; when Release is called from an OnSlotGranted, the grants it
+  // makes are announced after that callback returns, not inside it.
   void Release(const std::string& connection, int64_t count = 1);
 
   // Slots of `connection` held now, connections with slots held or

@@ -116,6 +116,21 @@ TEST(ConnectionSlotsTest, AWaiterMayReleaseFromItsCallback) {
   EXPECT_EQ(slots.Held("a"), 1);
 }
 
+// A line of waiters that each give their slot straight back (streams
+// cancelled while waiting) is worked through without one stack frame per
+// waiter: a quarter of a million of them would overflow the stack.
+TEST(ConnectionSlotsTest, ALongLineOfWaitersReleasingFromTheirCallbacksUnwinds) {
+  constexpr int kWaiters = 250000;
+  ConnectionSlots slots(1);
+  std::vector<ReturningWaiter> waiters(kWaiters, ReturningWaiter(&slots));
+  ASSERT_TRUE(slots.TryAcquire("a"));
+  for (ReturningWaiter& waiter : waiters) ASSERT_FALSE(slots.AcquireOrWait("a", &waiter));
+  slots.Release("a");
+  for (const ReturningWaiter& waiter : waiters) ASSERT_EQ(waiter.grants, 1);
+  EXPECT_EQ(slots.Waiting(), 0u);
+  EXPECT_EQ(slots.Connections(), 0u);
+}
+
 // Threads taking and releasing slots of a few connections never hold more
 // than the limit of one connection at once, and leave nothing behind.
 TEST(ConnectionSlotsTest, ConcurrentUseKeepsTheLimit) {
