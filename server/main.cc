@@ -39,6 +39,7 @@ struct ServerFlags {
   int64_t max_ops = 20000;
   double max_job_seconds = 60;
   int64_t max_jobs_per_connection = 16;
+  int64_t max_streams_per_connection = 100;
   int64_t cache_mb = 256;
   std::string redis;
   double redis_timeout_ms = 50;
@@ -102,8 +103,13 @@ int Run(int argc, char** argv) {
   flag_set.AddDouble("max-job-seconds", &flags.max_job_seconds, "S",
                      "Longest search one job may run, whatever the request asks.");
   flag_set.AddInt("max-jobs-per-connection", &flags.max_jobs_per_connection, "N",
-                  "Jobs one connection may hold: Plan calls queued or running and Score candidates not yet written\n"
-                  "(a Plan call beyond gets RESOURCE_EXHAUSTED, a Score stream waits for a slot).");
+                  "Jobs one connection may hold: Plan calls and Score candidates queued or running (a Plan\n"
+                  "call beyond gets RESOURCE_EXHAUSTED, a Score stream waits for a slot); also the unwritten\n"
+                  "results one Score stream may hold before it stops reading.");
+  flag_set.AddInt("max-streams-per-connection", &flags.max_streams_per_connection, "N",
+                  "Calls one connection may have open at once (HTTP/2 concurrent streams); the client\n"
+                  "holds further calls until one ends. With --max-jobs-per-connection it bounds what one\n"
+                  "connection's unread Score results take in the server.");
   flag_set.AddInt("cache-mb", &flags.cache_mb, "MB", "Size of the in-process plan cache (an eighth of it remembers replies to\n"
                   "byte-identical requests); 0 turns it off.");
   flag_set.AddString("redis", &flags.redis, "HOST:PORT", "Share plans with other replicas through this Redis.");
@@ -129,6 +135,9 @@ int Run(int argc, char** argv) {
       flags.cache_mb < 0 || flags.redis_timeout_ms <= 0) {
     return Fail("--max-queue and --cache-mb must be >= 0; --max-ops, --max-job-seconds, "
                 "--max-jobs-per-connection and --redis-timeout-ms must be positive");
+  }
+  if (flags.max_streams_per_connection < 1 || flags.max_streams_per_connection > 1000000) {
+    return Fail("--max-streams-per-connection must be 1..1000000");
   }
   if (flags.metrics_port < -1 || flags.metrics_port > 65535) return Fail("--metrics-port must be 0..65535");
   const bool tls = !flags.tls_cert.empty() || !flags.tls_key.empty();
@@ -213,6 +222,7 @@ int Run(int argc, char** argv) {
   const int max_bytes = static_cast<int>(flags.max_message_mb * 1024 * 1024);
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(flags.max_streams_per_connection));
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {

@@ -153,10 +153,13 @@ class PlanCall final : public grpc::ServerUnaryReactor {
 };
 
 // One Score stream. Each candidate takes one of its connection's job slots
-// from when it is read until its result is written (or dropped); a stream
-// that finds its connection full parks the candidate it just read and reads
-// no further until ConnectionSlots hands it a slot. Results are written in
-// the order they finish.
+// from when it is read until its search is done; a stream that finds its
+// connection full parks the candidate it just read and reads no further
+// until ConnectionSlots hands it a slot. Results are written in the order
+// they finish. A stream also stops reading while its own running candidates
+// and unwritten results reach the per-connection limit, so a client that
+// does not read its results holds that many in the server at most, and
+// stalls only that stream: its slots are free for the connection's others.
 class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>,
                         public ConnectionSlots::Waiter {
  public:
@@ -239,13 +242,18 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     }
     std::shared_ptr<v1::ScoreRequest> candidate;
     int32_t index;
+    bool read;
     {
       std::lock_guard<std::mutex> lock(mu_);
       candidate = std::move(parked_);
       index = parked_index_;
       waiting_ = false;
       ++in_flight_;
-      read_outstanding_ = true;  // the outstanding read keeps `this` alive
+      read = HasRoomLocked();
+      // The outstanding read keeps `this` alive; without it, the job may
+      // finish the stream as soon as it is submitted.
+      read_outstanding_ = read;
+      read_paused_ = !read;
     }
     // Every candidate is a job, repeats too: answering memoized ones here
     // would serialize them on this stream's reaction (measured: 19k/s as
@@ -257,14 +265,14 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       result.set_index(index);
       result.set_code(static_cast<int32_t>(ToGrpcStatus(queued).error_code()));
       result.set_error(std::string(queued.message()));
-      Deliver(std::move(result));
+      Deliver(std::move(result));  // `this` may be gone unless `read`
     }
-    StartRead(&incoming_);
+    if (read) StartRead(&incoming_);
   }
 
   void OnWriteDone(bool ok) override {
     const v1::ScoreResult* next = nullptr;
-    int64_t freed = 1;  // the result just written, or not
+    bool resume_read = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       outgoing_.pop_front();
@@ -275,15 +283,15 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
         cancelled_.store(true);
         if (final_status_.ok()) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
       }
-      if (broken_) {
-        freed += static_cast<int64_t>(outgoing_.size());
-        outgoing_.clear();
-      }
+      if (broken_) outgoing_.clear();
       if (!outgoing_.empty()) next = &outgoing_.front();
       writing_ = next != nullptr;
+      if (read_paused_ && !broken_ && HasRoomLocked()) {
+        read_paused_ = false;
+        read_outstanding_ = resume_read = true;
+      }
     }
-    // A reaction: gRPC keeps `this` until it returns.
-    slots_->Release(peer_, freed);
+    if (resume_read) StartRead(&incoming_);
     if (next != nullptr) {
       StartWrite(next);
       return;
@@ -345,25 +353,24 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     return result;
   }
 
-  // Queues a candidate's result for writing (its slot stays taken until
-  // the write is done), or drops it and frees its slot when the client is
-  // gone.
+  // Frees a finished candidate's slot, then queues its result for writing,
+  // or drops it when the client is gone.
   void Deliver(v1::ScoreResult result) {
     if (service_->metrics() != nullptr) {
       service_->metrics()->RecordCandidate(GrpcCodeName(static_cast<grpc::StatusCode>(result.code())));
     }
-    ConnectionSlots* const slots = slots_;
+    // While this candidate counts in in_flight_ the stream cannot finish,
+    // so the slot is free before anyone can see the stream end. Release may
+    // grant it to this very stream (OnSlotGranted takes mu_ itself).
+    slots_->Release(peer_);
     const v1::ScoreResult* write = nullptr;
-    std::string dropped_from;  // the peer, when the result is dropped
     bool finish = false;
     grpc::Status status;
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
       ++answered_;
-      if (broken_) {
-        dropped_from = peer_;
-      } else {
+      if (!broken_) {
         outgoing_.push_back(std::move(result));
         if (!writing_) {
           writing_ = true;
@@ -374,10 +381,9 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       // thread, which gRPC does not wait for, so once the lock is released
       // another thread may finish the stream and the reactor be deleted.
       // Past this point only an outstanding write or read of our own, or a
-      // finish we decided, keeps `this` alive; hence the copied peer.
+      // finish we decided, keeps `this` alive.
       finish = write == nullptr && TakeFinishLocked(&status);
     }
-    if (!dropped_from.empty()) slots->Release(dropped_from);
     if (write != nullptr) StartWrite(write);
     if (finish) FinishStream(status);
   }
@@ -408,6 +414,12 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       finish = TakeFinishLocked(&status);
     }
     if (finish) FinishStream(status);
+  }
+
+  // Under mu_: whether the stream may read another candidate: its running
+  // candidates and unwritten results are below the per-connection limit.
+  bool HasRoomLocked() const {
+    return in_flight_ + static_cast<int64_t>(outgoing_.size()) < slots_->per_connection();
   }
 
   // Under mu_: true, with the final status, for the one caller that finds
@@ -476,7 +488,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
   int32_t parked_index_ = 0;
   int64_t in_flight_ = 0;
   int64_t answered_ = 0;
-  bool read_outstanding_ = false, reading_done_ = false, waiting_ = false;
+  bool read_outstanding_ = false, read_paused_ = false, reading_done_ = false, waiting_ = false;
   bool writing_ = false, broken_ = false, finished_ = false;
   grpc::Status final_status_;
   grpc::Status finish_status_;  // as passed to Finish

@@ -34,10 +34,10 @@ struct ServiceOptions {
   // open.
   std::string bearer_token;
   // Most jobs the calls of one connection (client address and port) may
-  // hold at once: Plan calls queued or running, and Score candidates in
-  // flight or answered but not yet written. A Plan call beyond it gets
-  // RESOURCE_EXHAUSTED; a Score stream stops reading until its connection
-  // frees a slot (streams take turns).
+  // hold at once: Plan calls and Score candidates, queued or running. A
+  // Plan call beyond it gets RESOURCE_EXHAUSTED; a Score stream stops
+  // reading until its connection frees a slot (streams take turns). It also
+  // bounds one Score stream's running candidates plus unwritten results.
   int64_t max_jobs_per_connection = 16;
 };
 

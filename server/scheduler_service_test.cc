@@ -276,6 +276,57 @@ TEST(SchedulerServiceTest, AScoreStreamWhoseResultsAreNotReadStopsBeingRead) {
   EXPECT_EQ(backend.answers.load(), kCandidates);
 }
 
+// Results waiting to be written hold no job slot: a stream whose client
+// does not read its results stalls itself only, and another stream on the
+// same connection is still answered.
+TEST(SchedulerServiceTest, UnreadResultsOfOneStreamDoNotStallTheOthersOnItsConnection) {
+  CountingBackend backend;
+  ServiceOptions options;
+  options.max_jobs_per_connection = 2;
+  InProcessServer server(&backend, /*workers=*/2, options);
+  ASSERT_TRUE(server.started());
+  const std::string name(256 * 1024, 'm');
+  grpc::ClientContext unread_context;
+  auto unread = server.stub().Score(&unread_context);
+  std::thread writer([&] {
+    for (int k = 0; k < 100; ++k) {
+      v1::ScoreRequest candidate;
+      candidate.set_id(absl::StrCat(k));
+      candidate.mutable_request()->set_model_name(name);
+      candidate.set_full_plan(true);
+      if (!unread->Write(candidate)) return;
+    }
+  });
+  // Wait until the unread stream stops being answered (up to 10 s).
+  int answered = -1;
+  for (int i = 0; i < 50 && backend.answers.load() != answered; ++i) {
+    answered = backend.answers.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_LT(answered, 100);
+
+  grpc::ClientContext other_context;
+  other_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto other = server.stub().Score(&other_context);
+  v1::ScoreRequest small;
+  small.set_id("small");
+  small.mutable_request()->set_model_name("small");
+  EXPECT_TRUE(other->Write(small));
+  other->WritesDone();
+  v1::ScoreResult result;
+  std::vector<std::string> answered_ids;
+  while (other->Read(&result)) answered_ids.push_back(result.id());
+  const grpc::Status other_status = other->Finish();
+  EXPECT_TRUE(other_status.ok()) << "the other stream got no answer: " << other_status.error_message();
+  EXPECT_EQ(answered_ids, std::vector<std::string>{"small"});
+
+  unread_context.TryCancel();
+  writer.join();
+  while (unread->Read(&result)) {
+  }
+  EXPECT_EQ(unread->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
 // A client that cancels a stream whose results it never read is logged as
 // CANCELLED, not OK (the write that fails can come before OnCancel).
 TEST(SchedulerServiceTest, AStreamCancelledWithUnreadResultsIsLoggedCancelled) {

@@ -478,6 +478,7 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   EXPECT_EQ(server.exit_code, 0);
   for (const char* flag : {"--host", "--port", "--port-file", "--max-message-mb", "--shutdown-grace-seconds",
                            "--threads", "--max-queue", "--max-ops", "--max-job-seconds", "--max-jobs-per-connection",
+                           "--max-streams-per-connection",
                            "--cache-mb", "--redis", "--metrics-port", "--plaintext", "--tls-cert", "--tls-key",
                            "--tls-client-ca", "--token-file"}) {
     EXPECT_THAT(server.output, HasSubstr(flag));

@@ -361,6 +361,42 @@ TEST(ServiceLimitsTest, AFullQueueRefusesAndACancelledCallFreesItsThread) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// --max-streams-per-connection: a call beyond it waits in the client until
+// one of the connection's open calls ends (here past its deadline), while a
+// call on another connection goes through.
+TEST(ServiceLimitsTest, ACallBeyondTheStreamLimitWaitsForAnOpenOneToEnd) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--max-streams-per-connection", "1"})) << server.log();
+  auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext open_context;
+  auto open = stub->Score(&open_context);
+  v1::ScoreRequest candidate;
+  candidate.set_id("open");
+  *candidate.mutable_request() = OnnxRequest("darts_v2_cifar10_reduce_cell.onnx");
+  ASSERT_TRUE(open->Write(candidate));
+  v1::ScoreResult result;
+  ASSERT_TRUE(open->Read(&result));  // the stream is open on the server
+
+  grpc::ClientContext held_context;
+  held_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  v1::Plan plan;
+  const grpc::Status held = stub->Plan(&held_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan);
+  EXPECT_EQ(held.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  grpc::ChannelArguments separate;
+  separate.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // its own connection
+  auto other = v1::Scheduler::NewStub(
+      grpc::CreateCustomChannel(server.address(), grpc::InsecureChannelCredentials(), separate));
+  grpc::ClientContext other_context;
+  EXPECT_TRUE(other->Plan(&other_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
+
+  open->WritesDone();
+  EXPECT_FALSE(open->Read(&result));
+  EXPECT_TRUE(open->Finish().ok());
+  grpc::ClientContext after_context;
+  EXPECT_TRUE(stub->Plan(&after_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
+}
+
 TEST(ServiceLimitsTest, GraphsAboveTheOpLimitAreRefusedByName) {
   testing::ServerProcess server;
   ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--max-ops", "20"})) << server.log();
