@@ -44,14 +44,16 @@ absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::Plan
   }
 }
 
-// The memo's answer to a repeated request, or nullopt (also when the memo
-// lookup throws: Answer then runs and reports).
-std::optional<v1::Plan> RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
-                                     double seconds_left) {
+// Writes the memo's answer to a repeated request to `reply` and returns
+// true, or false (also when the memo lookup throws: Answer then runs and
+// reports, into a cleared `reply`).
+bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only, double seconds_left,
+                  v1::Plan* reply) {
   try {
-    return backend->AnswerRepeat(request, score_only, seconds_left);
+    return backend->AnswerRepeat(request, score_only, seconds_left, reply);
   } catch (...) {
-    return std::nullopt;
+    reply->Clear();
+    return false;
   }
 }
 
@@ -86,9 +88,8 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     grpc::Status auth = service_->Authenticate(*context_);
     if (!auth.ok()) return Complete(auth, "");
     // A repeat of a memoized request is answered here, without a job.
-    std::optional<v1::Plan> repeat = RepeatSafely(service_->backend(), *request_, false, SecondsLeft(*context_));
-    if (repeat.has_value()) {
-      *response_ = *std::move(repeat);
+    // Copied straight into the response, which lives on the call's arena.
+    if (RepeatSafely(service_->backend(), *request_, false, SecondsLeft(*context_), response_)) {
       return Complete(grpc::Status::OK, response_->stats().cache());
     }
     if (!service_->slots()->TryAcquire(peer_)) {
@@ -553,7 +554,9 @@ SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend
       backend_(backend),
       metrics_(metrics),
       options_(std::move(options)),
-      slots_(options_.max_jobs_per_connection) {}
+      slots_(options_.max_jobs_per_connection) {
+  SetMessageAllocatorFor_Plan(&plan_messages_);
+}
 
 grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context) const {
   if (options_.bearer_token.empty()) return grpc::Status::OK;

@@ -16,6 +16,7 @@
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "server/connection_slots.h"
 #include "server/metrics.h"
+#include "server/plan_messages.h"
 #include "server/scheduling_backend.h"
 
 namespace serenity {
@@ -77,6 +78,7 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   std::atomic<int64_t> next_request_id_{0};
   std::atomic<bool> draining_{false};
   ConnectionSlots slots_;
+  PlanMessages::Pool plan_messages_;  // gRPC's allocator for Plan calls
 };
 
 }  // namespace serenity

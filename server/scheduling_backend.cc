@@ -29,13 +29,12 @@ double SchedulingBackend::JobTimeLimit(double request_limit, double seconds_left
   return std::min(limit, seconds_left * 0.8);
 }
 
-std::optional<v1::Plan> SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool score_only,
-                                                           double seconds_left,
-                                                           std::chrono::steady_clock::time_point start,
-                                                           bool count_miss) {
+bool SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left,
+                                       std::chrono::steady_clock::time_point start, bool count_miss,
+                                       v1::Plan* reply) {
   auto miss = [&] {
     if (count_miss && metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
-    return std::nullopt;
+    return false;
   };
   std::shared_ptr<const MemoizedReply> memoized = memo_->Find(request_key);
   if (memoized == nullptr) return miss();
@@ -48,18 +47,19 @@ std::optional<v1::Plan> SchedulingBackend::AnswerFromMemo(const std::string& req
     return miss();
   }
   if (metrics_ != nullptr) metrics_->RecordCacheLookup("request", "hit");
-  v1::Plan plan = memoized->reply;
-  plan.mutable_stats()->set_cache("local");
-  plan.mutable_stats()->set_total_ms(MillisSince(start));
-  return plan;
+  *reply = memoized->reply;
+  reply->mutable_stats()->set_cache("local");
+  reply->mutable_stats()->set_total_ms(MillisSince(start));
+  return true;
 }
 
-std::optional<v1::Plan> SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only,
-                                                        double seconds_left) {
-  if (memo_ == nullptr || cache_ == nullptr || seconds_left * 0.8 <= 0) return std::nullopt;
+bool SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only, double seconds_left,
+                                     v1::Plan* reply) {
+  if (memo_ == nullptr || cache_ == nullptr || seconds_left * 0.8 <= 0) return false;
   const auto start = std::chrono::steady_clock::now();
   // A miss here is counted by the Answer that follows.
-  return AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left, start, /*count_miss=*/false);
+  return AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left, start, /*count_miss=*/false,
+                        reply);
 }
 
 absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& request, bool score_only,
@@ -71,8 +71,8 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   std::string request_key;
   if (memo_ != nullptr && cache_ != nullptr) {
     request_key = RequestMemoKey(request, score_only);
-    std::optional<v1::Plan> plan = AnswerFromMemo(request_key, score_only, seconds_left, start, /*count_miss=*/true);
-    if (plan.has_value()) return *std::move(plan);
+    v1::Plan plan;
+    if (AnswerFromMemo(request_key, score_only, seconds_left, start, /*count_miss=*/true, &plan)) return plan;
   }
 
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));

@@ -51,11 +51,12 @@ class SchedulingBackend {
                                   double seconds_left = std::numeric_limits<double>::infinity(),
                                   const std::atomic<bool>* cancelled = nullptr);
 
-  // The reply to a byte-identical repeat of an earlier request, from the
-  // memo alone (microseconds, no import; safe on a gRPC callback thread),
-  // or nullopt when Answer must run. Same contract as Answer's reply.
-  std::optional<v1::Plan> AnswerRepeat(const v1::PlanRequest& request, bool score_only,
-                                       double seconds_left = std::numeric_limits<double>::infinity());
+  // Writes to `reply` the reply to a byte-identical repeat of an earlier
+  // request, from the memo alone (microseconds, no import; safe on a gRPC
+  // callback thread), and returns true; false, leaving `reply` alone, when
+  // Answer must run. Same contract as Answer's reply. `reply` may live on
+  // an arena (the copy is made there).
+  bool AnswerRepeat(const v1::PlanRequest& request, bool score_only, double seconds_left, v1::Plan* reply);
 
   // A stored plan by plan_id, as it was first computed. NotFound when the
   // cache does not hold it (or there is no cache); InvalidArgument for a
@@ -64,11 +65,11 @@ class SchedulingBackend {
 
  private:
   double JobTimeLimit(double request_limit, double seconds_left) const;
-  // The memoized reply for `request_key` (stats.cache "local", total_ms
-  // since `start`) if the cache still stands behind it; counts a hit, and a
-  // miss when `count_miss`.
-  std::optional<v1::Plan> AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left,
-                                         std::chrono::steady_clock::time_point start, bool count_miss);
+  // Writes to `reply` the memoized reply for `request_key` (stats.cache
+  // "local", total_ms since `start`) and returns true if the cache still
+  // stands behind it; counts a hit, and a miss when `count_miss`.
+  bool AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left,
+                      std::chrono::steady_clock::time_point start, bool count_miss, v1::Plan* reply);
 
   Executor* const executor_;
   PlanCache* const cache_;

@@ -125,15 +125,16 @@ TEST_F(SchedulingBackendTest, RepeatedRequestBytesAreAnsweredFromTheMemo) {
 TEST_F(SchedulingBackendTest, AnswerRepeatCountsOnlyHits) {
   std::mt19937 rng(9);
   const v1::PlanRequest request = RequestFor(testing::RandomDag(8, rng));
-  EXPECT_FALSE(backend_.AnswerRepeat(request, false).has_value());
+  v1::Plan repeat;
+  EXPECT_FALSE(backend_.AnswerRepeat(request, false, 10, &repeat));
   EXPECT_EQ(Lookups("request", "miss"), 0);
   ASSERT_TRUE(backend_.Answer(request, false).ok());
   EXPECT_EQ(Lookups("request", "miss"), 1);
-  std::optional<v1::Plan> repeat = backend_.AnswerRepeat(request, false);
-  ASSERT_TRUE(repeat.has_value());
-  EXPECT_EQ(repeat->stats().cache(), "local");
+  ASSERT_TRUE(backend_.AnswerRepeat(request, false, 10, &repeat));
+  EXPECT_EQ(repeat.stats().cache(), "local");
   EXPECT_EQ(Lookups("request", "hit"), 1);
   EXPECT_EQ(Lookups("request", "miss"), 1);
+  EXPECT_EQ(repeat.peak_bytes(), backend_.Answer(request, false)->peak_bytes());
 }
 
 // A memoized reply stands only while the cache holds the plan it came from:
