@@ -107,7 +107,10 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   }
 
   void OnCancel() override { cancelled_.store(true); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    Report();
+    delete this;
+  }
 
  private:
   void Run() {
@@ -124,23 +127,38 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     Complete(grpc::Status::OK, response_->stats().cache());
   }
 
-  // Logs, counts and finishes the call; `this` may be gone afterwards.
+  // Finishes the call; `this` may be gone afterwards.
   void Complete(const grpc::Status& status, const std::string& cache) {
-    const double seconds = SecondsSince(start_);
+    seconds_ = SecondsSince(start_);  // the handling time, without the send
+    finish_status_ = status;
+    cache_ = cache;
+    Finish(status);
+  }
+
+  // Logs and counts the call once gRPC is done with it: only then is it
+  // known whether the reply reached a caller that was still waiting. A
+  // reply finished OK for a caller that had cancelled, or whose deadline
+  // passed meanwhile, is not counted OK.
+  void Report() {
+    grpc::Status status = finish_status_;
+    if (status.ok() && context_->IsCancelled()) {
+      status = SecondsLeft(*context_) <= 0
+                   ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline passed before the reply was sent")
+                   : grpc::Status(grpc::StatusCode::CANCELLED, "the caller cancelled before the reply was sent");
+    }
     const char* code = GrpcCodeName(status.error_code());
-    if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Plan", "unary", code, seconds);
+    if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Plan", "unary", code, seconds_);
     if (status.ok()) {
       Log("info", "plan",
           {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"model", response_->model()},
-           {"code", code}, {"ms", absl::StrCat(seconds * 1000)}, {"cache", cache},
+           {"code", code}, {"ms", absl::StrCat(seconds_ * 1000)}, {"cache", cache_},
            {"nodes", absl::StrCat(response_->nodes())}, {"peak_bytes", absl::StrCat(response_->peak_bytes())},
            {"certificate", v1::Certificate_Name(response_->certificate())}});
     } else {
       Log("info", "plan",
           {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"model", request_->model_name()},
-           {"code", code}, {"ms", absl::StrCat(seconds * 1000)}, {"error", status.error_message()}});
+           {"code", code}, {"ms", absl::StrCat(seconds_ * 1000)}, {"error", status.error_message()}});
     }
-    Finish(status);
   }
 
   SchedulerService* const service_;
@@ -151,6 +169,10 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   const int64_t request_id_;
   const Clock::time_point start_;
   std::atomic<bool> cancelled_{false};
+  // Set by Complete, read by Report (OnDone comes after Finish).
+  double seconds_ = 0;
+  grpc::Status finish_status_;
+  std::string cache_;
 };
 
 // One Score stream. Each candidate takes one of its connection's job slots

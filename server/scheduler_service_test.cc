@@ -57,6 +57,22 @@ class CountingBackend : public EchoBackend {
   std::atomic<int> answers{0};
 };
 
+// EchoBackend that answers only once the call has been cancelled (by its
+// client or its deadline), and then answers OK as if it had not noticed:
+// the reply is finished but never reaches the caller.
+class AnswersAfterTheCancelBackend : public EchoBackend {
+ public:
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only, double seconds,
+                                  const std::atomic<bool>* cancelled) override {
+    entered.store(true);
+    for (int i = 0; i < 1000 && cancelled != nullptr && !cancelled->load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return EchoBackend::Answer(request, score_only, seconds, cancelled);
+  }
+  std::atomic<bool> entered{false};
+};
+
 // EchoBackend that holds requests for models named "gate..." until Open(),
 // and records how many it held at once.
 class GateBackend : public EchoBackend {
@@ -140,6 +156,37 @@ class InProcessServer {
 
 // A failure inside the backend reaches the caller as INTERNAL naming the
 // request id, never its details; the log line under that id has them.
+// A Plan call answered OK after its caller cancelled, or after its deadline
+// passed, is logged and counted as the caller saw it, not OK.
+TEST(SchedulerServiceTest, AReplyFinishedAfterTheCallerLeftIsNotLoggedOk) {
+  AnswersAfterTheCancelBackend backend;
+  ::testing::internal::CaptureStderr();
+  {
+    InProcessServer server(&backend, /*workers=*/2);
+    ASSERT_TRUE(server.started());
+    v1::PlanRequest request;
+    request.set_model_name("left");
+    v1::Plan plan;
+    grpc::ClientContext cancelled_context;
+    std::thread canceller([&] {
+      for (int i = 0; i < 1000 && !backend.entered.load(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      cancelled_context.TryCancel();
+    });
+    EXPECT_EQ(server.stub().Plan(&cancelled_context, request, &plan).error_code(), grpc::StatusCode::CANCELLED);
+    canceller.join();
+    grpc::ClientContext expired_context;
+    expired_context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+    EXPECT_EQ(server.stub().Plan(&expired_context, request, &plan).error_code(),
+              grpc::StatusCode::DEADLINE_EXCEEDED);
+  }  // the server's shutdown waits for both calls to be done
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, ::testing::ContainsRegex("event=plan request_id=1 [^\n]* code=CANCELLED "));
+  EXPECT_THAT(log, ::testing::ContainsRegex("event=plan request_id=2 [^\n]* code=DEADLINE_EXCEEDED "));
+  EXPECT_THAT(log, Not(HasSubstr(" code=OK ")));
+}
+
 TEST(SchedulerServiceTest, InternalFailuresNameTheRequestIdOfTheirLogLine) {
   ThrowingBackend backend;
   InProcessServer server(&backend);

@@ -4,13 +4,16 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
@@ -81,6 +84,22 @@ bool AwaitMetric(int port, const std::string& series, const std::string& value) 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+// Polls `fetch` until its text holds every one of `parts` (at most ~20 s)
+// and returns the last text: a call is logged and counted once gRPC is done
+// with it, just after its reply has reached the caller.
+std::string AwaitText(const std::function<std::string()>& fetch, const std::vector<std::string>& parts) {
+  std::string text;
+  for (int i = 0; i < 400; ++i) {
+    text = fetch();
+    if (std::all_of(parts.begin(), parts.end(),
+                    [&](const std::string& part) { return text.find(part) != std::string::npos; })) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return text;
 }
 
 class ServiceTest : public ::testing::Test {
@@ -294,10 +313,13 @@ TEST_F(ServiceTest, MetricsPassPromtoolAndCountCalls) {
   v1::PlanRequest bad;
   EXPECT_EQ(stub->Plan(&bad_context, bad, &plan).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
-  const std::string text = testing::HttpGet(server_->metrics_port(), "/metrics");
+  const std::string ok = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Plan\"";
+  const std::string invalid = "grpc_server_handled_total{grpc_code=\"INVALID_ARGUMENT\",grpc_method=\"Plan\"";
+  const std::string text =
+      AwaitText([] { return testing::HttpGet(server_->metrics_port(), "/metrics"); }, {ok, invalid});
   ASSERT_FALSE(text.empty());
-  EXPECT_THAT(text, HasSubstr("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Plan\""));
-  EXPECT_THAT(text, HasSubstr("grpc_server_handled_total{grpc_code=\"INVALID_ARGUMENT\",grpc_method=\"Plan\""));
+  EXPECT_THAT(text, HasSubstr(ok));
+  EXPECT_THAT(text, HasSubstr(invalid));
   EXPECT_THAT(text, HasSubstr("grpc_server_handling_seconds_bucket{"));
   for (const char* name : {"serenity_jobs_queued", "serenity_jobs_active", "serenity_cache_lookups_total",
                            "serenity_search_states_explored_total", "serenity_search_timeouts_total",
@@ -322,7 +344,7 @@ TEST_F(ServiceTest, LogLinesCarryRequestIds) {
   get.set_plan_id(plan.plan_id());
   v1::Plan stored;
   ASSERT_TRUE(stub->GetPlan(&get_context, get, &stored).ok());
-  const std::string log = server_->log();
+  const std::string log = AwaitText([] { return server_->log(); }, {"model=log-probe-model", "event=get_plan"});
   EXPECT_THAT(log, HasSubstr("event=listening"));
   EXPECT_THAT(log, ::testing::ContainsRegex("event=plan request_id=[0-9]+ peer=[^ ]+ model=log-probe-model code=OK"));
   EXPECT_THAT(log, ::testing::ContainsRegex("event=get_plan request_id=[0-9]+ peer=[^ ]+ plan_id=" + plan.plan_id() +
@@ -355,7 +377,8 @@ TEST(ServiceLimitsTest, AFullQueueRefusesAndACancelledCallFreesItsThread) {
   EXPECT_TRUE(AwaitMetric(server.metrics_port(), "serenity_jobs_active", "0"));
   grpc::ClientContext again_context;
   EXPECT_TRUE(stub->Plan(&again_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
-  const std::string metrics = testing::HttpGet(server.metrics_port(), "/metrics");
+  const std::string metrics = AwaitText([&] { return testing::HttpGet(server.metrics_port(), "/metrics"); },
+                                        {"grpc_code=\"RESOURCE_EXHAUSTED\""});
   EXPECT_THAT(metrics, HasSubstr("grpc_code=\"RESOURCE_EXHAUSTED\""));
   const int status = server.Stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
