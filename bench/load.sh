@@ -8,13 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 MODELS=${SERENITY_MODELS_DIR:-../shared/bench/models}
-port_file=$(mktemp)
-"$BUILD_DIR/server/serenity-server" --plaintext --port 0 --port-file "$port_file" --max-queue 1024 \
-  --max-jobs-per-connection 64 2>/dev/null &
-server=$!
-trap 'kill $server 2>/dev/null || true; rm -f "$port_file"' EXIT
-for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.1; done
-address="127.0.0.1:$(cat "$port_file")"
+source bench/start_server.sh
 load="$BUILD_DIR/bench/serenity-load --server $address"
 
 cell="$MODELS/darts_v2_cifar10_normal_cell.onnx"

@@ -11,13 +11,8 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 LOAD_DIR=${2:-$BUILD_DIR}
 MODELS=${SERENITY_MODELS_DIR:-../shared/bench/models}
-port_file=$(mktemp)
-"$BUILD_DIR/server/serenity-server" --plaintext --port 0 --port-file "$port_file" --max-queue 1024 \
-  --max-jobs-per-connection 64 2>/dev/null &
-server=$!
-trap 'kill $server 2>/dev/null || true; rm -f "$port_file"' EXIT
-for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.1; done
-load="$LOAD_DIR/bench/serenity-load --server 127.0.0.1:$(cat "$port_file")
+source bench/start_server.sh
+load="$LOAD_DIR/bench/serenity-load --server $address
   --model $MODELS/darts_v2_cifar10_normal_cell.onnx --cache warm"
 $load --clients 8 --requests 2000 >/dev/null
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }

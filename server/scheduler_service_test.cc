@@ -274,6 +274,37 @@ TEST(SchedulerServiceTest, ConcurrentScoreStreamsAnswerEveryCandidateOnce) {
   EXPECT_EQ(server.service().slots()->Connections(), 0u);
 }
 
+using ScoreStream = grpc::ClientReaderWriter<v1::ScoreRequest, v1::ScoreResult>;
+
+// Sends `count` candidates on `stream` from a thread of its own, each asking
+// for the full plan under a 256 KiB model name that the EchoBackend's
+// result repeats, so that a few unread results fill the transport's window.
+// Half-closes after the last unless `half_close` is false.
+std::thread WriteLargeCandidates(ScoreStream* stream, int count, bool half_close = true) {
+  return std::thread([stream, count, half_close] {
+    const std::string name(256 * 1024, 'm');
+    for (int k = 0; k < count; ++k) {
+      v1::ScoreRequest candidate;
+      candidate.set_id(absl::StrCat(k));
+      candidate.mutable_request()->set_model_name(name);
+      candidate.set_full_plan(true);
+      if (!stream->Write(candidate)) return;
+    }
+    if (half_close) stream->WritesDone();
+  });
+}
+
+// Waits until `backend` stops answering (no new answer in 200 ms; at most
+// 10 s) and returns how many it answered.
+int AwaitAnswersSettle(const CountingBackend& backend) {
+  int answered = -1;
+  for (int i = 0; i < 50 && backend.answers.load() != answered; ++i) {
+    answered = backend.answers.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return answered;
+}
+
 // A client that sends candidates but does not read its results stops the
 // server reading candidates once the stream holds max_jobs_per_connection
 // results it cannot write: the server's memory for one stream is bounded.
@@ -285,29 +316,13 @@ TEST(SchedulerServiceTest, AScoreStreamWhoseResultsAreNotReadStopsBeingRead) {
   InProcessServer server(&backend, /*workers=*/2, options);
   ASSERT_TRUE(server.started());
   constexpr int kCandidates = 400;
-  // Each result echoes a 256 KiB model name, so unread results fill the
-  // transport's window after a few.
-  const std::string name(256 * 1024, 'm');
   grpc::ClientContext context;
   auto stream = server.stub().Score(&context);
-  std::thread writer([&] {
-    for (int k = 0; k < kCandidates; ++k) {
-      v1::ScoreRequest candidate;
-      candidate.set_id(absl::StrCat(k));
-      candidate.mutable_request()->set_model_name(name);
-      candidate.set_full_plan(true);
-      if (!stream->Write(candidate)) return;
-    }
-    stream->WritesDone();
-  });
-  // Wait until the answers stop growing (up to 10 s). Unbounded, the server
-  // would answer all 400 (the backend answers at once); bounded, only what
-  // fits in flight, in the stream's queue and in the transport's buffers.
-  int answered = -1;
-  for (int i = 0; i < 50 && backend.answers.load() != answered; ++i) {
-    answered = backend.answers.load();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  std::thread writer = WriteLargeCandidates(stream.get(), kCandidates);
+  // Unbounded, the server would answer all 400 (the backend answers at
+  // once); bounded, only what fits in flight, in the stream's queue and in
+  // the transport's buffers.
+  const int answered = AwaitAnswersSettle(backend);
   EXPECT_EQ(backend.answers.load(), answered) << "still answering after 10 s";
   EXPECT_LT(answered, 64);
   std::vector<int> seen(kCandidates, 0);
@@ -332,25 +347,10 @@ TEST(SchedulerServiceTest, UnreadResultsOfOneStreamDoNotStallTheOthersOnItsConne
   options.max_jobs_per_connection = 2;
   InProcessServer server(&backend, /*workers=*/2, options);
   ASSERT_TRUE(server.started());
-  const std::string name(256 * 1024, 'm');
   grpc::ClientContext unread_context;
   auto unread = server.stub().Score(&unread_context);
-  std::thread writer([&] {
-    for (int k = 0; k < 100; ++k) {
-      v1::ScoreRequest candidate;
-      candidate.set_id(absl::StrCat(k));
-      candidate.mutable_request()->set_model_name(name);
-      candidate.set_full_plan(true);
-      if (!unread->Write(candidate)) return;
-    }
-  });
-  // Wait until the unread stream stops being answered (up to 10 s).
-  int answered = -1;
-  for (int i = 0; i < 50 && backend.answers.load() != answered; ++i) {
-    answered = backend.answers.load();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  EXPECT_LT(answered, 100);
+  std::thread writer = WriteLargeCandidates(unread.get(), 100, /*half_close=*/false);
+  EXPECT_LT(AwaitAnswersSettle(backend), 100);
 
   grpc::ClientContext other_context;
   other_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -382,18 +382,9 @@ TEST(SchedulerServiceTest, AStreamCancelledWithUnreadResultsIsLoggedCancelled) {
   {
     InProcessServer server(&backend, /*workers=*/2);
     ASSERT_TRUE(server.started());
-    const std::string name(256 * 1024, 'm');
     grpc::ClientContext context;
     auto stream = server.stub().Score(&context);
-    std::thread writer([&] {
-      for (int k = 0; k < 100; ++k) {
-        v1::ScoreRequest candidate;
-        candidate.set_id(absl::StrCat(k));
-        candidate.mutable_request()->set_model_name(name);
-        candidate.set_full_plan(true);
-        if (!stream->Write(candidate)) return;
-      }
-    });
+    std::thread writer = WriteLargeCandidates(stream.get(), 100, /*half_close=*/false);
     for (int i = 0; i < 1000 && backend.answers.load() == 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -410,7 +401,7 @@ TEST(SchedulerServiceTest, AStreamCancelledWithUnreadResultsIsLoggedCancelled) {
 
 // Sends `count` candidates named "gate<k>" on `stream` from a thread of its
 // own, then half-closes.
-std::thread WriteGatedCandidates(grpc::ClientReaderWriter<v1::ScoreRequest, v1::ScoreResult>* stream, int count) {
+std::thread WriteGatedCandidates(ScoreStream* stream, int count) {
   return std::thread([stream, count] {
     for (int k = 0; k < count; ++k) {
       v1::ScoreRequest candidate;
@@ -435,7 +426,7 @@ TEST(SchedulerServiceTest, StreamsOnOneConnectionShareItsJobSlots) {
   ASSERT_TRUE(server.started());
   constexpr int kStreams = 4, kCandidates = 3;
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-  std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::ScoreRequest, v1::ScoreResult>>> streams;
+  std::vector<std::unique_ptr<ScoreStream>> streams;
   std::vector<std::thread> writers;
   for (int s = 0; s < kStreams; ++s) {
     contexts.push_back(std::make_unique<grpc::ClientContext>());
