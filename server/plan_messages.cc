@@ -19,6 +19,12 @@ PlanMessages::PlanMessages(Pool* pool)
   Reset();
 }
 
+void PlanMessages::Free() {
+  set_request(nullptr);
+  set_response(nullptr);
+  arena_.Reset();
+}
+
 void PlanMessages::Reset() {
   arena_.Reset();
   set_request(google::protobuf::Arena::CreateMessage<v1::PlanRequest>(&arena_));
@@ -43,6 +49,7 @@ grpc::MessageHolder<v1::PlanRequest, v1::Plan>* PlanMessages::Pool::AllocateMess
     if (!idle_.empty()) {
       PlanMessages* messages = idle_.back();
       idle_.pop_back();
+      messages->Reset();  // on this thread, which gRPC parses the request on
       return messages;
     }
   }
@@ -50,8 +57,8 @@ grpc::MessageHolder<v1::PlanRequest, v1::Plan>* PlanMessages::Pool::AllocateMess
 }
 
 void PlanMessages::Pool::Return(PlanMessages* messages) {
-  // Reset outside the lock: it runs the messages' destructors.
-  messages->Reset();
+  // Freed outside the lock: it runs the messages' destructors.
+  messages->Free();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (idle_.size() < max_idle_) {

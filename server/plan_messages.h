@@ -13,7 +13,8 @@ namespace serenity {
 
 // The request and reply of one Plan call on a protobuf arena. A reply copied
 // from the memo is then a run of bump allocations freed at once, instead of
-// a malloc and a free for each of its hundreds of submessages.
+// a malloc and a free for each of its hundreds of submessages. (A plan a job
+// computed is copied in, not swapped: it was built on the heap.)
 class PlanMessages final : public grpc::MessageHolder<v1::PlanRequest, v1::Plan> {
  public:
   // Both messages are empty and on this holder's arena; Release() hands the
@@ -21,7 +22,12 @@ class PlanMessages final : public grpc::MessageHolder<v1::PlanRequest, v1::Plan>
   class Pool;
   explicit PlanMessages(Pool* pool);
 
-  // Frees the messages' memory but the arena's first block.
+  // Destroys the messages and frees the arena's memory but its first block.
+  void Free();
+
+  // Frees, then makes both messages anew. Protobuf 3.21 gives the first
+  // block to the thread that resets the arena (others allocate blocks of
+  // their own), so call it on the thread that will fill the messages.
   void Reset();
 
   void Release() override;
@@ -37,7 +43,8 @@ class PlanMessages final : public grpc::MessageHolder<v1::PlanRequest, v1::Plan>
 };
 
 // gRPC's allocator for the Plan method: keeps up to `max_idle` released
-// holders for reuse, so that a warm call allocates no arena block at all.
+// holders for reuse, so that a call whose messages fit in the first block
+// allocates no arena block at all.
 // Thread-safe; must outlive the server.
 class PlanMessages::Pool final : public grpc::MessageAllocator<v1::PlanRequest, v1::Plan> {
  public:

@@ -1,5 +1,6 @@
 #include "server/plan_messages.h"
 
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -48,6 +49,35 @@ TEST(PlanMessagesTest, AReleasedHolderIsReusedWithFreshMessages) {
   second->Release();
   third->Release();
   EXPECT_EQ(pool.idle(), 1u);
+}
+
+// gRPC hands a holder to whichever thread takes the next call: there too
+// the messages go into the arena's first block, not into new blocks.
+TEST(PlanMessagesTest, AHolderReusedOnAnotherThreadFillsItsFirstBlock) {
+  PlanMessages::Pool pool(/*max_idle=*/1);
+  grpc::MessageHolder<v1::PlanRequest, v1::Plan>* first = nullptr;
+  std::promise<void> released, reused;
+  // The first thread stays alive meanwhile: a new thread could otherwise
+  // inherit its thread-local state, and with it its claim on the block.
+  std::thread first_thread([&] {
+    first = pool.AllocateMessages();
+    FillReply(first->response(), 10);
+    first->Release();
+    released.set_value();
+    reused.get_future().wait();
+  });
+  released.get_future().wait();
+  std::thread([&] {
+    auto* again = pool.AllocateMessages();
+    EXPECT_EQ(again, first);
+    google::protobuf::Arena* arena = static_cast<PlanMessages*>(again)->arena();
+    const uint64_t before = arena->SpaceAllocated();
+    FillReply(again->response(), 10);
+    EXPECT_EQ(arena->SpaceAllocated(), before) << "the reply went into a new block";
+    again->Release();
+  }).join();
+  reused.set_value();
+  first_thread.join();
 }
 
 // Threads allocating, filling and releasing at once each see only their own
