@@ -137,14 +137,20 @@ class PlanCall final : public grpc::ServerUnaryReactor {
 
   // Logs and counts the call once gRPC is done with it: only then is it
   // known whether the reply reached a caller that was still waiting. A
-  // reply finished OK for a caller that had cancelled, or whose deadline
-  // passed meanwhile, is not counted OK.
+  // call cancelled before its reply went out (OK or not) is counted as
+  // its caller saw it: DEADLINE_EXCEEDED when the deadline had passed, by
+  // the server's clock, or was at most kDeadlineSlackSeconds away (the
+  // caller's deadline fires a transit time before the server's), else
+  // CANCELLED.
   void Report() {
+    constexpr double kDeadlineSlackSeconds = 0.01;
     grpc::Status status = finish_status_;
-    if (status.ok() && context_->IsCancelled()) {
-      status = SecondsLeft(*context_) <= 0
+    if (context_->IsCancelled()) {
+      status = SecondsLeft(*context_) <= kDeadlineSlackSeconds
                    ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline passed before the reply was sent")
-                   : grpc::Status(grpc::StatusCode::CANCELLED, "the caller cancelled before the reply was sent");
+                   : grpc::Status(grpc::StatusCode::CANCELLED,
+                                  "the call was cancelled (by the caller, or by a shutdown past its grace period) "
+                                  "before the reply was sent");
     }
     const char* code = GrpcCodeName(status.error_code());
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Plan", "unary", code, seconds_);
