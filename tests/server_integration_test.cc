@@ -26,9 +26,13 @@
 #include "reflection.grpc.pb.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "tests/testing/plan_verifier.h"
+#include "tests/testing/server_process.h"
 
 namespace serenity {
 namespace {
+
+using testing::CommandResult;
+using testing::RunCommand;
 
 using ::testing::HasSubstr;
 
@@ -36,22 +40,7 @@ const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
 const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
 const std::string kModels = SERENITY_SHARED_DIR "/bench/models/";
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout, then stderr
-};
 
-CommandResult RunCommand(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 // Rebuilds a Plan message from the documented JSON format (every key must
 // be there: .at() throws otherwise, failing the test).

@@ -33,28 +33,17 @@
 namespace serenity {
 namespace {
 
+using testing::CommandResult;
+using testing::MetricValue;
+using testing::RunCommand;
+
 using ::testing::HasSubstr;
 
 const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
 const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
 const std::string kModels = SERENITY_SHARED_DIR "/bench/models/";
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
 
-CommandResult RunCommand(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 v1::PlanRequest OnnxRequest(const std::string& model) {
   v1::PlanRequest request;
@@ -70,12 +59,6 @@ Graph ImportedGraph(const std::string& model) {
 }
 
 // A metric's value in a Prometheus text exposition ("" when absent).
-std::string MetricValue(const std::string& text, const std::string& series) {
-  const size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return "";
-  const size_t start = at + series.size() + 2;
-  return text.substr(start, text.find('\n', start) - start);
-}
 
 // Polls the metrics endpoint until `series` has `value` (at most ~20 s).
 bool AwaitMetric(int port, const std::string& series, const std::string& value) {

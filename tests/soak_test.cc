@@ -30,6 +30,8 @@
 namespace serenity {
 namespace {
 
+using testing::MetricValue;
+
 const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
 const std::string kModels = SERENITY_SHARED_DIR "/bench/models/";
 
@@ -42,12 +44,6 @@ int64_t ResidentKb(pid_t pid) {
   return -1;
 }
 
-std::string MetricValue(const std::string& text, const std::string& series) {
-  const size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return "";
-  const size_t start = at + series.size() + 2;
-  return text.substr(start, text.find('\n', start) - start);
-}
 
 TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
   testing::RedisServerProcess redis;

@@ -1,5 +1,6 @@
-// Test support: the real serenity-server binary as a child process on a
-// free loopback port, with its log captured to a file.
+// Test support for the integration tests: the real serenity-server binary
+// as a child process on a free loopback port, with its log captured to a
+// file; reading its metrics endpoint; running the command-line tools.
 #ifndef SERENITY_TESTS_TESTING_SERVER_PROCESS_H_
 #define SERENITY_TESTS_TESTING_SERVER_PROCESS_H_
 
@@ -42,6 +43,18 @@ class ServerProcess {
 
 // GET http://127.0.0.1:port/path; the body, or "" on any error.
 std::string HttpGet(int port, const std::string& path);
+
+// The value of one series (name with its labels, as Prometheus prints it)
+// in Prometheus text `text`, or "" when it is not there.
+std::string MetricValue(const std::string& text, const std::string& series);
+
+// What a shell command printed (stdout, then stderr) and its exit code (-1
+// when it did not exit normally).
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+CommandResult RunCommand(const std::string& command);
 
 }  // namespace serenity::testing
 
