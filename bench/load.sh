@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load benchmark of serenity-server on loopback (issue 6): throughput and
-# latency of Plan calls at 1, 8 and 64 concurrent clients for a DARTS cell
-# and a RandWire stage, cache cold and warm, and of the Score batch stream.
+# latency of Plan calls and of Score batch streams at 1, 8 and 64
+# concurrent clients for a DARTS cell and a RandWire stage, cache cold and
+# warm.
 # Usage: bench/load.sh [BUILD_DIR]   (default build; the server runs with
 # --threads $(nproc)). Prints one line per run.
 set -euo pipefail
@@ -15,11 +16,12 @@ cell="$MODELS/darts_v2_cifar10_normal_cell.onnx"
 stage="$MODELS/randwire_ws_cifar10_stage1.onnx"
 for model in "$cell" "$stage"; do
   name=$(basename "$model" .onnx)
-  for clients in 1 8 64; do
-    cold_requests=$([ "$model" = "$cell" ] && echo 400 || echo 40)
-    echo "$name plan cold:  $($load --model "$model" --clients $clients --requests $((cold_requests > clients ? cold_requests : clients)) --cache cold)"
-    echo "$name plan warm:  $($load --model "$model" --clients $clients --requests 20000 --cache warm)"
+  cold_requests=$([ "$model" = "$cell" ] && echo 400 || echo 40)
+  for mode in plan score; do
+    for clients in 1 8 64; do
+      cold=$((cold_requests > clients ? cold_requests : clients))
+      echo "$name $mode cold: $($load --model "$model" --mode $mode --clients $clients --requests $cold --cache cold)"
+      echo "$name $mode warm: $($load --model "$model" --mode $mode --clients $clients --requests 20000 --cache warm)"
+    done
   done
-  echo "$name score cold: $($load --model "$model" --mode score --requests $([ "$model" = "$cell" ] && echo 400 || echo 40) --cache cold)"
-  echo "$name score warm: $($load --model "$model" --mode score --requests 20000 --cache warm)"
 done

@@ -1,7 +1,7 @@
 // serenity-load: a load generator for serenity-server on loopback. Measures
 // throughput and latency percentiles of Plan calls from N concurrent
 // clients (each on its own connection), cache cold or warm, and of the
-// Score batch stream.
+// Score batch stream (one stream per client).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -54,15 +54,16 @@ int Run(int argc, char** argv) {
   FlagSet flag_set("serenity-load --model FILE.onnx [flags]",
                    "Drives a running serenity-server (plaintext) and prints throughput and latency.\n"
                    "plan mode: --clients threads, each on its own connection, send --requests Plan\n"
-                   "calls in all, back to back. score mode: one Score stream with --requests\n"
-                   "candidates. --cache cold makes every request's key unique (a different search-state\n"
-                   "cap far above what the search uses, so the answer is the same); warm sends the\n"
-                   "same request and primes the cache first.");
+                   "calls in all, back to back. score mode: --clients Score streams, each on its own\n"
+                   "connection, write --requests candidates in all without waiting for results.\n"
+                   "--cache cold makes every request's key unique (a different search-state cap far\n"
+                   "above what the search uses, so the answer is the same); warm sends the same\n"
+                   "request and primes the cache first.");
   flag_set.AddString("server", &flags.server, "HOST:PORT", "Server to load.");
   flag_set.AddString("model", &flags.model, "FILE", "ONNX model every request carries.");
   flag_set.AddString("mode", &flags.mode, "plan|score", "Plan calls or one Score stream.");
   flag_set.AddString("cache", &flags.cache, "warm|cold", "Repeat one key, or a new key per request.");
-  flag_set.AddInt("clients", &flags.clients, "N", "Concurrent clients (plan mode).");
+  flag_set.AddInt("clients", &flags.clients, "N", "Concurrent clients: Plan callers, or Score streams.");
   flag_set.AddInt("requests", &flags.requests, "N", "Requests (plan) or candidates (score) in all.");
   flag_set.AddDouble("time-limit", &flags.time_limit, "S", "Search time limit per request.");
   flag_set.AddBool("json", &flags.json, "Print one JSON object.");
@@ -104,6 +105,12 @@ int Run(int argc, char** argv) {
   std::vector<double> latencies_ms;
   std::mutex mu;
   std::atomic<int64_t> errors{0}, hits{0};
+  std::string first_error;  // under mu
+  auto record_error = [&](int code, const std::string& message) {
+    ++errors;
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.empty()) first_error = absl::StrCat("code ", code, ": ", message);
+  };
   std::atomic<int64_t> next{0};
   if (flags.cache == "warm") {  // prime
     auto stub = v1::Scheduler::NewStub(NewConnection(flags.server));
@@ -125,11 +132,12 @@ int Run(int argc, char** argv) {
         for (int64_t i = next++; i < flags.requests; i = next++) {
           const v1::PlanRequest request = request_for(i + 1);
           grpc::ClientContext context;
+          context.set_wait_for_ready(true);
           v1::Plan plan;
           const Clock::time_point sent = Clock::now();
           grpc::Status status = stub->Plan(&context, request, &plan);
           mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
-          if (!status.ok()) ++errors;
+          if (!status.ok()) record_error(status.error_code(), status.error_message());
           if (plan.stats().cache() != "miss") ++hits;
         }
         std::lock_guard<std::mutex> lock(mu);
@@ -138,33 +146,49 @@ int Run(int argc, char** argv) {
     }
     for (std::thread& t : clients) t.join();
   } else {
-    auto stub = v1::Scheduler::NewStub(NewConnection(flags.server));
-    grpc::ClientContext context;
-    auto stream = stub->Score(&context);
-    std::vector<Clock::time_point> sent(static_cast<size_t>(flags.requests));
-    std::thread writer([&] {
-      for (int64_t i = 0; i < flags.requests; ++i) {
-        v1::ScoreRequest candidate;
-        *candidate.mutable_request() = request_for(i + 1);
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          sent[static_cast<size_t>(i)] = Clock::now();
+    // One Score stream per client, each on its own connection; the clients
+    // share out the candidates as they write them.
+    std::vector<std::thread> clients;
+    for (int64_t c = 0; c < flags.clients; ++c) {
+      clients.emplace_back([&] {
+        auto stub = v1::Scheduler::NewStub(NewConnection(flags.server));
+        grpc::ClientContext context;
+        context.set_wait_for_ready(true);  // a connection still being made is waited for
+        auto stream = stub->Score(&context);
+        std::mutex sent_mu;
+        std::vector<Clock::time_point> sent;  // by the stream's own index
+        std::thread writer([&] {
+          for (int64_t i = next++; i < flags.requests; i = next++) {
+            v1::ScoreRequest candidate;
+            *candidate.mutable_request() = request_for(i + 1);
+            {
+              std::lock_guard<std::mutex> lock(sent_mu);
+              sent.push_back(Clock::now());
+            }
+            if (!stream->Write(candidate)) break;
+          }
+          stream->WritesDone();
+        });
+        std::vector<double> mine;
+        v1::ScoreResult result;
+        while (stream->Read(&result)) {
+          Clock::time_point sent_at;
+          {
+            std::lock_guard<std::mutex> lock(sent_mu);
+            sent_at = sent[static_cast<size_t>(result.index())];
+          }
+          mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count());
+          if (result.code() != 0) record_error(result.code(), result.error());
+          if (result.cache() != "miss") ++hits;
         }
-        if (!stream->Write(candidate)) break;
-      }
-      stream->WritesDone();
-    });
-    v1::ScoreResult result;
-    while (stream->Read(&result)) {
-      std::lock_guard<std::mutex> lock(mu);
-      latencies_ms.push_back(
-          std::chrono::duration<double, std::milli>(Clock::now() - sent[static_cast<size_t>(result.index())]).count());
-      if (result.code() != 0) ++errors;
-      if (result.cache() != "miss") ++hits;
+        writer.join();
+        grpc::Status status = stream->Finish();
+        if (!status.ok()) std::cerr << "serenity-load: stream ended with " << status.error_message() << "\n";
+        std::lock_guard<std::mutex> lock(mu);
+        latencies_ms.insert(latencies_ms.end(), mine.begin(), mine.end());
+      });
     }
-    writer.join();
-    grpc::Status status = stream->Finish();
-    if (!status.ok()) std::cerr << "serenity-load: stream ended with " << status.error_message() << "\n";
+    for (std::thread& t : clients) t.join();
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(latencies_ms.begin(), latencies_ms.end());
@@ -184,6 +208,7 @@ int Run(int argc, char** argv) {
         Percentile(latencies_ms, 0.90), p99, latencies_ms.empty() ? 0 : latencies_ms.back(), errors.load(),
         hits.load());
   }
+  if (errors.load() > 0) std::cerr << "serenity-load: first error: " << first_error << "\n";
   return errors.load() == 0 ? 0 : 1;
 }
 

@@ -1,9 +1,10 @@
 # Sourced by the load benchmarks: starts "$BUILD_DIR/server/serenity-server"
-# on a free loopback port (plaintext, a deep queue, 64 jobs per connection),
+# on a free loopback port (plaintext, a queue deep enough for 64 Score
+# streams with 64 candidates in flight each, 64 jobs per connection),
 # waits for it to listen, sets $server (its pid) and $address, and stops it
 # when the sourcing script exits.
 port_file=$(mktemp)
-"$BUILD_DIR/server/serenity-server" --plaintext --port 0 --port-file "$port_file" --max-queue 1024 \
+"$BUILD_DIR/server/serenity-server" --plaintext --port 0 --port-file "$port_file" --max-queue 4096 \
   --max-jobs-per-connection 64 2>/dev/null &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -f "$port_file"' EXIT
