@@ -61,7 +61,7 @@ int Run(int argc, char** argv) {
                    "request and primes the cache first.");
   flag_set.AddString("server", &flags.server, "HOST:PORT", "Server to load.");
   flag_set.AddString("model", &flags.model, "FILE", "ONNX model every request carries.");
-  flag_set.AddString("mode", &flags.mode, "plan|score", "Plan calls or one Score stream.");
+  flag_set.AddString("mode", &flags.mode, "plan|score", "Plan calls, or Score streams.");
   flag_set.AddString("cache", &flags.cache, "warm|cold", "Repeat one key, or a new key per request.");
   flag_set.AddInt("clients", &flags.clients, "N", "Concurrent clients: Plan callers, or Score streams.");
   flag_set.AddInt("requests", &flags.requests, "N", "Requests (plan) or candidates (score) in all.");

@@ -31,13 +31,7 @@ void PlanMessages::Reset() {
   set_response(google::protobuf::Arena::CreateMessage<v1::Plan>(&arena_));
 }
 
-void PlanMessages::Release() {
-  if (pool_ == nullptr) {
-    delete this;
-    return;
-  }
-  pool_->Return(this);
-}
+void PlanMessages::Release() { pool_->Return(this); }
 
 PlanMessages::Pool::~Pool() {
   for (PlanMessages* messages : idle_) delete messages;

@@ -18,7 +18,7 @@ namespace serenity {
 class PlanMessages final : public grpc::MessageHolder<v1::PlanRequest, v1::Plan> {
  public:
   // Both messages are empty and on this holder's arena; Release() hands the
-  // holder back to `pool` (or deletes it when `pool` is null).
+  // holder back to `pool`.
   class Pool;
   explicit PlanMessages(Pool* pool);
 

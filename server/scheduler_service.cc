@@ -5,7 +5,6 @@
 #include <exception>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 
