@@ -472,42 +472,44 @@ TEST(SchedulerServiceTest, StreamsOnOneConnectionShareItsJobSlots) {
 // stream that held the slots still finishes, and nothing is left held.
 TEST(SchedulerServiceTest, AStreamCancelledWhileWaitingForASlotNeverRunsItsCandidate) {
   GateBackend backend;
-  ServiceOptions options;
-  options.max_jobs_per_connection = 2;
-  InProcessServer server(&backend, /*workers=*/4, options);
-  ASSERT_TRUE(server.started());
-  grpc::ClientContext holder_context;
-  auto holder = server.stub().Score(&holder_context);
-  std::thread holder_writer = WriteGatedCandidates(holder.get(), 2);
-  ASSERT_TRUE(backend.AwaitHeld(2));
-
-  grpc::ClientContext waiting_context;
-  auto waiting = server.stub().Score(&waiting_context);
-  std::thread waiting_writer = WriteGatedCandidates(waiting.get(), 1);
-  waiting_writer.join();
-  for (int i = 0; i < 1000 && server.service().slots()->Waiting() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_EQ(server.service().slots()->Waiting(), 1u);
-  ::testing::internal::CaptureStderr();
-  waiting_context.TryCancel();
-  v1::ScoreResult result;
-  EXPECT_FALSE(waiting->Read(&result));
-  EXPECT_EQ(waiting->Finish().error_code(), grpc::StatusCode::CANCELLED);
-  for (int i = 0; i < 1000 && server.service().slots()->Waiting() != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(server.service().slots()->Waiting(), 0u);
-
-  backend.Open();
   int results = 0;
-  while (holder->Read(&result)) ++results;
-  holder_writer.join();
-  EXPECT_TRUE(holder->Finish().ok());
+  {
+    ServiceOptions options;
+    options.max_jobs_per_connection = 2;
+    InProcessServer server(&backend, /*workers=*/4, options);
+    ASSERT_TRUE(server.started());
+    grpc::ClientContext holder_context;
+    auto holder = server.stub().Score(&holder_context);
+    std::thread holder_writer = WriteGatedCandidates(holder.get(), 2);
+    ASSERT_TRUE(backend.AwaitHeld(2));
+
+    grpc::ClientContext waiting_context;
+    auto waiting = server.stub().Score(&waiting_context);
+    std::thread waiting_writer = WriteGatedCandidates(waiting.get(), 1);
+    waiting_writer.join();
+    for (int i = 0; i < 1000 && server.service().slots()->Waiting() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(server.service().slots()->Waiting(), 1u);
+    ::testing::internal::CaptureStderr();
+    waiting_context.TryCancel();
+    v1::ScoreResult result;
+    EXPECT_FALSE(waiting->Read(&result));
+    EXPECT_EQ(waiting->Finish().error_code(), grpc::StatusCode::CANCELLED);
+    for (int i = 0; i < 1000 && server.service().slots()->Waiting() != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(server.service().slots()->Waiting(), 0u);
+
+    backend.Open();
+    while (holder->Read(&result)) ++results;
+    holder_writer.join();
+    EXPECT_TRUE(holder->Finish().ok());
+    EXPECT_EQ(server.service().slots()->Connections(), 0u);
+  }  // the server's shutdown waits for both streams to be logged
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(results, 2);
   EXPECT_EQ(backend.answers(), 2);
-  EXPECT_EQ(server.service().slots()->Connections(), 0u);
   EXPECT_THAT(log, HasSubstr("event=score request_id=2 "));
   EXPECT_THAT(log, HasSubstr(" code=CANCELLED candidates=0 "));
 }
