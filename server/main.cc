@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "server/request_memo.h"
 #include "server/scheduler_service.h"
 #include "server/scheduling_backend.h"
+#include "server/tenants.h"
 
 namespace {
 
@@ -41,6 +43,9 @@ struct ServerFlags {
   int64_t max_jobs_per_connection = 16;
   int64_t max_streams_per_connection = 100;
   int64_t cache_mb = 256;
+  std::string cache_scope;
+  std::string plan_id_secret_file;
+  int64_t max_search_states = serenity::SearchOptions().max_states;
   std::string redis;
   double redis_timeout_ms = 50;
   int64_t metrics_port = -1;
@@ -55,6 +60,14 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* w
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// 32 random hex digits from the system's entropy source.
+std::string RandomSecret() {
+  std::random_device device;
+  std::string secret;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&secret, absl::Hex(device(), absl::kZeroPad8));
+  return secret;
 }
 
 int Fail(const std::string& message) {
@@ -93,7 +106,10 @@ int Run(int argc, char** argv) {
   flag_set.AddString("tls-client-ca", &flags.tls_client_ca, "PEM",
                      "Require client certificates signed by this CA (mutual TLS).");
   flag_set.AddString("token-file", &flags.token_file, "PATH",
-                     "Require 'authorization: Bearer <token>' with the token in PATH (health checks exempt).");
+                     "Require 'authorization: Bearer <token>' with a token in PATH (health checks exempt):\n"
+                     "one 'TENANT TOKEN' pair per line (a tenant may have several tokens: rotate by adding\n"
+                     "the new one first); a file of one bare token serves the tenant 'default'. Without it,\n"
+                     "and with --tls-client-ca, a call's tenant is its client certificate's subject.");
   flag_set.AddInt("max-message-mb", &flags.max_message_mb, "MB", "Largest request or reply accepted.");
   flag_set.AddInt("threads", &flags.threads, "N",
                   "Jobs run at once, and worker threads for their parallel parts (default: the core count).");
@@ -112,6 +128,17 @@ int Run(int argc, char** argv) {
                   "connection's unread Score results take in the server.");
   flag_set.AddInt("cache-mb", &flags.cache_mb, "MB", "Size of the in-process plan cache (an eighth of it remembers replies to\n"
                   "byte-identical requests); 0 turns it off.");
+  flag_set.AddString("cache-scope", &flags.cache_scope, "tenant|shared",
+                     "Whether tenants share cached plans. 'tenant' (the default when tenants are configured by\n"
+                     "--token-file or --tls-client-ca): a request is answered only from its own tenant's plans, so\n"
+                     "stats.cache reveals nothing across tenants. 'shared': any tenant's plan of the same\n"
+                     "structure answers (renamed; names never cross), and a hit shows the structure was planned.");
+  flag_set.AddString("plan-id-secret-file", &flags.plan_id_secret_file, "PATH",
+                     "A secret mixed into every plan_id, so that replicas sharing it (and Redis) give one\n"
+                     "request the same plan_id (default: a random secret per process).");
+  flag_set.AddInt("max-search-states", &flags.max_search_states, "N",
+                  "Most search states one request may ask for (options.max_search_states; larger asks are\n"
+                  "lowered to N). Each state takes roughly 30-50 bytes.");
   flag_set.AddString("redis", &flags.redis, "HOST:PORT", "Share plans with other replicas through this Redis.");
   flag_set.AddDouble("redis-timeout-ms", &flags.redis_timeout_ms, "MS",
                      "Longest wait for Redis per command; after a failure Redis is skipped for a second.");
@@ -138,6 +165,10 @@ int Run(int argc, char** argv) {
   }
   if (flags.max_streams_per_connection < 1 || flags.max_streams_per_connection > 1000000) {
     return Fail("--max-streams-per-connection must be 1..1000000");
+  }
+  if (flags.max_search_states < 1) return Fail("--max-search-states must be positive");
+  if (!flags.cache_scope.empty() && flags.cache_scope != "tenant" && flags.cache_scope != "shared") {
+    return Fail("--cache-scope must be tenant or shared");
   }
   if (flags.metrics_port < -1 || flags.metrics_port > 65535) return Fail("--metrics-port must be 0..65535");
   const bool tls = !flags.tls_cert.empty() || !flags.tls_key.empty();
@@ -168,10 +199,26 @@ int Run(int argc, char** argv) {
   serenity::ServiceOptions service_options;
   service_options.max_jobs_per_connection = flags.max_jobs_per_connection;
   if (!flags.token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadWholeFile(flags.token_file, "--token-file");
-    if (!token.ok()) return Fail(std::string(token.status().message()));
-    service_options.bearer_token = std::string(absl::StripAsciiWhitespace(*token));
-    if (service_options.bearer_token.empty()) return Fail("the --token-file is empty");
+    absl::StatusOr<std::string> text = ReadWholeFile(flags.token_file, "--token-file");
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    absl::StatusOr<serenity::TenantTokens> tokens = serenity::TenantTokens::Parse(*text);
+    if (!tokens.ok()) return Fail(absl::StrCat("--token-file ", flags.token_file, ": ", tokens.status().message()));
+    service_options.tokens = std::move(tokens).value();
+  } else if (!flags.tls_client_ca.empty()) {
+    service_options.tenant_from_certificate = true;
+  }
+  const bool tenants = service_options.tokens.has_value() || service_options.tenant_from_certificate;
+  serenity::BackendOptions backend_options;
+  backend_options.cache_scope = flags.cache_scope == "shared" || (flags.cache_scope.empty() && !tenants)
+                                    ? serenity::CacheScope::kShared
+                                    : serenity::CacheScope::kTenant;
+  if (!flags.plan_id_secret_file.empty()) {
+    absl::StatusOr<std::string> secret = ReadWholeFile(flags.plan_id_secret_file, "--plan-id-secret-file");
+    if (!secret.ok()) return Fail(std::string(secret.status().message()));
+    backend_options.plan_id_secret = std::string(absl::StripAsciiWhitespace(*secret));
+    if (backend_options.plan_id_secret.size() < 16) return Fail("the --plan-id-secret-file needs at least 16 characters");
+  } else {
+    backend_options.plan_id_secret = RandomSecret();
   }
 
   serenity::ServerMetrics metrics;
@@ -205,10 +252,10 @@ int Run(int argc, char** argv) {
   serenity::PlanCache cache(cache_bytes - cache_bytes / 8, std::move(redis), &metrics);
   serenity::RequestMemo memo(cache_bytes / 8);
   serenity::ThreadPool pool(static_cast<int>(flags.threads));
-  serenity::BackendLimits limits;
-  limits.max_ops = flags.max_ops;
-  limits.max_job_seconds = flags.max_job_seconds;
-  serenity::SchedulingBackend backend(&pool, &cache, &metrics, limits, &memo);
+  backend_options.max_ops = flags.max_ops;
+  backend_options.max_job_seconds = flags.max_job_seconds;
+  backend_options.max_search_states = flags.max_search_states;
+  serenity::SchedulingBackend backend(&pool, &cache, &metrics, backend_options, &memo);
   serenity::JobRunner runner(static_cast<int>(flags.threads), flags.max_queue,
                              [&metrics](int64_t queued, int64_t running) { metrics.SetLoad(queued, running); });
   serenity::SchedulerService service(&runner, &backend, &metrics, service_options);
@@ -232,7 +279,10 @@ int Run(int argc, char** argv) {
   serenity::Log("info", "listening",
                 {{"address", absl::StrCat(flags.host, ":", bound_port)},
                  {"transport", tls ? (flags.tls_client_ca.empty() ? "tls" : "mtls") : "plaintext"},
-                 {"auth", service_options.bearer_token.empty() ? "none" : "bearer"},
+                 {"auth", service_options.tokens.has_value()            ? "bearer"
+                          : service_options.tenant_from_certificate ? "client_certificate"
+                                                                    : "none"},
+                 {"cache_scope", backend_options.cache_scope == serenity::CacheScope::kShared ? "shared" : "tenant"},
                  {"threads", absl::StrCat(flags.threads)},
                  {"max_queue", absl::StrCat(flags.max_queue)},
                  {"cache_mb", absl::StrCat(flags.cache_mb)},

@@ -14,32 +14,51 @@ void PlanCache::Record(const char* tier, const char* result) {
   if (metrics_ != nullptr) metrics_->RecordCacheLookup(tier, result);
 }
 
-std::shared_ptr<const v1::StoredPlan> PlanCache::LocalGet(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = index_.find(id);
-  if (it == index_.end()) return nullptr;
-  lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->stored;
+namespace {
+
+const char kReceiptPrefix[] = "receipt:";
+
+// What one entry of the in-process tier holds: the message's own estimate
+// of its memory (with the heap blocks of its strings and repeated fields),
+// the key twice (the list entry and the index) and the list node and index
+// slot around them.
+int64_t LocalEntryBytes(const std::string& key, const google::protobuf::Message& value) {
+  constexpr int64_t kOverhead = 64 + 2 * 32 + 48;  // list node, index slot, shared_ptr control block
+  return static_cast<int64_t>(value.SpaceUsedLong()) + 2 * static_cast<int64_t>(key.capacity() + 1) + kOverhead;
 }
 
-void PlanCache::LocalPut(const std::string& id, std::shared_ptr<const v1::StoredPlan> stored) {
-  const int64_t bytes = static_cast<int64_t>(stored->ByteSizeLong() + id.size() + 2 * sizeof(Entry));
+}  // namespace
+
+std::shared_ptr<const google::protobuf::Message> PlanCache::LocalGet(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->value;
+}
+
+std::shared_ptr<const v1::StoredPlan> PlanCache::LocalEntry(const std::string& id) {
+  return std::static_pointer_cast<const v1::StoredPlan>(LocalGet(id));
+}
+
+void PlanCache::LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value) {
+  const int64_t bytes = LocalEntryBytes(key, *value);
   if (bytes > max_bytes_) return;  // larger than the whole tier
   int64_t total, entries;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = index_.find(id);
+    auto it = index_.find(key);
     if (it != index_.end()) {
       bytes_ -= it->second->bytes;
       lru_.erase(it->second);
       index_.erase(it);
     }
-    lru_.push_front(Entry{id, std::move(stored), bytes});
-    index_[id] = lru_.begin();
+    lru_.push_front(Entry{key, std::move(value), bytes});
+    index_[key] = lru_.begin();
     bytes_ += bytes;
     while (bytes_ > max_bytes_ && !lru_.empty()) {
       bytes_ -= lru_.back().bytes;
-      index_.erase(lru_.back().id);
+      index_.erase(lru_.back().key);
       lru_.pop_back();
     }
     total = bytes_;
@@ -84,9 +103,10 @@ void PlanCache::LogSharedError(const char* event, const std::string& detail) {
   unlogged_shared_errors_ = 0;
 }
 
-std::optional<PlanCache::Hit> PlanCache::Lookup(const PlanKey& key, bool need_complete, double time_limit_seconds) {
+std::optional<PlanCache::Hit> PlanCache::Lookup(const std::string& id, const PlanKey& key, bool need_complete,
+                                                double time_limit_seconds, const SharedCheck& check) {
   if (max_bytes_ > 0) {
-    std::shared_ptr<const v1::StoredPlan> local = LocalGet(key.id);
+    std::shared_ptr<const v1::StoredPlan> local = LocalEntry(id);
     if (local != nullptr && StoredPlanAnswers(*local, key, need_complete, time_limit_seconds)) {
       Record("local", "hit");
       return Hit{std::move(local), "local"};
@@ -95,7 +115,7 @@ std::optional<PlanCache::Hit> PlanCache::Lookup(const PlanKey& key, bool need_co
   }
   if (shared_ == nullptr) return std::nullopt;
   const char* outcome;
-  std::shared_ptr<const v1::StoredPlan> shared = SharedGet(key.id, &outcome);
+  std::shared_ptr<const v1::StoredPlan> shared = SharedGet(id, &outcome);
   if (shared == nullptr) {
     Record("shared", outcome);
     return std::nullopt;
@@ -104,14 +124,19 @@ std::optional<PlanCache::Hit> PlanCache::Lookup(const PlanKey& key, bool need_co
     Record("shared", "miss");
     return std::nullopt;
   }
+  if (check && !check(*shared)) {
+    Record("shared", "error");
+    LogSharedError("cache_shared_garbage", absl::StrCat("entry ", id, " does not fit its graph"));
+    return std::nullopt;
+  }
   Record("shared", "hit");
-  if (max_bytes_ > 0) LocalPut(key.id, shared);
+  if (max_bytes_ > 0) LocalPut(id, shared);
   return Hit{std::move(shared), "shared"};
 }
 
-void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id) {
+void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id, const SharedCheck& check) {
   if (max_bytes_ > 0) {
-    std::shared_ptr<const v1::StoredPlan> current = LocalGet(id);
+    std::shared_ptr<const v1::StoredPlan> current = LocalEntry(id);
     if (current == nullptr || current->graph() != stored->graph() || StoredPlanIsBetter(*stored, *current)) {
       LocalPut(id, stored);
     }
@@ -119,7 +144,8 @@ void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::s
   if (shared_ != nullptr) {
     const char* outcome;
     std::shared_ptr<const v1::StoredPlan> current = SharedGet(id, &outcome);
-    if (current == nullptr || current->graph() != stored->graph() || StoredPlanIsBetter(*stored, *current)) {
+    if (current == nullptr || current->graph() != stored->graph() || current->options() != stored->options() ||
+        StoredPlanIsBetter(*stored, *current) || (check && !check(*current))) {
       absl::Status put = shared_->Put(id, stored->SerializeAsString());
       if (!put.ok()) LogSharedError("cache_shared_unavailable", std::string(put.message()));
       if (metrics_ != nullptr) metrics_->RecordSharedWrite(put.ok());
@@ -127,13 +153,49 @@ void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::s
   }
 }
 
-std::shared_ptr<const v1::StoredPlan> PlanCache::Get(const std::string& plan_id) {
+std::optional<PlanCache::Hit> PlanCache::Get(const std::string& id) {
   if (max_bytes_ > 0) {
-    std::shared_ptr<const v1::StoredPlan> local = LocalGet(plan_id);
-    if (local != nullptr) return local;
+    std::shared_ptr<const v1::StoredPlan> local = LocalEntry(id);
+    if (local != nullptr) return Hit{std::move(local), "local"};
   }
   const char* outcome;
-  return SharedGet(plan_id, &outcome);
+  std::shared_ptr<const v1::StoredPlan> shared = SharedGet(id, &outcome);
+  if (shared == nullptr) return std::nullopt;
+  return Hit{std::move(shared), "shared"};
+}
+
+void PlanCache::PutReceipt(const std::string& plan_id, std::shared_ptr<const v1::PlanReceipt> receipt) {
+  const std::string key = kReceiptPrefix + plan_id;
+  if (max_bytes_ > 0) {
+    if (LocalGet(key) != nullptr) return;
+    LocalPut(key, receipt);
+  }
+  if (shared_ != nullptr) {
+    absl::Status put = shared_->Put(key, receipt->SerializeAsString());
+    if (!put.ok()) LogSharedError("cache_shared_unavailable", std::string(put.message()));
+    if (metrics_ != nullptr) metrics_->RecordSharedWrite(put.ok());
+  }
+}
+
+std::shared_ptr<const v1::PlanReceipt> PlanCache::GetReceipt(const std::string& plan_id) {
+  const std::string key = kReceiptPrefix + plan_id;
+  if (max_bytes_ > 0) {
+    std::shared_ptr<const google::protobuf::Message> local = LocalGet(key);
+    if (local != nullptr) return std::static_pointer_cast<const v1::PlanReceipt>(local);
+  }
+  if (shared_ == nullptr) return nullptr;
+  absl::StatusOr<std::optional<std::string>> bytes = shared_->Get(key);
+  if (!bytes.ok()) {
+    LogSharedError("cache_shared_unavailable", std::string(bytes.status().message()));
+    return nullptr;
+  }
+  if (!bytes->has_value()) return nullptr;
+  auto receipt = std::make_shared<v1::PlanReceipt>();
+  if (!receipt->ParseFromString(**bytes) || receipt->format() != kPlanReceiptFormat) {
+    LogSharedError("cache_shared_garbage", absl::StrCat("unreadable receipt for plan ", plan_id));
+    return nullptr;
+  }
+  return receipt;
 }
 
 int64_t PlanCache::local_bytes() const {

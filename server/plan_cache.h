@@ -1,11 +1,19 @@
 // The two-tier plan cache: an in-process LRU bounded in bytes, and an
 // optional shared Redis (RedisStore) so replicas share results. The shared
 // tier is best effort: when it is down, slow or returns garbage the lookup
-// counts an error and reports a miss, and the caller computes.
+// counts an error and reports a miss, and the caller computes. Beside the
+// plans it keeps the receipts of plan_ids (v1::PlanReceipt) for GetPlan.
+//
+// The in-process tier counts each entry at protobuf's estimate of the
+// memory it takes (SpaceUsedLong: the message with its strings and
+// repeated fields), plus its key and the LRU's own per-entry overhead, so
+// --cache-mb bounds what the entries hold, not their serialized size
+// (which is several times smaller).
 #ifndef SERENITY_SERVER_PLAN_CACHE_H_
 #define SERENITY_SERVER_PLAN_CACHE_H_
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -31,32 +39,49 @@ class PlanCache {
     const char* tier;  // "local" or "shared"
   };
 
-  // The entry for `key` if one answers the request (StoredPlanAnswers),
-  // from the local tier first, then the shared one (a shared hit is copied
-  // into the local tier).
-  std::optional<Hit> Lookup(const PlanKey& key, bool need_complete, double time_limit_seconds);
+  // Decides whether an entry read from the shared tier may be used (it
+  // came from outside the process: the caller checks it against its
+  // graph). Entries it refuses count as "error" and are not kept locally.
+  using SharedCheck = std::function<bool(const v1::StoredPlan&)>;
 
-  // Stores `stored` in both tiers unless an entry at least as good is there.
-  void Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id);
+  // The entry stored under `id` if it answers the request with `key`
+  // (StoredPlanAnswers), from the local tier first, then the shared one (a
+  // shared hit that `check` accepts is copied into the local tier).
+  std::optional<Hit> Lookup(const std::string& id, const PlanKey& key, bool need_complete,
+                            double time_limit_seconds, const SharedCheck& check);
+
+  // Stores `stored` under `id` in both tiers unless an entry at least as
+  // good is there. A shared entry that `check` refuses does not count (an
+  // edited entry claiming a lower peak must not block the true one).
+  void Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id, const SharedCheck& check = {});
 
   // The in-process tier's entry for `id` (marked recently used), or null.
-  std::shared_ptr<const v1::StoredPlan> LocalEntry(const std::string& id) { return LocalGet(id); }
+  std::shared_ptr<const v1::StoredPlan> LocalEntry(const std::string& id);
 
-  // The entry stored under `plan_id` in either tier (GetPlan), or null.
-  std::shared_ptr<const v1::StoredPlan> Get(const std::string& plan_id);
+  // The entry stored under `id` in either tier, whatever request it
+  // answers (GetPlan), or nullopt. A shared entry is not copied locally.
+  std::optional<Hit> Get(const std::string& id);
+
+  // Keeps `receipt` under `plan_id` in both tiers; the shared tier is
+  // written only when the local one did not already hold it.
+  void PutReceipt(const std::string& plan_id, std::shared_ptr<const v1::PlanReceipt> receipt);
+
+  // The receipt of `plan_id` from either tier (parsed, of the current
+  // format), or null.
+  std::shared_ptr<const v1::PlanReceipt> GetReceipt(const std::string& plan_id);
 
   int64_t local_bytes() const;
   int64_t local_entries() const;
 
  private:
   struct Entry {
-    std::string id;
-    std::shared_ptr<const v1::StoredPlan> stored;
+    std::string key;  // the id, or "receipt:" and the plan_id
+    std::shared_ptr<const google::protobuf::Message> value;
     int64_t bytes = 0;
   };
 
-  std::shared_ptr<const v1::StoredPlan> LocalGet(const std::string& id);
-  void LocalPut(const std::string& id, std::shared_ptr<const v1::StoredPlan> stored);
+  std::shared_ptr<const google::protobuf::Message> LocalGet(const std::string& key);
+  void LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value);
   // The shared tier's entry, or null with `outcome` "miss" (absent) or
   // "error" (unavailable, or garbage).
   std::shared_ptr<const v1::StoredPlan> SharedGet(const std::string& id, const char** outcome);

@@ -1,19 +1,25 @@
 #include "server/request_memo.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace serenity {
 
-std::string RequestMemoKey(const v1::PlanRequest& request, bool score_only) {
+std::string RequestMemoKey(const v1::PlanRequest& request, bool score_only, absl::string_view tenant) {
   // Sized once up front: growing the string as the stream asks for room
-  // cost more than the serialization itself.
+  // cost more than the serialization itself. The tenant and its length
+  // come first: "<mode><length>:<tenant><request>".
   const size_t size = request.ByteSizeLong();
-  std::string key(1 + size, score_only ? 's' : 'p');
+  const std::string head = absl::StrCat(score_only ? "s" : "p", tenant.size(), ":", tenant);
+  std::string key(head.size() + size, '\0');
+  std::copy(head.begin(), head.end(), key.begin());
   {
-    google::protobuf::io::ArrayOutputStream stream(key.data() + 1, static_cast<int>(size));
+    google::protobuf::io::ArrayOutputStream stream(key.data() + head.size(), static_cast<int>(size));
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     request.SerializeWithCachedSizes(&coded);
@@ -30,9 +36,12 @@ std::shared_ptr<const MemoizedReply> RequestMemo::Find(absl::string_view request
 }
 
 void RequestMemo::Put(std::shared_ptr<const MemoizedReply> entry) {
-  const int64_t bytes = static_cast<int64_t>(2 * entry->request.size() + entry->reply.ByteSizeLong() +
-                                             entry->key.graph.size() + entry->key.options.size() +
-                                             sizeof(MemoizedReply) + 2 * sizeof(Slot));
+  // The reply at protobuf's estimate of its memory (SpaceUsedLong), not its
+  // serialized size, which is several times smaller.
+  const int64_t bytes = static_cast<int64_t>(2 * entry->request.capacity() + entry->reply.SpaceUsedLong() +
+                                             entry->key.graph.capacity() + entry->key.options.capacity() +
+                                             entry->key.id.capacity() + entry->cache_id.capacity() +
+                                             sizeof(MemoizedReply) + 2 * sizeof(Slot) + 64);
   if (bytes > max_bytes_) return;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(entry->request);

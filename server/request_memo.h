@@ -20,15 +20,18 @@
 
 namespace serenity {
 
-// The memo's key for `request` answered in score-only mode or not: its
-// deterministic serialization (map fields sorted), tagged with the mode.
-std::string RequestMemoKey(const v1::PlanRequest& request, bool score_only);
+// The memo's key for `request` of `tenant` answered in score-only mode or
+// not: its deterministic serialization (map fields sorted), tagged with the
+// mode and the tenant.
+std::string RequestMemoKey(const v1::PlanRequest& request, bool score_only, absl::string_view tenant = "");
 
 struct MemoizedReply {
   // RequestMemoKey of the request.
   std::string request;
-  // The cache key and the stored plan the reply was made from.
+  // The cache key, the cache's id for it (CachedPlanId) and the stored
+  // plan the reply was made from.
   PlanKey key;
+  std::string cache_id;
   std::shared_ptr<const v1::StoredPlan> stored;
   // The request's own search time limit (after defaults), for
   // StoredPlanAnswers.

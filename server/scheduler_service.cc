@@ -33,9 +33,9 @@ double SecondsLeft(const grpc::CallbackServerContext& context) {
 // Runs the backend, turning anything thrown (which core/ never should) into
 // an internal error.
 absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
-                                      double seconds_left, const std::atomic<bool>* cancelled) {
+                                      const CallContext& call) {
   try {
-    return backend->Answer(request, score_only, seconds_left, cancelled);
+    return backend->Answer(request, score_only, call);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("exception: ", e.what()));
   } catch (...) {
@@ -46,10 +46,10 @@ absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::Plan
 // Writes the memo's answer to a repeated request to `reply` and returns
 // true, or false (also when the memo lookup throws: Answer then runs and
 // reports, into a cleared `reply`).
-bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only, double seconds_left,
-                  v1::Plan* reply) {
+bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
+                  const CallContext& call, v1::Plan* reply) {
   try {
-    return backend->AnswerRepeat(request, score_only, seconds_left, reply);
+    return backend->AnswerRepeat(request, score_only, call, reply);
   } catch (...) {
     reply->Clear();
     return false;
@@ -66,6 +66,11 @@ grpc::Status ReplyStatus(const absl::Status& status, int64_t request_id) {
   }
   return reply;
 }
+
+// The slot key of a connection's Score candidates: apart from its Plan
+// calls' (the peer string), so that a stream holding every one of its
+// slots never makes the connection's Plan calls fail.
+std::string ScoreSlotKey(const std::string& peer) { return peer + " score"; }
 
 // One Plan call.
 class PlanCall final : public grpc::ServerUnaryReactor {
@@ -84,11 +89,11 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     if (service_->draining()) {
       return Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"), "");
     }
-    grpc::Status auth = service_->Authenticate(*context_);
+    grpc::Status auth = service_->Authenticate(*context_, &tenant_);
     if (!auth.ok()) return Complete(auth, "");
     // A repeat of a memoized request is answered here, without a job.
     // Copied straight into the response, which lives on the call's arena.
-    if (RepeatSafely(service_->backend(), *request_, false, SecondsLeft(*context_), response_)) {
+    if (RepeatSafely(service_->backend(), *request_, false, Call(), response_)) {
       return Complete(grpc::Status::OK, response_->stats().cache());
     }
     if (!service_->slots()->TryAcquire(peer_)) {
@@ -113,8 +118,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
 
  private:
   void Run() {
-    absl::StatusOr<v1::Plan> plan =
-        AnswerSafely(service_->backend(), *request_, /*score_only=*/false, SecondsLeft(*context_), &cancelled_);
+    absl::StatusOr<v1::Plan> plan = AnswerSafely(service_->backend(), *request_, /*score_only=*/false, Call());
     service_->slots()->Release(peer_);
     if (!plan.ok()) {
       if (plan.status().code() == absl::StatusCode::kInternal) {
@@ -124,6 +128,14 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     }
     *response_ = std::move(plan).value();
     Complete(grpc::Status::OK, response_->stats().cache());
+  }
+
+  CallContext Call() const {
+    CallContext call;
+    call.seconds_left = SecondsLeft(*context_);
+    call.cancelled = &cancelled_;
+    call.tenant = tenant_;
+    return call;
   }
 
   // Finishes the call; `this` may be gone afterwards.
@@ -173,6 +185,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   const std::string peer_;
   const int64_t request_id_;
   const Clock::time_point start_;
+  std::string tenant_;  // set by Start
   std::atomic<bool> cancelled_{false};
   // Set by Complete, read by Report (OnDone comes after Finish).
   double seconds_ = 0;
@@ -196,13 +209,14 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
         slots_(service->slots()),
         context_(context),
         peer_(context->peer()),
+        slot_key_(ScoreSlotKey(peer_)),
         request_id_(service->NextRequestId()),
         start_(Clock::now()) {}
 
   void Begin() {
     grpc::Status auth = service_->draining()
                             ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
-                            : service_->Authenticate(*context_);
+                            : service_->Authenticate(*context_, &tenant_);
     if (!auth.ok()) {
       final_status_ = auth;
       reading_done_ = true;
@@ -241,7 +255,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     }
     incoming_.Clear();
     if (!parked) return MaybeFinish();
-    if (slots_->AcquireOrWait(peer_, this)) return OnSlotGranted();
+    if (slots_->AcquireOrWait(slot_key_, this)) return OnSlotGranted();
     // In line. A cancel that came before we were in line could not take us
     // out of it: do it here.
     if (AbandonWaitIfBroken()) MaybeFinish();
@@ -256,7 +270,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     }
     if (broken) {
       // waiting_ (still true) keeps the stream from finishing meanwhile.
-      slots_->Release(peer_);
+      slots_->Release(slot_key_);
       grpc::Status status;
       bool finish;
       {
@@ -346,9 +360,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
  private:
   void Run(const v1::ScoreRequest& candidate, int32_t index) {
     const Clock::time_point start = Clock::now();
-    Deliver(ResultOf(candidate, index,
-                     AnswerSafely(service_->backend(), candidate.request(), !candidate.full_plan(),
-                                  SecondsLeft(*context_), &cancelled_),
+    CallContext call;
+    call.seconds_left = SecondsLeft(*context_);
+    call.cancelled = &cancelled_;
+    call.tenant = tenant_;
+    Deliver(ResultOf(candidate, index, AnswerSafely(service_->backend(), candidate.request(), !candidate.full_plan(), call),
                      start));
   }
 
@@ -390,7 +406,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     // While this candidate counts in in_flight_ the stream cannot finish,
     // so the slot is free before anyone can see the stream end. Release may
     // grant it to this very stream (OnSlotGranted takes mu_ itself).
-    slots_->Release(peer_);
+    slots_->Release(slot_key_);
     const v1::ScoreResult* write = nullptr;
     bool finish = false;
     grpc::Status status;
@@ -424,7 +440,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       std::lock_guard<std::mutex> lock(mu_);
       if (!broken_ || !waiting_) return false;
     }
-    if (!slots_->CancelWait(peer_, this)) return false;
+    if (!slots_->CancelWait(slot_key_, this)) return false;
     std::lock_guard<std::mutex> lock(mu_);
     waiting_ = false;
     parked_.reset();
@@ -504,8 +520,10 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
   ConnectionSlots* const slots_;
   grpc::CallbackServerContext* const context_;
   const std::string peer_;
+  const std::string slot_key_;  // the connection's Score slots
   const int64_t request_id_;
   const Clock::time_point start_;
+  std::string tenant_;  // set by Begin
   std::atomic<bool> cancelled_{false};
   v1::ScoreRequest incoming_;  // only touched by the one outstanding read
   int32_t next_index_ = 0;     // likewise
@@ -585,21 +603,28 @@ SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend
   SetMessageAllocatorFor_Plan(&plan_messages_);
 }
 
-grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context) const {
-  if (options_.bearer_token.empty()) return grpc::Status::OK;
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "this server needs 'authorization: Bearer <token>'");
+grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context, std::string* tenant) const {
+  tenant->clear();
+  if (options_.tokens.has_value()) {
+    const auto& metadata = context.client_metadata();
+    auto it = metadata.find("authorization");
+    if (it == metadata.end()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "this server needs 'authorization: Bearer <token>'");
+    }
+    const absl::string_view given(it->second.data(), it->second.size());
+    *tenant = absl::StartsWith(given, "Bearer ") ? options_.tokens->TenantOf(given.substr(7)) : "";
+    if (tenant->empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the bearer token is not valid");
+    return grpc::Status::OK;
   }
-  const std::string given(it->second.data(), it->second.size());
-  const std::string expected = "Bearer " + options_.bearer_token;
-  // Compare in time independent of where the strings differ.
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  if (options_.tenant_from_certificate) {
+    std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+    std::vector<grpc::string_ref> subject =
+        auth != nullptr ? auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME) : std::vector<grpc::string_ref>{};
+    if (subject.empty() || subject[0].empty()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "this server needs a client certificate");
+    }
+    *tenant = CertificateTenant(absl::string_view(subject[0].data(), subject[0].size()));
   }
-  if (diff != 0) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the bearer token is not valid");
   return grpc::Status::OK;
 }
 
@@ -622,9 +647,11 @@ grpc::ServerUnaryReactor* SchedulerService::GetPlan(grpc::CallbackServerContext*
   const Clock::time_point start = Clock::now();
   const int64_t request_id = NextRequestId();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  grpc::Status status = Authenticate(*context);
+  std::string tenant;
+  grpc::Status status = draining() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
+                                   : Authenticate(*context, &tenant);
   if (status.ok()) {
-    absl::StatusOr<v1::Plan> plan = backend_->GetPlan(request->plan_id());
+    absl::StatusOr<v1::Plan> plan = backend_->GetPlan(request->plan_id(), tenant);
     if (plan.ok()) {
       *response = std::move(plan).value();
     } else {

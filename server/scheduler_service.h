@@ -7,6 +7,7 @@
 #define SERENITY_SERVER_SCHEDULER_SERVICE_H_
 
 #include <atomic>
+#include <optional>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "server/metrics.h"
 #include "server/plan_messages.h"
 #include "server/scheduling_backend.h"
+#include "server/tenants.h"
 
 namespace serenity {
 
@@ -30,15 +32,20 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 const char* GrpcCodeName(grpc::StatusCode code);
 
 struct ServiceOptions {
-  // Calls must carry "authorization: Bearer <token>" when non-empty
-  // (UNAUTHENTICATED otherwise). The health service is not ours and stays
-  // open.
-  std::string bearer_token;
+  // When set, calls must carry "authorization: Bearer <token>" with one of
+  // these tokens (UNAUTHENTICATED otherwise), and the token names the
+  // call's tenant. The health service is not ours and stays open.
+  std::optional<TenantTokens> tokens;
+  // Without tokens: the tenant is the subject of the call's client
+  // certificate (mutual TLS). Otherwise every call is of the tenant "".
+  bool tenant_from_certificate = false;
   // Most jobs the calls of one connection (client address and port) may
-  // hold at once: Plan calls and Score candidates, queued or running. A
-  // Plan call beyond it gets RESOURCE_EXHAUSTED; a Score stream stops
-  // reading until its connection frees a slot (streams take turns). It also
-  // bounds one Score stream's running candidates plus unwritten results.
+  // hold at once, counted apart for Plan calls and for Score candidates
+  // (so a Score stream never starves the connection's Plan calls), queued
+  // or running. A Plan call beyond it gets RESOURCE_EXHAUSTED; a Score
+  // stream stops reading until its connection frees a slot (streams take
+  // turns). It also bounds one Score stream's running candidates plus
+  // unwritten results.
   int64_t max_jobs_per_connection = 16;
 };
 
@@ -63,9 +70,11 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   SchedulingBackend* backend() const { return backend_; }
   ServerMetrics* metrics() const { return metrics_; }
   const ServiceOptions& options() const { return options_; }
-  // OK when the call carries the bearer token (or none is required).
-  grpc::Status Authenticate(const grpc::CallbackServerContext& context) const;
-  // The job slots of each connection (keyed by gRPC's peer string).
+  // The call's tenant (see ServiceOptions), or UNAUTHENTICATED when the
+  // call carries no valid token or certificate.
+  grpc::Status Authenticate(const grpc::CallbackServerContext& context, std::string* tenant) const;
+  // The job slots of each connection (keyed by gRPC's peer string for Plan
+  // calls, and by ScoreSlotKey(peer) for Score candidates).
   ConnectionSlots* slots() { return &slots_; }
   // A fresh id for a call, used in its log lines and INTERNAL messages.
   int64_t NextRequestId() { return next_request_id_.fetch_add(1) + 1; }

@@ -9,6 +9,7 @@
 #include "core/graph/canonical_graph.h"
 #include "core/plan_proto.h"
 #include "core/util/status_macros.h"
+#include "common/log.h"
 
 namespace serenity {
 namespace {
@@ -25,7 +26,7 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
 // time is left.
 double SchedulingBackend::JobTimeLimit(double request_limit, double seconds_left) const {
   double limit = request_limit > 0 ? request_limit : kDefaultTimeLimitSeconds;
-  limit = std::min(limit, limits_.max_job_seconds);
+  limit = std::min(limit, options_.max_job_seconds);
   return std::min(limit, seconds_left * 0.8);
 }
 
@@ -42,7 +43,7 @@ bool SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool scor
   // Only while the cache still holds the very entry the reply came from (a
   // better plan may have replaced it), and only if that entry answers this
   // call's time limit.
-  if (cache_->LocalEntry(memoized->key.id) != memoized->stored ||
+  if (cache_->LocalEntry(memoized->cache_id) != memoized->stored ||
       !StoredPlanAnswers(*memoized->stored, memoized->key, /*need_complete=*/!score_only, limit)) {
     return miss();
   }
@@ -53,62 +54,81 @@ bool SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool scor
   return true;
 }
 
-bool SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only, double seconds_left,
+bool SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only, const CallContext& call,
                                      v1::Plan* reply) {
-  if (memo_ == nullptr || cache_ == nullptr || seconds_left * 0.8 <= 0) return false;
+  if (memo_ == nullptr || cache_ == nullptr || call.seconds_left * 0.8 <= 0) return false;
   const auto start = std::chrono::steady_clock::now();
   // A miss here is counted by the Answer that follows.
-  return AnswerFromMemo(RequestMemoKey(request, score_only), score_only, seconds_left, start, /*count_miss=*/false,
-                        reply);
+  return AnswerFromMemo(RequestMemoKey(request, score_only, call.tenant), score_only, call.seconds_left, start,
+                        /*count_miss=*/false, reply);
 }
 
 absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& request, bool score_only,
-                                                   double seconds_left, const std::atomic<bool>* cancelled) {
+                                                   const CallContext& call) {
   const auto start = std::chrono::steady_clock::now();
-  if (seconds_left * 0.8 <= 0) {
+  if (call.seconds_left * 0.8 <= 0) {
     return absl::DeadlineExceededError("the call's deadline had passed before planning began");
   }
   std::string request_key;
   if (memo_ != nullptr && cache_ != nullptr) {
-    request_key = RequestMemoKey(request, score_only);
+    request_key = RequestMemoKey(request, score_only, call.tenant);
     v1::Plan plan;
-    if (AnswerFromMemo(request_key, score_only, seconds_left, start, /*count_miss=*/true, &plan)) return plan;
+    if (AnswerFromMemo(request_key, score_only, call.seconds_left, start, /*count_miss=*/true, &plan)) return plan;
   }
 
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
-  if (prepared.graph.num_ops() > limits_.max_ops) {
+  if (prepared.graph.num_ops() > options_.max_ops) {
     return absl::InvalidArgumentError(absl::StrCat("the graph has ", prepared.graph.num_ops(),
-                                                   " ops; this server accepts at most ", limits_.max_ops));
+                                                   " ops; this server accepts at most ", options_.max_ops));
   }
   PlanOptions& options = prepared.options;
   options.score_only = score_only;
-  options.cancelled = cancelled;
+  options.cancelled = call.cancelled;
+  // The server's cap, before the key: a capped request is the capped plan.
+  if (request.options().max_search_states() == 0 || options.max_search_states > options_.max_search_states) {
+    options.max_search_states = std::min(options.max_search_states, options_.max_search_states);
+  }
   const double request_limit = options.time_limit_seconds;
-  const double limit = JobTimeLimit(request_limit, seconds_left);
+  const double limit = JobTimeLimit(request_limit, call.seconds_left);
   options.time_limit_seconds = limit;
 
   const CanonicalGraph canonical = Canonicalize(prepared.graph);
   const PlanKey key = MakePlanKey(canonical, options);
-  // Remembers the reply for a repeat of these exact request bytes.
-  auto memoize = [&](const v1::Plan& plan, std::shared_ptr<const v1::StoredPlan> stored) {
+  const std::string cache_id = CachedPlanId(key, call.tenant, options_.cache_scope);
+  const std::string plan_id = MakePlanId(options_.plan_id_secret, call.tenant, key, canonical, prepared.graph);
+  // Remembers the reply for a repeat of these exact request bytes, and the
+  // plan_id's receipt for GetPlan.
+  auto remember = [&](const v1::Plan& plan, std::shared_ptr<const v1::StoredPlan> stored) {
+    if (cache_ != nullptr) {
+      cache_->PutReceipt(plan_id, std::make_shared<const v1::PlanReceipt>(
+                                      MakePlanReceipt(call.tenant, cache_id, request, prepared.graph)));
+    }
     if (request_key.empty() || stored == nullptr) return;
     auto entry = std::make_shared<MemoizedReply>();
     entry->request = std::move(request_key);
     entry->key = key;
+    entry->cache_id = cache_id;
     entry->stored = std::move(stored);
     entry->request_time_limit_seconds = request_limit;
     entry->reply = plan;
     memo_->Put(std::move(entry));
   };
+  // An entry from Redis came from outside the process: check it against the
+  // graph before using it.
+  auto check_shared = [&](const v1::StoredPlan& stored) {
+    absl::StatusOr<v1::Plan> plan = RemapStoredPlan(stored, canonical, prepared.graph, options);
+    return plan.ok() && CheckPlanAgainstGraph(*plan, prepared.graph, options).ok();
+  };
   if (cache_ != nullptr) {
-    std::optional<PlanCache::Hit> hit = cache_->Lookup(key, /*need_complete=*/!score_only, limit);
+    std::optional<PlanCache::Hit> hit =
+        cache_->Lookup(cache_id, key, /*need_complete=*/!score_only, limit, check_shared);
     if (hit.has_value()) {
       absl::StatusOr<v1::Plan> plan = RemapStoredPlan(*hit->stored, canonical, prepared.graph, options);
       if (plan.ok()) {
-        plan->set_plan_id(key.id);
+        plan->set_plan_id(plan_id);
         // A full entry answering a score: send and keep only the score's part.
         if (score_only) DropArenaAndSteps(&*plan);
-        memoize(*plan, cache_->LocalEntry(key.id) == hit->stored ? hit->stored : nullptr);
+        remember(*plan, cache_->LocalEntry(cache_id) == hit->stored ? hit->stored : nullptr);
         plan->mutable_stats()->set_cache(hit->tier);
         plan->mutable_stats()->set_total_ms(MillisSince(start));
         return plan;
@@ -122,28 +142,47 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
     metrics_->RecordSearch(plan.stats().states_explored(), plan.certificate() == v1::CERTIFICATE_BEST_FOUND,
                            !plan.feasible());
   }
-  plan.set_plan_id(key.id);
+  plan.set_plan_id(plan_id);
   if (cache_ != nullptr) {
     auto stored = std::make_shared<const v1::StoredPlan>(MakeStoredPlan(key, canonical, prepared.graph, plan, options));
-    cache_->Store(stored, key.id);
+    cache_->Store(stored, cache_id, check_shared);
     // Only when the cache kept this plan (it keeps a better one it had).
-    memoize(plan, cache_->LocalEntry(key.id) == stored ? stored : nullptr);
+    remember(plan, cache_->LocalEntry(cache_id) == stored ? stored : nullptr);
   }
   plan.mutable_stats()->set_cache("miss");
   plan.mutable_stats()->set_total_ms(MillisSince(start));
   return plan;
 }
 
-absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id) {
+absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id, const std::string& tenant) {
   if (plan_id.size() != 32 || plan_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return absl::InvalidArgumentError("a plan_id is 32 lowercase hex digits, as returned in Plan.plan_id");
   }
-  std::shared_ptr<const v1::StoredPlan> stored = cache_ != nullptr ? cache_->Get(plan_id) : nullptr;
-  if (stored == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no stored plan ", plan_id, " (never computed here, or evicted)"));
+  const absl::Status not_found =
+      absl::NotFoundError(absl::StrCat("no stored plan ", plan_id, " (never computed here, or evicted)"));
+  std::shared_ptr<const v1::PlanReceipt> receipt = cache_ != nullptr ? cache_->GetReceipt(plan_id) : nullptr;
+  // Another tenant's plan_id gets the same answer as an unknown one.
+  if (receipt == nullptr || receipt->tenant() != tenant) return not_found;
+  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(receipt->request());
+  if (!prepared.ok()) return not_found;
+  const CanonicalGraph canonical = Canonicalize(prepared->graph);
+  const PlanKey key = MakePlanKey(canonical, prepared->options);
+  // A receipt must name the entry its own request leads to.
+  if (CachedPlanId(key, tenant, options_.cache_scope) != receipt->cache_id()) return not_found;
+  std::optional<PlanCache::Hit> hit = cache_->Get(receipt->cache_id());
+  if (!hit.has_value() || hit->stored->graph() != key.graph || hit->stored->options() != key.options) {
+    return not_found;
   }
-  v1::Plan plan = stored->plan();
-  plan.set_plan_id(plan_id);
+  absl::StatusOr<v1::Plan> plan = RemapStoredPlan(*hit->stored, canonical, prepared->graph, prepared->options);
+  if (plan.ok() && std::string(hit->tier) == "shared") {
+    absl::Status checked = CheckPlanAgainstGraph(*plan, prepared->graph, prepared->options);
+    if (!checked.ok()) plan = checked;
+  }
+  if (!plan.ok()) {
+    Log("warning", "stored_plan_rejected", {{"plan_id", plan_id}, {"detail", plan.status().ToString()}});
+    return not_found;
+  }
+  plan->set_plan_id(plan_id);
   return plan;
 }
 

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "core/util/executor.h"
@@ -18,14 +19,33 @@
 #include "server/metrics.h"
 #include "server/plan_cache.h"
 #include "server/request_memo.h"
+#include "server/stored_plan.h"
 
 namespace serenity {
 
-struct BackendLimits {
+struct BackendOptions {
   // Largest graph accepted, in ops.
   int64_t max_ops = 20000;
   // Longest search one job may run, whatever the request asks.
   double max_job_seconds = 60;
+  // Most search states a request may ask for (options.max_search_states);
+  // larger asks, and requests that ask none, get this many at most.
+  int64_t max_search_states = SearchOptions().max_states;
+  // Whether tenants share cached plans (stored_plan.h).
+  CacheScope cache_scope = CacheScope::kTenant;
+  // Mixed into every plan_id (MakePlanId); replicas that share it give the
+  // same plan_id to the same request.
+  std::string plan_id_secret;
+};
+
+// One call's circumstances.
+struct CallContext {
+  // Seconds before the caller's deadline.
+  double seconds_left = std::numeric_limits<double>::infinity();
+  // When set and it becomes true, the job stops (the caller went away).
+  const std::atomic<bool>* cancelled = nullptr;
+  // Who is calling (tenants.h); empty when the server has no tenants.
+  std::string tenant;
 };
 
 class SchedulingBackend {
@@ -33,35 +53,39 @@ class SchedulingBackend {
   // `executor` runs the parallel parts of searches (may be null); `cache`,
   // `metrics` and `memo` may be null. `memo` answers byte-identical
   // requests (used only together with `cache`).
-  SchedulingBackend(Executor* executor, PlanCache* cache, ServerMetrics* metrics, BackendLimits limits,
+  SchedulingBackend(Executor* executor, PlanCache* cache, ServerMetrics* metrics, BackendOptions options,
                     RequestMemo* memo = nullptr)
-      : executor_(executor), cache_(cache), metrics_(metrics), limits_(limits), memo_(memo) {}
+      : executor_(executor), cache_(cache), metrics_(metrics), options_(std::move(options)), memo_(memo) {}
   virtual ~SchedulingBackend() = default;
 
-  // Answers one request: the plan with stats.cache ("miss", "local",
-  // "shared") and plan_id set. A repeat of an earlier request's exact bytes
-  // is answered from the memo ("local") while the cache holds its plan. `score_only` skips the arena and steps.
-  // The search gets the smallest of the request's limit (or the default),
-  // the server's max_job_seconds and 80% of `seconds_left` (time before the
-  // caller's deadline). InvalidArgument for bad input (naming the problem,
-  // and the limit for graphs that are too large); Cancelled when `cancelled`
-  // became true; DeadlineExceeded when no time was left.
+  // Answers one request of `call.tenant`: the plan with stats.cache
+  // ("miss", "local", "shared") and plan_id set. Only plans of the same
+  // tenant answer it unless the cache scope is shared. A repeat of an
+  // earlier request's exact bytes from the same tenant is answered from the
+  // memo ("local") while the cache holds its plan. `score_only` skips the
+  // arena and steps. The search gets the smallest of the request's limit
+  // (or the default), the server's max_job_seconds and 80% of
+  // `call.seconds_left`. InvalidArgument for bad input (naming the problem,
+  // and the limit for graphs that are too large); Cancelled when
+  // `call.cancelled` became true; DeadlineExceeded when no time was left.
   // Virtual so that tests can inject failures behind the gRPC layer.
   virtual absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
-                                  double seconds_left = std::numeric_limits<double>::infinity(),
-                                  const std::atomic<bool>* cancelled = nullptr);
+                                          const CallContext& call = {});
 
   // Writes to `reply` the reply to a byte-identical repeat of an earlier
   // request, from the memo alone (microseconds, no import; safe on a gRPC
   // callback thread), and returns true; false, leaving `reply` alone, when
   // Answer must run. Same contract as Answer's reply. `reply` may live on
   // an arena (the copy is made there).
-  bool AnswerRepeat(const v1::PlanRequest& request, bool score_only, double seconds_left, v1::Plan* reply);
+  bool AnswerRepeat(const v1::PlanRequest& request, bool score_only, const CallContext& call, v1::Plan* reply);
 
-  // A stored plan by plan_id, as it was first computed. NotFound when the
-  // cache does not hold it (or there is no cache); InvalidArgument for a
+  // The plan behind `plan_id` for `tenant`, in the names of the request
+  // that got that plan_id: only that request's tenant gets it. A plan read
+  // from Redis is checked against the request's graph first. NotFound when
+  // the cache does not hold it, or another tenant asks (the same answer, so
+  // a plan_id reveals nothing to another tenant); InvalidArgument for a
   // malformed id.
-  absl::StatusOr<v1::Plan> GetPlan(const std::string& plan_id);
+  absl::StatusOr<v1::Plan> GetPlan(const std::string& plan_id, const std::string& tenant = "");
 
  private:
   double JobTimeLimit(double request_limit, double seconds_left) const;
@@ -74,7 +98,7 @@ class SchedulingBackend {
   Executor* const executor_;
   PlanCache* const cache_;
   ServerMetrics* const metrics_;
-  const BackendLimits limits_;
+  const BackendOptions options_;
   RequestMemo* const memo_;
 };
 

@@ -111,7 +111,8 @@ TEST_F(SchedulingBackendTest, RepeatedRequestBytesAreAnsweredFromTheMemo) {
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(Lookups("request", "miss"), 2);
   EXPECT_EQ(Lookups("local", "hit"), 1);
-  EXPECT_EQ(other->plan_id(), first->plan_id());
+  // The same stored plan, but a plan_id of its own: plan_ids carry names.
+  EXPECT_NE(other->plan_id(), first->plan_id());
   EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(renamed)), *other).ok());
   // Now memoized in its own names.
   absl::StatusOr<v1::Plan> other_again = backend_.Answer(RequestFor(renamed), false);
@@ -126,11 +127,11 @@ TEST_F(SchedulingBackendTest, AnswerRepeatCountsOnlyHits) {
   std::mt19937 rng(9);
   const v1::PlanRequest request = RequestFor(testing::RandomDag(8, rng));
   v1::Plan repeat;
-  EXPECT_FALSE(backend_.AnswerRepeat(request, false, 10, &repeat));
+  EXPECT_FALSE(backend_.AnswerRepeat(request, false, {10}, &repeat));
   EXPECT_EQ(Lookups("request", "miss"), 0);
   ASSERT_TRUE(backend_.Answer(request, false).ok());
   EXPECT_EQ(Lookups("request", "miss"), 1);
-  ASSERT_TRUE(backend_.AnswerRepeat(request, false, 10, &repeat));
+  ASSERT_TRUE(backend_.AnswerRepeat(request, false, {10}, &repeat));
   EXPECT_EQ(repeat.stats().cache(), "local");
   EXPECT_EQ(Lookups("request", "hit"), 1);
   EXPECT_EQ(Lookups("request", "miss"), 1);
@@ -291,17 +292,17 @@ TEST_F(SchedulingBackendTest, GetPlanReturnsTheStoredPlan) {
 
 TEST_F(SchedulingBackendTest, EnforcesTheServerLimits) {
   ServerMetrics metrics;
-  BackendLimits limits;
+  BackendOptions limits;
   limits.max_ops = 5;
   SchedulingBackend small(nullptr, nullptr, &metrics, limits);
   std::mt19937 rng(29);
   absl::StatusOr<v1::Plan> plan = small.Answer(RequestFor(testing::RandomDag(6, rng)), false);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("at most 5"));
-  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, /*seconds_left=*/0).status().code(),
+  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, {/*seconds_left=*/0}).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   std::atomic<bool> cancelled{true};
-  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, 10, &cancelled).status().code(),
+  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, {10, &cancelled}).status().code(),
             absl::StatusCode::kCancelled);
   // Without a cache nothing is stored, so GetPlan finds nothing.
   EXPECT_EQ(small.GetPlan(std::string(32, 'a')).status().code(), absl::StatusCode::kNotFound);

@@ -1,9 +1,12 @@
 #include "server/stored_plan.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/arena/arena_verifier.h"
+#include "core/memory/simulator.h"
 #include "core/plan_proto.h"
 #include "core/util/status_macros.h"
 
@@ -40,6 +43,105 @@ PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options)
   key.id = StableHash128(absl::StrCat(canonical.key, "|", key.options));
   key.memory_budget_bytes = options.memory_budget_bytes;
   return key;
+}
+
+std::string CachedPlanId(const PlanKey& key, absl::string_view tenant, CacheScope scope) {
+  if (scope == CacheScope::kShared || tenant.empty()) return key.id;
+  return StableHash128(absl::StrCat("tenant-scoped|", tenant.size(), ":", tenant, "|", key.id));
+}
+
+std::string MakePlanId(absl::string_view secret, absl::string_view tenant, const PlanKey& key,
+                       const CanonicalGraph& canonical, const Graph& graph) {
+  // Lengths before strings: no two different name lists give one text.
+  std::string text = absl::StrCat("plan-id|", secret.size(), ":", secret, "|", tenant.size(), ":", tenant, "|",
+                                  key.id, "|", graph.name().size(), ":", graph.name());
+  for (OpId u : canonical.op_at) {
+    absl::StrAppend(&text, "|", u, ":", graph.op(u).name.size(), ":", graph.op(u).name);
+  }
+  for (TensorId t : canonical.tensor_at) {
+    absl::StrAppend(&text, "|", graph.tensor(t).name.size(), ":", graph.tensor(t).name);
+  }
+  return StableHash128(text);
+}
+
+v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id,
+                                const v1::PlanRequest& request, const Graph& graph) {
+  v1::PlanReceipt receipt;
+  receipt.set_format(kPlanReceiptFormat);
+  receipt.set_tenant(std::string(tenant));
+  receipt.set_cache_id(std::string(cache_id));
+  v1::PlanRequest& stored = *receipt.mutable_request();
+  stored.set_model_name(request.model_name());
+  *stored.mutable_options() = request.options();
+  // Folded into the graph below, or not part of the key.
+  stored.mutable_options()->clear_dim_values();
+  stored.mutable_options()->clear_workspace_bytes();
+  stored.mutable_options()->clear_time_limit_seconds();
+  if (request.has_given_order()) *stored.mutable_given_order() = request.given_order();
+  v1::Graph& out = *stored.mutable_graph();
+  out.set_name(graph.name());
+  for (const Tensor& t : graph.tensors()) {
+    v1::Tensor* tensor = out.add_tensors();
+    tensor->set_name(t.name);
+    for (int64_t d : t.shape) tensor->add_shape(d);
+    tensor->set_dtype(t.dtype);
+    tensor->set_bytes(t.bytes);
+    tensor->set_is_weight(t.is_weight);
+  }
+  for (const Op& o : graph.ops()) {
+    v1::Op* op = out.add_ops();
+    op->set_name(o.name);
+    op->set_type(o.type);
+    for (TensorId t : o.inputs) op->add_inputs(graph.tensor(t).name);
+    for (TensorId t : o.outputs) op->add_outputs(graph.tensor(t).name);
+    op->set_workspace_bytes(o.workspace_bytes);
+    op->set_macs(o.macs);
+  }
+  for (TensorId t : graph.inputs()) out.add_inputs(graph.tensor(t).name);
+  for (TensorId t : graph.outputs()) out.add_outputs(graph.tensor(t).name);
+  return receipt;
+}
+
+absl::Status CheckPlanAgainstGraph(const v1::Plan& plan, const Graph& graph, const PlanOptions& options) {
+  std::vector<OpId> order(plan.order().begin(), plan.order().end());
+  if (absl::Status valid = CheckOrder(graph, order); !valid.ok()) {
+    return absl::DataLossError(absl::StrCat("stored order: ", valid.message()));
+  }
+  BufferModel buffers(graph, options.memory_model);
+  absl::StatusOr<MemoryProfile> profile = Simulate(buffers, order);
+  if (!profile.ok()) return absl::DataLossError(absl::StrCat("stored order: ", profile.status().message()));
+  if (profile->peak_bytes != plan.peak_bytes()) {
+    return absl::DataLossError(
+        absl::StrCat("stored peak ", plan.peak_bytes(), " is not the order's peak ", profile->peak_bytes));
+  }
+  if (!plan.step_bytes().empty() &&
+      !std::equal(plan.step_bytes().begin(), plan.step_bytes().end(), profile->step_bytes.begin(),
+                  profile->step_bytes.end())) {
+    return absl::DataLossError("stored step bytes are not the order's");
+  }
+  if (plan.lower_bound_bytes() > plan.peak_bytes()) return absl::DataLossError("stored lower bound above the peak");
+  const v1::Arena& arena = plan.arena();
+  if (arena.buffers().empty() || plan.moves_size() > 0) return absl::OkStatus();
+  if (arena.buffers_size() != static_cast<int>(profile->buffers.size())) {
+    return absl::DataLossError("stored arena does not have one buffer per simulated buffer");
+  }
+  std::vector<ArenaBuffer> lifetimes;
+  ArenaPlan offsets;
+  offsets.alignment = arena.alignment() > 0 ? arena.alignment() : 1;
+  offsets.size_bytes = arena.size_bytes();
+  for (int i = 0; i < arena.buffers_size(); ++i) {
+    const BufferLifetimeInfo& b = profile->buffers[static_cast<size_t>(i)];
+    const v1::ArenaBuffer& stored = arena.buffers(i);
+    if (stored.size() != b.bytes || stored.first_step() != b.first_step || stored.last_step() != b.last_step) {
+      return absl::DataLossError(absl::StrCat("stored arena buffer ", i, " does not match the simulation"));
+    }
+    lifetimes.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
+    offsets.offsets.push_back(stored.offset());
+  }
+  if (absl::Status verified = VerifyArena(lifetimes, offsets); !verified.ok()) {
+    return absl::DataLossError(absl::StrCat("stored arena: ", verified.message()));
+  }
+  return absl::OkStatus();
 }
 
 v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonical, const Graph& graph,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/graph/canonical_graph.h"
 #include "core/graph/graph.h"
 #include "core/planner.h"
@@ -16,6 +17,8 @@ namespace serenity {
 // Bumped whenever StoredPlan's layout or meaning changes; entries of another
 // format are ignored.
 inline constexpr uint32_t kStoredPlanFormat = 3;
+// Likewise for PlanReceipt.
+inline constexpr uint32_t kPlanReceiptFormat = 1;
 
 // The cache key of one request: the canonical graph, the options that change
 // the answer, and `id`, a 32-hex-digit hash of both (the reply's plan_id).
@@ -33,6 +36,38 @@ struct PlanKey {
 // `canonical`) under `options`. A given order is keyed by canonical
 // positions, so it survives renaming and permutation too.
 PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options);
+
+// Whether tenants share cached plans (--cache-scope). Under kTenant a
+// tenant's request is answered only from plans computed for that tenant,
+// so stats.cache tells nothing about other tenants' requests.
+enum class CacheScope { kTenant, kShared };
+
+// The plan cache's id for `key` asked by `tenant`: key.id itself when the
+// scope is shared or `tenant` is empty (no tenants), else a hash of both.
+std::string CachedPlanId(const PlanKey& key, absl::string_view tenant, CacheScope scope);
+
+// The plan_id of one request's reply: a hash of `secret`, the tenant, the
+// plan's key and every name the reply carries (model, ops and tensors, and
+// the caller's op order), so it is not derived from the structure alone
+// and two tenants, or two namings of one structure, get different ids.
+// The same request from the same tenant gets the same id from servers that
+// share `secret`.
+std::string MakePlanId(absl::string_view secret, absl::string_view tenant, const PlanKey& key,
+                       const CanonicalGraph& canonical, const Graph& graph);
+
+// The receipt stored under a plan_id (see v1::PlanReceipt): `request` with
+// its model replaced by `graph` as a Graph message.
+v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id,
+                                const v1::PlanRequest& request, const Graph& graph);
+
+// OK when `plan` (already in the caller's terms) is consistent with `graph`
+// under `options`: its order is topological, its peak and step bytes are
+// those of a fresh simulation, and (for a full plan without moves) its
+// arena has one buffer per simulated buffer with the same size and
+// lifetime, and passes the arena verifier. For plans from outside the
+// process (Redis): DataLoss naming the first problem otherwise. A plan's
+// certificate and lower bound cannot be checked this cheaply.
+absl::Status CheckPlanAgainstGraph(const v1::Plan& plan, const Graph& graph, const PlanOptions& options);
 
 // Packs a plan computed for `graph` into a cache entry.
 v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonical, const Graph& graph,

@@ -56,6 +56,10 @@ class Pki {
             "client.csr",
         "openssl x509 -req -in " + d + "client.csr -CA " + d + "ca.pem -CAkey " + d + "ca.key -CAcreateserial -days 2 -out " +
             d + "client.pem",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=serenity-other-client -keyout " + d + "client2.key -out " + d +
+            "client2.csr",
+        "openssl x509 -req -in " + d + "client2.csr -CA " + d + "ca.pem -CAkey " + d + "ca.key -CAcreateserial -days 2 -out " +
+            d + "client2.pem",
     };
     for (const std::string& step : steps) {
       std::string output;
@@ -65,6 +69,8 @@ class Pki {
       }
     }
     std::ofstream(d + "token") << "s3cret-token\n";
+    std::ofstream(d + "tenants") << "# two tenants; alpha rotates its token\n"
+                                 << "alpha alpha-token-old\nalpha alpha-token-new\nbeta beta-token-0001\n";
   }
   ~Pki() { std::filesystem::remove_all(dir_); }
 
@@ -79,12 +85,13 @@ class Pki {
 // Channels dial 127.0.0.1 and check the certificate against "localhost":
 // resolving the name would go through c-ares, whose Debian build leaks a few
 // bytes that LeakSanitizer reports in the ASan run.
-std::shared_ptr<grpc::Channel> TlsChannel(const Pki& pki, const std::string& address, bool client_cert) {
+std::shared_ptr<grpc::Channel> TlsChannel(const Pki& pki, const std::string& address, bool client_cert,
+                                         const std::string& client = "client") {
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = pki.read("ca.pem");
   if (client_cert) {
-    ssl.pem_cert_chain = pki.read("client.pem");
-    ssl.pem_private_key = pki.read("client.key");
+    ssl.pem_cert_chain = pki.read(client + ".pem");
+    ssl.pem_private_key = pki.read(client + ".key");
   }
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride("localhost");
@@ -183,6 +190,123 @@ TEST(SecurityTest, TheClientSendsATokenInTheClearOnlyWithPlaintext) {
   EXPECT_THAT(output, Not(HasSubstr("peak_bytes")));
   EXPECT_EQ(RunShell(call + " --plaintext", &output), 0) << output;
   EXPECT_THAT(output, HasSubstr("\"peak_bytes\": 1769472"));
+}
+
+// A three-op chain whose every name starts with `prefix`.
+v1::PlanRequest PrivateChain(const std::string& prefix) {
+  v1::PlanRequest request;
+  request.set_model_name(prefix + "model");
+  v1::Graph& graph = *request.mutable_graph();
+  for (int i = 0; i <= 3; ++i) {
+    v1::Tensor* t = graph.add_tensors();
+    t->set_name(prefix + "t" + std::to_string(i));
+    t->add_shape(1 + i);
+    t->add_shape(256);
+  }
+  for (int i = 0; i < 3; ++i) {
+    v1::Op* op = graph.add_ops();
+    op->set_name(prefix + "op" + std::to_string(i));
+    op->set_type("Relu");
+    op->add_inputs(prefix + "t" + std::to_string(i));
+    op->add_outputs(prefix + "t" + std::to_string(i + 1));
+  }
+  graph.add_inputs(prefix + "t0");
+  graph.add_outputs(prefix + "t3");
+  return request;
+}
+
+struct TenantCall {
+  grpc::Status status;
+  v1::Plan plan;
+};
+
+TenantCall PlanAs(const std::shared_ptr<grpc::Channel>& channel, const std::string& token,
+                  const v1::PlanRequest& request) {
+  auto stub = v1::Scheduler::NewStub(channel);
+  grpc::ClientContext context;
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  TenantCall call;
+  call.status = stub->Plan(&context, request, &call.plan);
+  return call;
+}
+
+TenantCall GetPlanAs(const std::shared_ptr<grpc::Channel>& channel, const std::string& token,
+                     const std::string& plan_id) {
+  auto stub = v1::Scheduler::NewStub(channel);
+  grpc::ClientContext context;
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  v1::GetPlanRequest request;
+  request.set_plan_id(plan_id);
+  TenantCall call;
+  call.status = stub->GetPlan(&context, request, &call.plan);
+  return call;
+}
+
+// Every op name in `plan`'s order starts with `prefix`, and so does its model.
+bool NamedWith(const v1::Plan& plan, const std::string& prefix) {
+  if (plan.model().rfind(prefix, 0) != 0 || plan.order_names().empty()) return false;
+  for (const std::string& name : plan.order_names()) {
+    if (name.rfind(prefix, 0) != 0) return false;
+  }
+  for (const v1::ArenaBuffer& buffer : plan.arena().buffers()) {
+    if (buffer.tensor().rfind(prefix, 0) != 0) return false;
+  }
+  return true;
+}
+
+// Two tenants of one server (tokens from a two-tenant --token-file) plan the
+// same structure under private names: the second is not told that the
+// structure was planned before, and neither can read the other's plan by
+// its plan_id; a tenant's two tokens are one tenant.
+TEST(SecurityTest, TenantsByTokenSeeOnlyTheirOwnPlans) {
+  Pki pki;
+  ASSERT_TRUE(pki.error().empty()) << pki.error();
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--token-file", pki.path("tenants")})) << server.log();
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  const TenantCall alpha = PlanAs(channel, "alpha-token-old", PrivateChain("alpha/"));
+  const TenantCall beta = PlanAs(channel, "beta-token-0001", PrivateChain("beta/"));
+  ASSERT_TRUE(alpha.status.ok() && beta.status.ok()) << alpha.status.error_message() << beta.status.error_message();
+  EXPECT_EQ(alpha.plan.stats().cache(), "miss");
+  EXPECT_EQ(beta.plan.stats().cache(), "miss");
+  EXPECT_TRUE(NamedWith(beta.plan, "beta/"));
+  EXPECT_NE(alpha.plan.plan_id(), beta.plan.plan_id());
+
+  EXPECT_EQ(GetPlanAs(channel, "beta-token-0001", alpha.plan.plan_id()).status.error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(GetPlanAs(channel, "alpha-token-new", beta.plan.plan_id()).status.error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  const TenantCall beta_get = GetPlanAs(channel, "beta-token-0001", beta.plan.plan_id());
+  ASSERT_TRUE(beta_get.status.ok()) << beta_get.status.error_message();
+  EXPECT_TRUE(NamedWith(beta_get.plan, "beta/"));
+  // alpha's rotated token is alpha too: its own plan, from the cache.
+  const TenantCall alpha_get = GetPlanAs(channel, "alpha-token-new", alpha.plan.plan_id());
+  ASSERT_TRUE(alpha_get.status.ok()) << alpha_get.status.error_message();
+  EXPECT_TRUE(NamedWith(alpha_get.plan, "alpha/"));
+  EXPECT_EQ(PlanAs(channel, "alpha-token-new", PrivateChain("alpha/")).plan.stats().cache(), "local");
+  EXPECT_EQ(PlanAs(channel, "gamma-token-01", PrivateChain("alpha/")).status.error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// With mutual TLS and no token file, a tenant is a client certificate's
+// subject: another certificate from the same CA is another tenant.
+TEST(SecurityTest, TenantsByClientCertificateSeeOnlyTheirOwnPlans) {
+  Pki pki;
+  ASSERT_TRUE(pki.error().empty()) << pki.error();
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--tls-cert", pki.path("server.pem"), "--tls-key", pki.path("server.key"),
+                                     "--tls-client-ca", pki.path("ca.pem")}))
+      << server.log();
+  auto first = TlsChannel(pki, server.address(), true, "client");
+  auto second = TlsChannel(pki, server.address(), true, "client2");
+  const TenantCall mine = PlanAs(first, "", PrivateChain("first/"));
+  ASSERT_TRUE(mine.status.ok()) << mine.status.error_message();
+  const TenantCall theirs = PlanAs(second, "", PrivateChain("second/"));
+  ASSERT_TRUE(theirs.status.ok()) << theirs.status.error_message();
+  EXPECT_EQ(theirs.plan.stats().cache(), "miss");
+  EXPECT_TRUE(GetPlanAs(first, "", mine.plan.plan_id()).status.ok());
+  EXPECT_EQ(GetPlanAs(second, "", mine.plan.plan_id()).status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(server.log(), HasSubstr("auth=client_certificate"));
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "tests/testing/orders.h"
 #include "server/redis_store.h"
+#include "server/stored_plan.h"
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/redis_server.h"
 #include "tests/testing/server_process.h"
@@ -496,11 +497,17 @@ TEST(ServiceSharedCacheTest, ReplicasSharePlansAndSurviveGarbage) {
   }
 
   // Overwrite the entry with garbage: a fresh replica computes the plan.
+  // (Without tenants a plan is cached under its key's id; the plan_id is
+  // another hash.)
   RedisStoreOptions options;
   options.address = redis.address();
   absl::StatusOr<std::unique_ptr<RedisStore>> store = RedisStore::Create(options);
   ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->Put(first.plan_id(), "this is not a plan").ok());
+  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(request);
+  ASSERT_TRUE(prepared.ok());
+  const std::string cache_id = MakePlanKey(Canonicalize(prepared->graph), prepared->options).id;
+  ASSERT_NE(cache_id, first.plan_id());
+  ASSERT_TRUE((*store)->Put(cache_id, "this is not a plan").ok());
   ASSERT_TRUE(c.Start(kServer, {"--plaintext", "--redis", redis.address()}, true)) << c.log();
   const v1::Plan recomputed = plan_on(c, request);
   EXPECT_EQ(recomputed.stats().cache(), "miss");
@@ -515,10 +522,11 @@ TEST(ServiceSharedCacheTest, ReplicasSharePlansAndSurviveGarbage) {
   const v1::Plan without_redis = plan_on(c, other);
   EXPECT_EQ(without_redis.stats().cache(), "miss");
   EXPECT_EQ(without_redis.peak_bytes(), 1'327'104);
-  // The recomputed plan went to Redis, the one after it could not.
+  // The recomputed plan and its plan_id's receipt went to Redis, the two
+  // writes after them could not.
   const std::string metrics = testing::HttpGet(c.metrics_port(), "/metrics");
-  EXPECT_EQ(MetricValue(metrics, "serenity_cache_shared_writes_total{result=\"ok\"}"), "1");
-  EXPECT_EQ(MetricValue(metrics, "serenity_cache_shared_writes_total{result=\"error\"}"), "1");
+  EXPECT_EQ(MetricValue(metrics, "serenity_cache_shared_writes_total{result=\"ok\"}"), "2");
+  EXPECT_EQ(MetricValue(metrics, "serenity_cache_shared_writes_total{result=\"error\"}"), "2");
 }
 
 TEST(ServiceStartupTest, RefusesToServeWithoutAChosenTransport) {

@@ -1,0 +1,78 @@
+#include "server/plan_cache.h"
+
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/plan_proto.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+// A stored plan as large in memory as a real one: many repeated fields and
+// strings longer than the short-string buffer.
+std::shared_ptr<const v1::StoredPlan> BigEntry(int ops, int seed) {
+  auto stored = std::make_shared<v1::StoredPlan>();
+  stored->set_format(kStoredPlanFormat);
+  stored->set_graph(absl::StrCat("graph-", seed));
+  v1::Plan& plan = *stored->mutable_plan();
+  plan.set_peak_bytes(1000 + seed);
+  for (int i = 0; i < ops; ++i) {
+    plan.add_order(i);
+    plan.add_order_names(absl::StrCat("a/rather/long/op/name/number/", i));
+    stored->add_op_names(absl::StrCat("a/rather/long/op/name/number/", i));
+    v1::Step* step = plan.add_steps();
+    step->set_op(absl::StrCat("a/rather/long/op/name/number/", i));
+    step->add_inputs()->set_tensor(absl::StrCat("a/rather/long/tensor/name/", i));
+    step->add_outputs()->set_tensor(absl::StrCat("a/rather/long/tensor/name/", i + 1));
+  }
+  return stored;
+}
+
+// --cache-mb bounds what the entries hold in memory (protobuf's own
+// estimate), not their serialized size: the entries still held never take
+// more than the tier's bytes, and the tier never counts more than its bound.
+TEST(PlanCacheTest, TheLocalTierCountsTheMemoryItsEntriesHold) {
+  constexpr int64_t kMaxBytes = 4 << 20;
+  PlanCache cache(kMaxBytes, nullptr, nullptr);
+  constexpr int kEntries = 60;
+  for (int i = 0; i < kEntries; ++i) cache.Store(BigEntry(400, i), absl::StrCat("id", i));
+  EXPECT_LE(cache.local_bytes(), kMaxBytes);
+  int64_t held = 0, serialized = 0;
+  int held_entries = 0;
+  for (int i = 0; i < kEntries; ++i) {
+    std::shared_ptr<const v1::StoredPlan> entry = cache.LocalEntry(absl::StrCat("id", i));
+    if (entry == nullptr) continue;
+    ++held_entries;
+    held += static_cast<int64_t>(entry->SpaceUsedLong());
+    serialized += static_cast<int64_t>(entry->ByteSizeLong());
+  }
+  ASSERT_GT(held_entries, 0);
+  ASSERT_LT(held_entries, kEntries);  // the bound evicted some
+  EXPECT_EQ(held_entries, cache.local_entries());
+  EXPECT_LE(held, cache.local_bytes());
+  // What the old accounting by serialized size would have let in.
+  EXPECT_GT(held, serialized);
+}
+
+// Receipts live beside the plans, under their own names, and count too.
+TEST(PlanCacheTest, ReceiptsAreKeptApartFromPlans) {
+  PlanCache cache(1 << 20, nullptr, nullptr);
+  auto receipt = std::make_shared<v1::PlanReceipt>();
+  receipt->set_format(kPlanReceiptFormat);
+  receipt->set_tenant("alpha");
+  receipt->set_cache_id("id0");
+  cache.PutReceipt("id0", receipt);
+  EXPECT_EQ(cache.LocalEntry("id0"), nullptr);  // not a plan
+  EXPECT_FALSE(cache.Get("id0").has_value());
+  ASSERT_NE(cache.GetReceipt("id0"), nullptr);
+  EXPECT_EQ(cache.GetReceipt("id0")->tenant(), "alpha");
+  EXPECT_EQ(cache.GetReceipt("id1"), nullptr);
+  EXPECT_EQ(cache.local_entries(), 1);
+  EXPECT_GT(cache.local_bytes(), static_cast<int64_t>(receipt->SpaceUsedLong()));
+}
+
+}  // namespace
+}  // namespace serenity
