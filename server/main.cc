@@ -94,8 +94,8 @@ int Run(int argc, char** argv) {
       "Each Plan call and Score candidate is a job: --threads jobs run at once, up to\n"
       "--max-queue wait, more are refused with RESOURCE_EXHAUSTED. Results are cached\n"
       "by a canonical hash of the graph (in process, and in Redis with --redis).\n"
-      "SIGTERM or SIGINT: health turns NOT_SERVING, new calls are refused, running\n"
-      "calls may finish within the grace period, then the server exits 0.");
+      "SIGTERM or SIGINT: health turns NOT_SERVING and new calls get UNAVAILABLE while\n"
+      "running jobs finish (within the grace period); then the server exits 0.");
   flag_set.AddString("host", &flags.host, "ADDR", "Address to listen on; 0.0.0.0 for all interfaces.");
   flag_set.AddInt("port", &flags.port, "N", "Port to listen on; 0 picks a free port.");
   flag_set.AddString("port-file", &flags.port_file, "PATH",
@@ -301,10 +301,19 @@ int Run(int argc, char** argv) {
                    {"grace_seconds", absl::StrCat(flags.shutdown_grace_seconds)}});
     service.StartDraining();
     server->GetHealthCheckService()->SetServingStatus(false);
-    // Calls still running at the deadline are cancelled; their searches
-    // stop at once.
+    // The drain: the port stays open while running and queued jobs finish
+    // (within the grace period), so probes and new callers get NOT_SERVING
+    // and UNAVAILABLE, not a refused connection; then the server shuts
+    // down, and calls still running at the deadline are cancelled (their
+    // searches stop at once).
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(flags.shutdown_grace_seconds * 1000));
+    while (runner.running() + runner.queued() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     server->Shutdown(std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(static_cast<int64_t>(flags.shutdown_grace_seconds * 1000)));
+                     std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                         std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
   });
   server->Wait();
   stopper.join();

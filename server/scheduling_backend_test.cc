@@ -358,3 +358,31 @@ TEST_F(SchedulingBackendTest, LruStaysWithinItsBytes) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// --max-search-states caps what a request may ask: a request for 10^12
+// states is planned as one for the cap (same cache entry), and one asking
+// for nothing gets the cap too.
+TEST(SchedulingBackendLimitsTest, TheServerCapsTheSearchStatesARequestAsks) {
+  PlanCache cache(16 << 20, nullptr, nullptr);
+  BackendOptions options;
+  options.max_search_states = 50;
+  SchedulingBackend backend(nullptr, &cache, nullptr, options);
+  std::mt19937 rng(17);
+  v1::PlanRequest request = RequestFor(testing::RandomDag(10, rng));
+  request.mutable_options()->set_max_search_states(1'000'000'000'000);
+  absl::StatusOr<v1::Plan> greedy = backend.Answer(request, false);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(greedy->stats().cache(), "miss");
+  request.mutable_options()->set_max_search_states(50);
+  EXPECT_EQ(backend.Answer(request, false)->stats().cache(), "local");
+  request.mutable_options()->clear_max_search_states();
+  EXPECT_EQ(backend.Answer(request, false)->stats().cache(), "local");
+  request.mutable_options()->set_max_search_states(10);  // below the cap: its own plan
+  EXPECT_EQ(backend.Answer(request, false)->stats().cache(), "miss");
+}
+
+}  // namespace
+}  // namespace serenity
