@@ -1,9 +1,11 @@
 #include "server/redis_store.h"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,8 +13,11 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace serenity {
 namespace {
@@ -22,6 +27,8 @@ namespace {
 constexpr size_t kMaxReplyBytes = size_t{512} << 20;
 // Error replies quoted in statuses are cut to this length.
 constexpr size_t kMaxQuotedBytes = 200;
+// The largest credentials file ReadRedisCredentials reads.
+constexpr size_t kMaxCredentialsFileBytes = 64 << 10;
 // Bounds on durations, so that deadlines never overflow.
 constexpr absl::Duration kMaxTimeout = absl::Hours(1);
 constexpr absl::Duration kMaxRetryAfter = absl::Hours(24);
@@ -34,6 +41,14 @@ std::string Quote(const char* data, size_t size) {
   std::string quoted = absl::CHexEscape(absl::string_view(data, shown));
   if (shown < size) absl::StrAppend(&quoted, "...");
   return quoted;
+}
+
+// Quote() of an error reply from Redis, with `secret` (when not empty)
+// replaced, so that no status ever shows the password.
+std::string QuoteRedacted(const char* data, size_t size, const std::string& secret) {
+  if (secret.empty()) return Quote(data, size);
+  const std::string redacted = absl::StrReplaceAll(absl::string_view(data, size), {{secret, "<password>"}});
+  return Quote(redacted.data(), redacted.size());
 }
 
 const char* ReplyTypeName(int type) {
@@ -134,7 +149,71 @@ std::string FormatCommand(const char* format, Args... args) {
 // A pointer %b accepts even for an empty view.
 const char* DataOf(absl::string_view bytes) { return bytes.empty() ? "" : bytes.data(); }
 
+// The RESP AUTH request for `options`; empty without a password.
+std::string AuthCommand(const RedisStoreOptions& options) {
+  if (options.password.empty()) return "";
+  if (options.username.empty()) return FormatCommand("AUTH %b", options.password.data(), options.password.size());
+  return FormatCommand("AUTH %b %b", options.username.data(), options.username.size(), options.password.data(),
+                       options.password.size());
+}
+
 }  // namespace
+
+absl::StatusOr<RedisCredentials> ReadRedisCredentials(const std::string& path) {
+  const std::string where = absl::StrCat("Redis credentials file '", absl::CHexEscape(path), "'");
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    return absl::Status(absl::ErrnoToStatusCode(error), absl::StrCat("cannot open ", where, ": ", ErrnoText(error)));
+  }
+  std::string content;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      close(fd);
+      return absl::Status(absl::ErrnoToStatusCode(error), absl::StrCat("cannot read ", where, ": ", ErrnoText(error)));
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+    if (content.size() > kMaxCredentialsFileBytes) {
+      close(fd);
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " is larger than ", kMaxCredentialsFileBytes, " bytes; it holds one line"));
+    }
+  }
+  close(fd);
+  absl::string_view line;
+  int lines = 0;
+  for (absl::string_view rest = content; !rest.empty();) {
+    const size_t end = rest.find('\n');
+    const absl::string_view this_line = absl::StripAsciiWhitespace(rest.substr(0, end));
+    rest = end == absl::string_view::npos ? absl::string_view() : rest.substr(end + 1);
+    if (this_line.empty()) continue;
+    line = this_line;
+    ++lines;
+  }
+  if (lines == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " is empty; it holds one line: PASSWORD, or USERNAME PASSWORD"));
+  }
+  if (lines > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " holds ", lines, " lines; it holds one line: PASSWORD, or USERNAME PASSWORD"));
+  }
+  RedisCredentials credentials;
+  size_t space = 0;
+  while (space < line.size() && !absl::ascii_isspace(static_cast<unsigned char>(line[space]))) ++space;
+  if (space == line.size()) {
+    credentials.password = std::string(line);
+  } else {
+    credentials.username = std::string(line.substr(0, space));
+    credentials.password = std::string(absl::StripLeadingAsciiWhitespace(line.substr(space)));
+  }
+  return credentials;
+}
 
 // The right to use the connection, held by one call at a time.
 class RedisStore::Turn {
@@ -183,11 +262,17 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions
         absl::StrCat("the Redis retry_after must be between 0 and ", absl::FormatDuration(kMaxRetryAfter)));
   }
   if (options.ttl_seconds < 0) return absl::InvalidArgumentError("the Redis TTL must not be negative");
+  if (!options.username.empty() && options.password.empty()) {
+    return absl::InvalidArgumentError("a Redis username needs a password");
+  }
+  if (!options.password.empty() && AuthCommand(options).empty()) {
+    return absl::InternalError("cannot format a Redis AUTH");
+  }
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(options), std::move(host), port));
 }
 
 RedisStore::RedisStore(RedisStoreOptions options, std::string host, int port)
-    : options_(std::move(options)), host_(std::move(host)), port_(port) {}
+    : options_(std::move(options)), host_(std::move(host)), port_(port), auth_command_(AuthCommand(options_)) {}
 
 RedisStore::~RedisStore() {
   if (context_ != nullptr) redisFree(context_);
@@ -208,6 +293,7 @@ void RedisStore::DisconnectLocked() {
 absl::Status RedisStore::FailLocked(absl::Status status) {
   DisconnectLocked();
   retry_at_ = Clock::now() + absl::ToChronoNanoseconds(options_.retry_after);
+  auth_failed_ = status.code() == absl::StatusCode::kUnauthenticated;
   return status;
 }
 
@@ -222,6 +308,10 @@ absl::Status RedisStore::EnsureConnectedLocked(Clock::time_point deadline) {
     DisconnectLocked();
   }
   if (Clock::now() < retry_at_) {
+    if (auth_failed_) {
+      return absl::UnauthenticatedError(
+          absl::StrCat("authentication with Redis at ", options_.address, " failed recently; skipped"));
+    }
     return absl::UnavailableError(absl::StrCat("Redis at ", options_.address, " failed recently; skipped"));
   }
   const Clock::duration left = deadline - Clock::now();
@@ -237,12 +327,53 @@ absl::Status RedisStore::EnsureConnectedLocked(Clock::time_point deadline) {
   if (redisSetTimeout(context_, ToTimeval(absl::ToChronoNanoseconds(options_.timeout))) != REDIS_OK) {
     return FailLocked(absl::UnavailableError(absl::StrCat("cannot set the timeout of Redis at ", options_.address)));
   }
+  if (!auth_command_.empty()) return AuthenticateLocked(deadline);
   return absl::OkStatus();
+}
+
+absl::Status RedisStore::AuthenticateLocked(Clock::time_point deadline) {
+  absl::StatusOr<Reply> reply = ExchangeLocked(auth_command_, deadline);
+  if (!reply.ok()) return reply.status();
+  const redisReply& r = **reply;
+  if (r.type == REDIS_REPLY_STATUS && absl::string_view(r.str, r.len) == "OK") return absl::OkStatus();
+  const std::string as_user =
+      options_.username.empty() ? std::string() : absl::StrCat(" as user '", absl::CHexEscape(options_.username), "'");
+  if (r.type == REDIS_REPLY_ERROR) {
+    return FailLocked(absl::UnauthenticatedError(absl::StrCat("authentication with Redis at ", options_.address,
+                                                              as_user, " failed: ",
+                                                              QuoteRedacted(r.str, r.len, options_.password))));
+  }
+  return FailLocked(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address,
+                                                     ": AUTH answered with a reply of type ", ReplyTypeName(r.type))));
+}
+
+absl::Status RedisStore::ErrorReplyLocked(const char* command_name, const redisReply& reply) {
+  const absl::string_view text(reply.str, reply.len);
+  const std::string quoted = QuoteRedacted(reply.str, reply.len, options_.password);
+  if (absl::StartsWith(text, "NOAUTH")) {
+    // Every command would fail the same way: fail fast until retry_after.
+    return FailLocked(absl::UnauthenticatedError(
+        absl::StrCat("Redis at ", options_.address, " requires authentication and ",
+                     options_.password.empty() ? "no password is set" : "this connection is not authenticated",
+                     ": ", quoted)));
+  }
+  if (absl::StartsWith(text, "NOPERM")) {
+    return absl::PermissionDeniedError(absl::StrCat("Redis at ", options_.address, " does not allow ",
+                                                    command_name, " for this user: ", quoted));
+  }
+  // A proper Redis reply (e.g. WRONGTYPE, OOM): the connection stays usable.
+  return absl::InternalError(
+      absl::StrCat("Redis at ", options_.address, " answered ", command_name, " with an error: ", quoted));
 }
 
 absl::StatusOr<RedisStore::Reply> RedisStore::RoundTripLocked(const std::string& command,
                                                               Clock::time_point deadline) {
   if (absl::Status connected = EnsureConnectedLocked(deadline); !connected.ok()) return connected;
+  return ExchangeLocked(command, deadline);
+}
+
+absl::StatusOr<RedisStore::Reply> RedisStore::ExchangeLocked(const std::string& command,
+                                                             Clock::time_point deadline) {
   const int fd = context_->fd;
   // Send without blocking and without SIGPIPE (hiredis would write()).
   size_t sent = 0;
@@ -311,9 +442,7 @@ absl::StatusOr<std::optional<std::string>> RedisStore::Get(absl::string_view key
     case REDIS_REPLY_STRING:
       return std::optional<std::string>(std::string(r.str, r.len));
     case REDIS_REPLY_ERROR:
-      // A proper Redis reply (e.g. WRONGTYPE): the connection stays usable.
-      return Count(absl::InternalError(
-          absl::StrCat("Redis at ", options_.address, " answered GET with an error: ", Quote(r.str, r.len))));
+      return Count(ErrorReplyLocked("GET", r));
     default:
       // Not what Redis answers to GET: do not trust this connection further.
       DisconnectLocked();
@@ -342,11 +471,7 @@ absl::Status RedisStore::Put(absl::string_view key, absl::string_view value) {
   if (!reply.ok()) return Count(reply.status());
   const redisReply& r = **reply;
   if (r.type == REDIS_REPLY_STATUS && absl::string_view(r.str, r.len) == "OK") return absl::OkStatus();
-  if (r.type == REDIS_REPLY_ERROR) {
-    // A proper Redis reply (e.g. OOM): the connection stays usable.
-    return Count(absl::InternalError(
-        absl::StrCat("Redis at ", options_.address, " answered SET with an error: ", Quote(r.str, r.len))));
-  }
+  if (r.type == REDIS_REPLY_ERROR) return Count(ErrorReplyLocked("SET", r));
   DisconnectLocked();
   return Count(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address,
                                                 ": SET answered with a reply of type ", ReplyTypeName(r.type),

@@ -9,12 +9,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/redis_server.h"
 
@@ -22,6 +25,8 @@ namespace serenity {
 namespace {
 
 using ::absl::StatusCode;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 RedisStoreOptions OptionsFor(const std::string& address, const std::string& prefix = "test:") {
   RedisStoreOptions options;
@@ -190,6 +195,174 @@ TEST(RedisStoreTest, RejectsMalformedAddressesAndOptions) {
   options = OptionsFor("127.0.0.1:6379");
   options.ttl_seconds = -5;
   EXPECT_EQ(RedisStore::Create(options).status().code(), StatusCode::kInvalidArgument);
+  options = OptionsFor("127.0.0.1:6379");
+  options.username = "alice";  // without a password
+  absl::Status no_password = RedisStore::Create(options).status();
+  EXPECT_EQ(no_password.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_password.message(), HasSubstr("username needs a password"));
+  options.password = "secret";
+  EXPECT_TRUE(RedisStore::Create(options).ok());
+}
+
+// A password with a space and a quote: AUTH goes as a RESP bulk string.
+constexpr char kPassword[] = "pa ss\"word";
+
+TEST(RedisStoreTest, AuthenticatesWithThePasswordOnEveryConnection) {
+  testing::RedisServerProcess redis(testing::RedisServerOptions{kPassword, "", ""});
+  ASSERT_TRUE(redis.Start());
+  RedisStoreOptions options = OptionsFor(redis.address());
+  options.password = kPassword;
+  std::unique_ptr<RedisStore> store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  const absl::Status put = store->Put("k", "v");
+  ASSERT_TRUE(put.ok()) << put;
+  absl::StatusOr<std::optional<std::string>> got = store->Get("k");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->value_or(""), "v");
+  // A restart between two calls: the new connection authenticates too.
+  redis.Stop();
+  ASSERT_TRUE(redis.Start());
+  bool recovered = false;
+  for (int i = 0; i < 200 && !recovered; ++i) {
+    recovered = store->Put("k2", "v2").ok();
+    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(recovered);
+  got = store->Get("k2");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->value_or(""), "v2");
+  EXPECT_EQ(store->errors(), 0);
+}
+
+TEST(RedisStoreTest, WrongPasswordIsUnauthenticatedFailsFastAndIsNotEchoed) {
+  testing::RedisServerProcess redis(testing::RedisServerOptions{kPassword, "", ""});
+  ASSERT_TRUE(redis.Start());
+  RedisStoreOptions options = OptionsFor(redis.address());
+  options.password = "wrong-secret-1234";
+  options.retry_after = absl::Seconds(30);  // the second call is always inside the window
+  std::unique_ptr<RedisStore> store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<std::string>> got = store->Get("k");
+  EXPECT_EQ(got.status().code(), StatusCode::kUnauthenticated) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("authentication with Redis at " + redis.address() + " failed"));
+  EXPECT_THAT(got.status().message(), HasSubstr("WRONGPASS"));
+  EXPECT_THAT(got.status().message(), Not(HasSubstr("wrong-secret-1234")));
+  // Skipped while retry_after lasts, still as an authentication failure and
+  // not as an outage.
+  const absl::Status put = store->Put("k", "v");
+  EXPECT_EQ(put.code(), StatusCode::kUnauthenticated) << put;
+  EXPECT_THAT(put.message(), HasSubstr("authentication with Redis at " + redis.address() + " failed recently"));
+  EXPECT_THAT(put.message(), HasSubstr("skipped"));
+  EXPECT_EQ(store->errors(), 2);
+
+  // After retry_after, it authenticates afresh (and fails again).
+  options.retry_after = absl::ZeroDuration();
+  store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(store->Get("k").status().message(), HasSubstr("WRONGPASS"));
+  EXPECT_THAT(store->Put("k", "v").message(), HasSubstr("WRONGPASS"));
+  EXPECT_EQ(store->errors(), 2);
+}
+
+TEST(RedisStoreTest, NoPasswordAgainstAServerThatWantsOneIsUnauthenticated) {
+  testing::RedisServerProcess redis(testing::RedisServerOptions{kPassword, "", ""});
+  ASSERT_TRUE(redis.Start());
+  RedisStoreOptions options = OptionsFor(redis.address());
+  options.retry_after = absl::Seconds(30);
+  std::unique_ptr<RedisStore> store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  const absl::Status put = store->Put("k", "v");
+  EXPECT_EQ(put.code(), StatusCode::kUnauthenticated) << put;
+  EXPECT_THAT(put.message(), HasSubstr("requires authentication and no password is set"));
+  EXPECT_THAT(put.message(), HasSubstr("NOAUTH"));
+  absl::StatusOr<std::optional<std::string>> got = store->Get("k");
+  EXPECT_EQ(got.status().code(), StatusCode::kUnauthenticated) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("skipped"));
+  EXPECT_EQ(store->errors(), 2);
+}
+
+TEST(RedisStoreTest, PasswordForAServerThatWantsNoneIsUnauthenticated) {
+  testing::RedisServerProcess redis;
+  ASSERT_TRUE(redis.Start());
+  RedisStoreOptions options = OptionsFor(redis.address());
+  options.password = "unexpected-secret";
+  std::unique_ptr<RedisStore> store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  const absl::Status put = store->Put("k", "v");
+  EXPECT_EQ(put.code(), StatusCode::kUnauthenticated) << put;
+  EXPECT_THAT(put.message(), Not(HasSubstr("unexpected-secret")));
+  EXPECT_EQ(store->errors(), 1);
+}
+
+TEST(RedisStoreTest, AuthenticatesAsAnAclUser) {
+  testing::RedisServerProcess redis(testing::RedisServerOptions{kPassword, "alice", "s3 cret"});
+  ASSERT_TRUE(redis.Start());
+  RedisStoreOptions options = OptionsFor(redis.address());
+  options.username = "alice";
+  options.password = "s3 cret";
+  std::unique_ptr<RedisStore> store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  const absl::Status put = store->Put("k", "from alice");
+  ASSERT_TRUE(put.ok()) << put;
+  absl::StatusOr<std::optional<std::string>> got = store->Get("k");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->value_or(""), "from alice");
+  EXPECT_EQ(store->errors(), 0);
+
+  // The user's password is not the default user's, nor the other way round,
+  // and an unknown user fails too; the message names the user.
+  for (const auto& [username, password] : std::vector<std::pair<std::string, std::string>>{
+           {"alice", kPassword}, {"", "s3 cret"}, {"mallory", "s3 cret"}}) {
+    SCOPED_TRACE(username + " / " + password);
+    options.username = username;
+    options.password = password;
+    store = StoreFor(options);
+    ASSERT_NE(store, nullptr);
+    got = store->Get("k");
+    EXPECT_EQ(got.status().code(), StatusCode::kUnauthenticated) << got.status();
+    EXPECT_THAT(got.status().message(), Not(HasSubstr(password)));
+    if (!username.empty()) {
+      EXPECT_THAT(got.status().message(), HasSubstr("as user '" + username + "'"));
+    }
+  }
+}
+
+TEST(RedisStoreTest, ReadsCredentialsFiles) {
+  const std::string path = ::testing::TempDir() + "/redis_store_test_credentials";
+  auto read = [&path](const std::string& content) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+    return ReadRedisCredentials(path);
+  };
+  absl::StatusOr<RedisCredentials> credentials = read("hunter2\n");
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  EXPECT_EQ(credentials->username, "");
+  EXPECT_EQ(credentials->password, "hunter2");
+  credentials = read("  alice \t s3 cret  \r\n\n");
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  EXPECT_EQ(credentials->username, "alice");
+  EXPECT_EQ(credentials->password, "s3 cret");
+  credentials = read("\n  only-a-password");  // no final newline, an empty line before
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  EXPECT_EQ(credentials->username, "");
+  EXPECT_EQ(credentials->password, "only-a-password");
+
+  for (const std::string& empty : {std::string(), std::string(" \n\t\r\n")}) {
+    credentials = read(empty);
+    EXPECT_EQ(credentials.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(credentials.status().message(), HasSubstr("'" + path + "' is empty"));
+  }
+  credentials = read("alice secret-one\nbob secret-two\n");
+  EXPECT_EQ(credentials.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(credentials.status().message(), HasSubstr("'" + path + "' holds 2 lines"));
+  EXPECT_THAT(credentials.status().message(), Not(HasSubstr("secret")));
+  credentials = read(std::string(100 << 10, 'x'));
+  EXPECT_EQ(credentials.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(credentials.status().message(), HasSubstr(path));
+
+  std::remove(path.c_str());
+  credentials = ReadRedisCredentials(path);
+  EXPECT_EQ(credentials.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(credentials.status().message(), HasSubstr("'" + path + "'"));
 }
 
 TEST(RedisStoreTest, NobodyListeningIsUnavailableAndFailsFast) {
@@ -428,6 +601,62 @@ TEST(RedisStoreTest, GarbageIsAnErrorNotACrash) {
       EXPECT_EQ(put_store->errors(), 1);
     }
   }
+}
+
+// AUTH is the first thing on a new connection, a binary-safe RESP request;
+// a peer that answers it with an error quoting the password does not get
+// the password into the status.
+TEST(RedisStoreTest, SendsAuthFirstAndNeverQuotesThePassword) {
+  const std::string password("se\0cr et", 8);
+  std::mutex mu;
+  std::string first_request;
+  FakePeer peer([&](int fd, const std::atomic<bool>& stop) {
+    std::string request;
+    const std::string expected_end = password + "\r\n";
+    for (int i = 0; i < 500 && !stop && request.size() < 4096; ++i) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 20) != 1) continue;
+      char buffer[4096];
+      const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      request.append(buffer, static_cast<size_t>(n));
+      if (request.size() >= expected_end.size() &&
+          request.compare(request.size() - expected_end.size(), expected_end.size(), expected_end) == 0) {
+        break;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_request.empty()) first_request = request;
+    }
+    const std::string reply = "-ERR bad password " + password + "\r\n";
+    (void)!send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+  });
+  ASSERT_NE(peer.port(), 0);
+  RedisStoreOptions options = OptionsFor(peer.address());
+  options.username = "bob";
+  options.password = password;
+  std::unique_ptr<RedisStore> store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<std::string>> got = store->Get("k");
+  EXPECT_EQ(got.status().code(), StatusCode::kUnauthenticated) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("ERR bad password <password>"));
+  EXPECT_THAT(got.status().message(), Not(HasSubstr("cr et")));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(first_request, "*3\r\n$4\r\nAUTH\r\n$3\r\nbob\r\n$8\r\n" + password + "\r\n");
+}
+
+// A peer that never answers AUTH costs no more than the call's timeout.
+TEST(RedisStoreTest, SilentPeerTimesOutDuringAuth) {
+  FakePeer peer(FakePeer::Silent());
+  ASSERT_NE(peer.port(), 0);
+  RedisStoreOptions options = OptionsFor(peer.address());
+  options.timeout = absl::Milliseconds(200);
+  options.password = "secret";
+  std::unique_ptr<RedisStore> store = StoreFor(options);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Get("k").status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(store->errors(), 1);
 }
 
 TEST(RedisStoreTest, GarbageRepliesAreInternal) {

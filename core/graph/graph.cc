@@ -60,8 +60,17 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     if (g.tensor_index_.contains(ts.name)) {
       return absl::InvalidArgumentError(absl::StrCat("tensor '", ts.name, "' is described twice"));
     }
+    for (size_t i = 0; i < ts.shape.size(); ++i) {
+      if (ts.shape[i] < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", ts.name, "' has negative dimension ", ts.shape[i], " (dim ", i, ")"));
+      }
+    }
+    if (ts.has_bytes && ts.bytes < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", ts.name, "' has negative bytes ", ts.bytes));
+    }
     Tensor t;
-    if (ts.bytes >= 0) {
+    if (ts.has_bytes || ts.bytes >= 0) {
       t.bytes = ts.bytes;
     } else {
       absl::StatusOr<int64_t> bytes = TensorBytes(ts.shape, ts.dtype);
@@ -108,7 +117,11 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
       return absl::InvalidArgumentError(absl::StrCat("two ops are named '", os.name, "'"));
     }
     if (os.workspace_bytes < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has negative workspace bytes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", os.name, "' has negative workspace bytes ", os.workspace_bytes));
+    }
+    if (os.macs < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has negative macs ", os.macs));
     }
     Op op;
     op.name = std::move(os.name);

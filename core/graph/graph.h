@@ -23,15 +23,19 @@ using OpId = int32_t;
 using TensorId = int32_t;
 inline constexpr OpId kNoOp = -1;
 
-// Input description of one tensor. `bytes` < 0 means "compute from shape and
-// dtype"; otherwise it is taken as given (shape and dtype are then
-// informational).
+// Input description of one tensor. The size is given when `has_bytes` is
+// true or `bytes` >= 0, and is then taken as is (dtype is informational);
+// otherwise (`bytes` < 0 and `has_bytes` false, the default) it is computed
+// from shape and dtype. A reader of an input format whose size field may be
+// set to any value (our protobuf Tensor.bytes) sets `has_bytes`, so that an
+// explicit negative size is refused rather than read as "not given".
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
   int32_t dtype = 1;  // ONNX TensorProto.DataType; 1 = float32
   int64_t bytes = -1;
   bool is_weight = false;
+  bool has_bytes = false;
 };
 
 // Input description of one op. Inputs and outputs are tensor names; an empty
@@ -85,9 +89,10 @@ class Graph {
   // offending ops and tensors, for: no ops; empty or duplicate op or tensor
   // names; a tensor used but not described; a tensor with two producers; a
   // consumed tensor that is neither produced, a graph input nor a weight; a
-  // produced graph input; a cycle (the message lists the ops on it); negative
-  // dims, unsized dtypes, negative workspace. OutOfRange for sizes that
-  // overflow 64 bits (one tensor, or all buffers together).
+  // produced graph input; a cycle (the message lists the ops on it); a
+  // negative dim (also when the size is given), an unsized dtype, a negative
+  // given size (`has_bytes`), a negative workspace or MAC count. OutOfRange
+  // for sizes that overflow 64 bits (one tensor, or all buffers together).
   static absl::StatusOr<Graph> Build(GraphSpec spec);
 
   const std::string& name() const { return name_; }

@@ -147,5 +147,55 @@ TEST(GraphTest, RejectsNegativeDimsAndStrings) {
   EXPECT_THAT(BuildError(s).message(), HasSubstr("no fixed element size"));
 }
 
+// A Graph message Tensor with `bytes: -1` was read as "not given" and sized
+// from its shape; an explicit size (has_bytes) must not be negative.
+TEST(GraphTest, RejectsNegativeGivenBytesNamingTheTensor) {
+  GraphSpec s = Diamond();
+  s.tensors[1].bytes = -1;
+  s.tensors[1].has_bytes = true;
+  absl::Status status = BuildError(s);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'x' has negative bytes -1"));
+  s.tensors[1].bytes = INT64_MIN;
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("tensor 'x' has negative bytes -9223372036854775808"));
+  // A given size of 0 is a size, not "compute it": the shape is not used.
+  s.tensors[1] = {"x", {4, 4}, 1, 0, false, true};
+  absl::StatusOr<Graph> g = Graph::Build(s);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->tensor(*g->FindTensor("x")).bytes, 0);
+  // Without has_bytes, a negative size still means "from shape and dtype".
+  s.tensors[1] = {"x", {4, 4}, 1, -1, false, false};
+  g = Graph::Build(s);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->tensor(*g->FindTensor("x")).bytes, 64);
+}
+
+TEST(GraphTest, RejectsNegativeDimsEvenWhenTheSizeIsGiven) {
+  GraphSpec s = Diamond();
+  s.tensors[2] = {"y", {2, -3}, 1, 24, false, true};
+  absl::Status status = BuildError(s);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("tensor 'y' has negative dimension -3 (dim 1)"));
+  s.tensors[2] = {"y", {-2}, 1, 24, false, false};
+  EXPECT_THAT(BuildError(s).message(), HasSubstr("tensor 'y' has negative dimension -2 (dim 0)"));
+}
+
+TEST(GraphTest, RejectsNegativeWorkspaceAndMacsNamingTheOp) {
+  GraphSpec s = Diamond();
+  s.ops[2].workspace_bytes = -8;
+  absl::Status status = BuildError(s);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'c' has negative workspace bytes -8"));
+  s = Diamond();
+  s.ops[1].macs = -5;
+  status = BuildError(s);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op 'b' has negative macs -5"));
+  s.ops[1].macs = 5;
+  absl::StatusOr<Graph> g = Graph::Build(s);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->total_macs(), 5);
+}
+
 }  // namespace
 }  // namespace serenity

@@ -30,10 +30,18 @@ int MillisLeft(Clock::time_point deadline) {
   return left > 0 ? static_cast<int>(left) : 0;
 }
 
+// A RESP request of bulk strings (binary-safe).
+std::string Resp(const std::vector<std::string>& args) {
+  std::string request = "*" + std::to_string(args.size()) + "\r\n";
+  for (const std::string& a : args) request += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return request;
+}
+
 // True when the Redis on 127.0.0.1:port answers PING with PONG and says its
 // process id is `pid` (so it is ours, not someone else's that took the port).
-// Gives up after about half a second.
-bool AnswersAs(int port, pid_t pid) {
+// Authenticates first with `password` unless it is empty. Gives up after
+// about half a second.
+bool AnswersAs(int port, pid_t pid, const std::string& password) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return false;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(500);
@@ -53,7 +61,9 @@ bool AnswersAs(int port, pid_t pid) {
     }
   }
   if (rc == 0) {
-    const std::string request = "PING\r\nINFO server\r\n";
+    const std::string auth = password.empty() ? "" : Resp({"AUTH", password});
+    const std::string expected = password.empty() ? "+PONG\r\n" : "+OK\r\n+PONG\r\n";
+    const std::string request = auth + "PING\r\nINFO server\r\n";
     if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
       const std::string wanted = "\r\nprocess_id:" + std::to_string(pid) + "\r\n";
       std::string answer;
@@ -65,7 +75,7 @@ bool AnswersAs(int port, pid_t pid) {
         if (n <= 0) break;
         answer.append(buffer, static_cast<size_t>(n));
       }
-      ok = answer.rfind("+PONG\r\n", 0) == 0 && answer.find(wanted) != std::string::npos;
+      ok = answer.rfind(expected, 0) == 0 && answer.find(wanted) != std::string::npos;
     }
   }
   close(fd);
@@ -116,6 +126,12 @@ bool RedisServerProcess::StartOnce() {
   std::vector<std::string> args = {kRedisServer, "--port",     std::to_string(port_), "--bind", "127.0.0.1",
                                    "--save",     "",           "--appendonly",        "no",     "--loglevel",
                                    "warning",    "--daemonize", "no"};
+  if (!options_.requirepass.empty()) {
+    args.insert(args.end(), {"--requirepass", options_.requirepass});
+  }
+  if (!options_.acl_user.empty()) {
+    args.insert(args.end(), {"--user", options_.acl_user, "on", ">" + options_.acl_password, "~*", "+@all"});
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -130,7 +146,7 @@ bool RedisServerProcess::StartOnce() {
   if (spawned != 0) return false;
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
   while (Clock::now() < deadline) {
-    if (AnswersAs(port_, pid)) {
+    if (AnswersAs(port_, pid, options_.requirepass)) {
       pid_ = pid;
       return true;
     }
