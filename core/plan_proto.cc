@@ -18,6 +18,7 @@ GraphSpec GraphSpecFromProto(const v1::Graph& graph) {
     ts.shape.assign(t.shape().begin(), t.shape().end());
     ts.dtype = t.dtype() == 0 ? 1 : t.dtype();
     ts.bytes = t.has_bytes() ? t.bytes() : -1;
+    ts.has_bytes = t.has_bytes();
     ts.is_weight = t.is_weight();
     spec.tensors.push_back(std::move(ts));
   }

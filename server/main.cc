@@ -47,6 +47,7 @@ struct ServerFlags {
   std::string plan_id_secret_file;
   int64_t max_search_states = serenity::SearchOptions().max_states;
   std::string redis;
+  std::string redis_auth_file;
   double redis_timeout_ms = 50;
   int64_t metrics_port = -1;
   std::string metrics_port_file;
@@ -140,6 +141,9 @@ int Run(int argc, char** argv) {
                   "Most search states one request may ask for (options.max_search_states; larger asks are\n"
                   "lowered to N). Each state takes roughly 30-50 bytes.");
   flag_set.AddString("redis", &flags.redis, "HOST:PORT", "Share plans with other replicas through this Redis.");
+  flag_set.AddString("redis-auth-file", &flags.redis_auth_file, "PATH",
+                     "Authenticate to Redis with the credentials in PATH: one line, PASSWORD (requirepass) or\n"
+                     "USERNAME PASSWORD (an ACL user). Keep it readable only by the server's user.");
   flag_set.AddDouble("redis-timeout-ms", &flags.redis_timeout_ms, "MS",
                      "Longest wait for Redis per command; after a failure Redis is skipped for a second.");
   flag_set.AddInt("metrics-port", &flags.metrics_port, "N",
@@ -167,6 +171,7 @@ int Run(int argc, char** argv) {
     return Fail("--max-streams-per-connection must be 1..1000000");
   }
   if (flags.max_search_states < 1) return Fail("--max-search-states must be positive");
+  if (!flags.redis_auth_file.empty() && flags.redis.empty()) return Fail("--redis-auth-file needs --redis");
   if (!flags.cache_scope.empty() && flags.cache_scope != "tenant" && flags.cache_scope != "shared") {
     return Fail("--cache-scope must be tenant or shared");
   }
@@ -243,6 +248,12 @@ int Run(int argc, char** argv) {
     serenity::RedisStoreOptions redis_options;
     redis_options.address = flags.redis;
     redis_options.timeout = absl::Milliseconds(flags.redis_timeout_ms);
+    if (!flags.redis_auth_file.empty()) {
+      absl::StatusOr<serenity::RedisCredentials> credentials = serenity::ReadRedisCredentials(flags.redis_auth_file);
+      if (!credentials.ok()) return Fail(absl::StrCat("--redis-auth-file: ", credentials.status().message()));
+      redis_options.username = credentials->username;
+      redis_options.password = credentials->password;
+    }
     absl::StatusOr<std::unique_ptr<serenity::RedisStore>> store = serenity::RedisStore::Create(redis_options);
     if (!store.ok()) return Fail(absl::StrCat("--redis: ", store.status().message()));
     redis = std::move(store).value();

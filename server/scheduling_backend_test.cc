@@ -386,3 +386,21 @@ TEST(SchedulingBackendLimitsTest, TheServerCapsTheSearchStatesARequestAsks) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// A Graph message's explicit negative size is refused, not read as "from
+// the shape".
+TEST(SchedulingBackendLimitsTest, ANegativeTensorSizeIsRefused) {
+  SchedulingBackend backend(nullptr, nullptr, nullptr, {});
+  std::mt19937 rng(19);
+  v1::PlanRequest request = RequestFor(testing::RandomDag(5, rng));
+  request.mutable_graph()->mutable_tensors(0)->set_bytes(-1);
+  absl::StatusOr<v1::Plan> plan = backend.Answer(request, false);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("negative bytes -1"));
+}
+
+}  // namespace
+}  // namespace serenity

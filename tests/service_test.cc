@@ -39,6 +39,7 @@ using testing::MetricValue;
 using testing::RunCommand;
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
 const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
@@ -471,6 +472,37 @@ TEST(ServiceLifecycleTest, SigtermDrainsRunningCallsThenExitsZero) {
   const std::string log = server.log();
   EXPECT_THAT(log, HasSubstr("event=draining"));
   EXPECT_THAT(log, HasSubstr("event=stopped"));
+}
+
+// --redis-auth-file: with the right password plans reach a Redis that
+// requires one; with a wrong one the server still answers, and counts the
+// failed writes without ever logging the password.
+TEST(ServiceSharedCacheTest, AuthenticatesToRedisWithTheCredentialsFile) {
+  testing::RedisServerOptions redis_options;
+  redis_options.requirepass = "redis-pass-5ee1";
+  testing::RedisServerProcess redis(redis_options);
+  ASSERT_TRUE(redis.Start());
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/redis_auth_good", bad = dir + "/redis_auth_bad";
+  std::ofstream(good) << "redis-pass-5ee1\n";
+  std::ofstream(bad) << "wrong-pass-0000\n";
+  const v1::PlanRequest request = OnnxRequest("darts_v2_cifar10_reduce_cell.onnx");
+  for (const auto& [file, writes] : {std::pair{good, "ok"}, std::pair{bad, "error"}}) {
+    testing::ServerProcess server;
+    ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--redis", redis.address(), "--redis-auth-file", file}, true))
+        << server.log();
+    auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    v1::Plan plan;
+    const grpc::Status status = stub->Plan(&context, request, &plan);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    const std::string metrics = testing::HttpGet(server.metrics_port(), "/metrics");
+    // The plan and its plan_id's receipt.
+    EXPECT_EQ(MetricValue(metrics, absl::StrCat("serenity_cache_shared_writes_total{result=\"", writes, "\"}")), "2")
+        << file;
+    server.Stop();
+    EXPECT_THAT(server.log(), Not(HasSubstr("pass-")));
+  }
 }
 
 // Replicas share plans through Redis; garbage in Redis is counted and
