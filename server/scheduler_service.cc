@@ -11,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "core/request_scan.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 
 namespace serenity {
 namespace {
@@ -72,15 +74,43 @@ grpc::Status ReplyStatus(const absl::Status& status, int64_t request_id) {
 // slots never makes the connection's Plan calls fail.
 std::string ScoreSlotKey(const std::string& peer) { return peer + " score"; }
 
-// One Plan call.
+// The bytes of a raw request, in one piece: the scan and the parse read
+// them in place (a request gRPC received in one slice is not copied).
+absl::StatusOr<absl::string_view> Contiguous(const grpc::ByteBuffer& buffer, grpc::Slice* slice) {
+  if (!buffer.DumpToSingleSlice(slice).ok()) return absl::InvalidArgumentError("the request could not be read");
+  return absl::string_view(reinterpret_cast<const char*>(slice->begin()), slice->size());
+}
+
+// Refuses, before it is parsed, a request whose graph is above the
+// server's op limit (it could never be planned here: not to be retried).
+absl::Status CheckShape(const RequestShape& shape, int64_t max_ops) {
+  if (shape.ops > max_ops) {
+    return absl::InvalidArgumentError(absl::StrCat("the graph has ", shape.ops, " ops; this server accepts at most ",
+                                                   max_ops, " (--max-ops)"));
+  }
+  return absl::OkStatus();
+}
+
+// Serializes `message` into a reply buffer.
+void SerializeTo(const google::protobuf::Message& message, grpc::ByteBuffer* buffer) {
+  bool own = false;
+  grpc::Status status = grpc::SerializationTraits<google::protobuf::Message>::Serialize(message, buffer, &own);
+  (void)status;  // only fails above 2 GB, which --max-message-mb rules out
+}
+
+// One Plan call. Its request and reply messages live on a pooled arena
+// (PlanMessages), held from the start of the call to OnDone.
 class PlanCall final : public grpc::ServerUnaryReactor {
  public:
-  PlanCall(SchedulerService* service, grpc::CallbackServerContext* context, const v1::PlanRequest* request,
-           v1::Plan* response)
+  PlanCall(SchedulerService* service, grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+           grpc::ByteBuffer* response)
       : service_(service),
         context_(context),
-        request_(request),
-        response_(response),
+        request_bytes_(request),
+        response_bytes_(response),
+        messages_(static_cast<PlanMessages*>(service->plan_messages()->AllocateMessages())),
+        request_(messages_->request()),
+        response_(messages_->response()),
         peer_(context->peer()),
         request_id_(service->NextRequestId()),
         start_(Clock::now()) {}
@@ -91,10 +121,21 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     }
     grpc::Status auth = service_->Authenticate(*context_, &tenant_);
     if (!auth.ok()) return Complete(auth, "");
+    // Refuse before building: the request's size is read off the wire.
+    grpc::Slice slice;
+    absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &slice);
+    absl::StatusOr<RequestShape> shape = bytes.ok() ? ScanPlanRequest(*bytes) : bytes.status();
+    absl::Status fits = shape.ok() ? CheckShape(*shape, service_->backend()->options().max_ops) : shape.status();
+    if (!fits.ok()) return Complete(ToGrpcStatus(fits), "");
+    if (!request_->ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
+      return Complete(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "the request is not a valid serenity.v1.PlanRequest message"),
+                      "");
+    }
     // A repeat of a memoized request is answered here, without a job.
     // Copied straight into the response, which lives on the call's arena.
     if (RepeatSafely(service_->backend(), *request_, false, Call(), response_)) {
-      return Complete(grpc::Status::OK, response_->stats().cache());
+      return Reply();
     }
     if (!service_->slots()->TryAcquire(peer_)) {
       return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -113,6 +154,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   void OnCancel() override { cancelled_.store(true); }
   void OnDone() override {
     Report();
+    messages_->Release();
     delete this;
   }
 
@@ -127,6 +169,12 @@ class PlanCall final : public grpc::ServerUnaryReactor {
       return Complete(ReplyStatus(plan.status(), request_id_), "");
     }
     *response_ = std::move(plan).value();
+    Reply();
+  }
+
+  // Sends the plan in response_.
+  void Reply() {
+    SerializeTo(*response_, response_bytes_);
     Complete(grpc::Status::OK, response_->stats().cache());
   }
 
@@ -180,7 +228,10 @@ class PlanCall final : public grpc::ServerUnaryReactor {
 
   SchedulerService* const service_;
   grpc::CallbackServerContext* const context_;
-  const v1::PlanRequest* const request_;
+  const grpc::ByteBuffer* const request_bytes_;
+  grpc::ByteBuffer* const response_bytes_;
+  PlanMessages* const messages_;
+  v1::PlanRequest* const request_;  // parsed once the scan let it through
   v1::Plan* const response_;
   const std::string peer_;
   const int64_t request_id_;
@@ -201,7 +252,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
 // and unwritten results reach the per-connection limit, so a client that
 // does not read its results holds that many in the server at most, and
 // stalls only that stream: its slots are free for the connection's others.
-class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>,
+class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                         public ConnectionSlots::Waiter {
  public:
   ScoreCall(SchedulerService* service, grpc::CallbackServerContext* context)
@@ -240,6 +291,22 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       MaybeFinish();
       return;
     }
+    // Refuse before building: a candidate that is not a ScoreRequest, or
+    // whose graph is above --max-ops, fails alone, unparsed and without a
+    // slot.
+    auto candidate = std::make_shared<v1::ScoreRequest>();
+    absl::Status readable;
+    {
+      grpc::Slice slice;
+      absl::StatusOr<absl::string_view> bytes = Contiguous(incoming_, &slice);
+      absl::StatusOr<RequestShape> shape = bytes.ok() ? ScanScoreRequest(*bytes) : bytes.status();
+      readable = shape.ok() ? CheckShape(*shape, service_->backend()->options().max_ops) : shape.status();
+      if (readable.ok() && !candidate->ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
+        readable = absl::InvalidArgumentError("the candidate is not a valid serenity.v1.ScoreRequest message");
+      }
+    }
+    incoming_.Clear();
+    if (!readable.ok()) return Refuse(readable);
     bool parked;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -248,17 +315,43 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       if (parked) {
         // Parked before asking for a slot: the grant may come on another
         // thread as soon as we are in line.
-        parked_ = std::make_shared<v1::ScoreRequest>(std::move(incoming_));
+        parked_ = std::move(candidate);
         parked_index_ = next_index_++;
         waiting_ = true;
       }
     }
-    incoming_.Clear();
     if (!parked) return MaybeFinish();
     if (slots_->AcquireOrWait(slot_key_, this)) return OnSlotGranted();
     // In line. A cancel that came before we were in line could not take us
     // out of it: do it here.
     if (AbandonWaitIfBroken()) MaybeFinish();
+  }
+
+  // Answers the candidate just read with `status`, without a slot, and
+  // reads the next one when there is room.
+  void Refuse(const absl::Status& status) {
+    bool broken, read = false;
+    int32_t index = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      read_outstanding_ = false;
+      broken = broken_;
+      if (!broken) {
+        index = next_index_++;
+        ++in_flight_;  // until Deliver: the stream cannot finish meanwhile
+        read = HasRoomLocked();
+        read_outstanding_ = read;
+        read_paused_ = !read;
+      }
+    }
+    if (broken) return MaybeFinish();
+    v1::ScoreResult result;
+    result.set_index(index);
+    const grpc::Status refused = ToGrpcStatus(status);
+    result.set_code(static_cast<int32_t>(refused.error_code()));
+    result.set_error(refused.error_message());
+    Deliver(std::move(result), /*holds_slot=*/false);  // `this` may be gone unless `read`
+    if (read) StartRead(&incoming_);
   }
 
   // The parked candidate now holds a slot: run it and read the next one.
@@ -313,7 +406,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::ScoreResult* next = nullptr;
+    const grpc::ByteBuffer* next = nullptr;
     bool resume_read = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -397,17 +490,19 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
     return result;
   }
 
-  // Frees a finished candidate's slot, then queues its result for writing,
-  // or drops it when the client is gone.
-  void Deliver(v1::ScoreResult result) {
+  // Frees a finished candidate's slot (when it holds one), then queues its
+  // result for writing, or drops it when the client is gone.
+  void Deliver(v1::ScoreResult result, bool holds_slot = true) {
     if (service_->metrics() != nullptr) {
       service_->metrics()->RecordCandidate(GrpcCodeName(static_cast<grpc::StatusCode>(result.code())));
     }
+    grpc::ByteBuffer serialized;
+    SerializeTo(result, &serialized);
     // While this candidate counts in in_flight_ the stream cannot finish,
     // so the slot is free before anyone can see the stream end. Release may
     // grant it to this very stream (OnSlotGranted takes mu_ itself).
-    slots_->Release(slot_key_);
-    const v1::ScoreResult* write = nullptr;
+    if (holds_slot) slots_->Release(slot_key_);
+    const grpc::ByteBuffer* write = nullptr;
     bool finish = false;
     grpc::Status status;
     {
@@ -415,7 +510,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
       --in_flight_;
       ++answered_;
       if (!broken_) {
-        outgoing_.push_back(std::move(result));
+        outgoing_.push_back(std::move(serialized));
         if (!writing_) {
           writing_ = true;
           write = &outgoing_.front();
@@ -525,11 +620,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::Sco
   const Clock::time_point start_;
   std::string tenant_;  // set by Begin
   std::atomic<bool> cancelled_{false};
-  v1::ScoreRequest incoming_;  // only touched by the one outstanding read
+  grpc::ByteBuffer incoming_;  // only touched by the one outstanding read
   int32_t next_index_ = 0;     // likewise
 
   std::mutex mu_;
-  std::deque<v1::ScoreResult> outgoing_;  // front() is being written
+  std::deque<grpc::ByteBuffer> outgoing_;  // serialized results; front() is being written
   std::shared_ptr<v1::ScoreRequest> parked_;  // read, waiting for a slot
   int32_t parked_index_ = 0;
   int64_t in_flight_ = 0;
@@ -600,7 +695,6 @@ SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend
       metrics_(metrics),
       options_(std::move(options)),
       slots_(options_.max_jobs_per_connection) {
-  SetMessageAllocatorFor_Plan(&plan_messages_);
 }
 
 grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context, std::string* tenant) const {
@@ -628,14 +722,14 @@ grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& c
   return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* SchedulerService::Plan(grpc::CallbackServerContext* context, const v1::PlanRequest* request,
-                                                 v1::Plan* response) {
+grpc::ServerUnaryReactor* SchedulerService::Plan(grpc::CallbackServerContext* context,
+                                                 const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   auto* call = new PlanCall(this, context, request, response);
   call->Start();
   return call;
 }
 
-grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>* SchedulerService::Score(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SchedulerService::Score(
     grpc::CallbackServerContext* context) {
   auto* call = new ScoreCall(this, context);
   call->Begin();

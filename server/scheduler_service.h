@@ -49,14 +49,20 @@ struct ServiceOptions {
   int64_t max_jobs_per_connection = 16;
 };
 
-class SchedulerService final : public v1::Scheduler::CallbackService {
+// Plan and Score take their requests as raw bytes: each request is scanned
+// on the wire (core/request_scan.h) and a graph above the server's --max-ops
+// is refused before it is parsed, so an oversized request never costs the
+// memory of its parsed message and graph.
+class SchedulerService final
+    : public v1::Scheduler::WithRawCallbackMethod_Plan<
+          v1::Scheduler::WithRawCallbackMethod_Score<v1::Scheduler::WithCallbackMethod_GetPlan<v1::Scheduler::Service>>> {
  public:
   // `runner`, `backend` and `metrics` (may be null) must outlive the server.
   SchedulerService(JobRunner* runner, SchedulingBackend* backend, ServerMetrics* metrics, ServiceOptions options);
 
-  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context, const v1::PlanRequest* request,
-                                 v1::Plan* response) override;
-  grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResult>* Score(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Score(grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* context, const v1::GetPlanRequest* request,
                                     v1::Plan* response) override;
 
@@ -76,6 +82,8 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   // The job slots of each connection (keyed by gRPC's peer string for Plan
   // calls, and by ScoreSlotKey(peer) for Score candidates).
   ConnectionSlots* slots() { return &slots_; }
+  // Arenas for Plan calls' request and reply messages.
+  PlanMessages::Pool* plan_messages() { return &plan_messages_; }
   // A fresh id for a call, used in its log lines and INTERNAL messages.
   int64_t NextRequestId() { return next_request_id_.fetch_add(1) + 1; }
 
@@ -87,7 +95,7 @@ class SchedulerService final : public v1::Scheduler::CallbackService {
   std::atomic<int64_t> next_request_id_{0};
   std::atomic<bool> draining_{false};
   ConnectionSlots slots_;
-  PlanMessages::Pool plan_messages_;  // gRPC's allocator for Plan calls
+  PlanMessages::Pool plan_messages_;
 };
 
 }  // namespace serenity

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/job_runner.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
@@ -37,7 +39,7 @@ class ThrowingBackend : public SchedulingBackend {
 // plan's model: the service's own bookkeeping is all that runs.
 class EchoBackend : public SchedulingBackend {
  public:
-  EchoBackend() : SchedulingBackend(nullptr, nullptr, nullptr, {}) {}
+  explicit EchoBackend(BackendOptions options = {}) : SchedulingBackend(nullptr, nullptr, nullptr, options) {}
   absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool, const CallContext&) override {
     v1::Plan plan;
     plan.set_model(request.model_name());
@@ -49,6 +51,7 @@ class EchoBackend : public SchedulingBackend {
 // EchoBackend that counts its answers.
 class CountingBackend : public EchoBackend {
  public:
+  using EchoBackend::EchoBackend;
   absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
                                   const CallContext& call) override {
     ++answers;
@@ -136,6 +139,7 @@ class InProcessServer {
   ~InProcessServer() { server_->Shutdown(); }
 
   bool started() const { return server_ != nullptr && port_ > 0; }
+  int port() const { return port_; }
   v1::Scheduler::Stub& stub() { return *stub_; }
   SchedulerService& service() { return service_; }
   // A stub on a connection of its own.
@@ -549,6 +553,106 @@ TEST(SchedulerServiceTest, AStreamWhoseCandidateExceedsTheMessageLimitIsNotLogge
   EXPECT_THAT(log, HasSubstr("--max-message-mb"));
   EXPECT_THAT(log, Not(HasSubstr(" code=OK ")));
   EXPECT_EQ(backend.answers.load(), 1);
+}
+
+}  // namespace
+}  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// A Graph of `ops` chained ops.
+v1::PlanRequest ChainRequest(int ops, const std::string& name) {
+  v1::PlanRequest request;
+  request.set_model_name(name);
+  v1::Graph& graph = *request.mutable_graph();
+  for (int i = 0; i <= ops; ++i) {
+    v1::Tensor* t = graph.add_tensors();
+    t->set_name(absl::StrCat("t", i));
+    t->add_shape(4);
+  }
+  for (int i = 0; i < ops; ++i) {
+    v1::Op* op = graph.add_ops();
+    op->set_name(absl::StrCat("o", i));
+    op->set_type("Relu");
+    op->add_inputs(absl::StrCat("t", i));
+    op->add_outputs(absl::StrCat("t", i + 1));
+  }
+  graph.add_inputs("t0");
+  graph.add_outputs(absl::StrCat("t", ops));
+  return request;
+}
+
+// A request above the server's op limit is refused from its size on the
+// wire: the backend (which would parse, build and plan it) never sees it,
+// in a Plan call or as a Score candidate; the stream's other candidates go
+// on. Bytes that are no request are refused the same way.
+TEST(SchedulerServiceTest, RequestsAboveTheOpLimitAreRefusedBeforeTheBackendSeesThem) {
+  BackendOptions limits;
+  limits.max_ops = 5;
+  CountingBackend backend(limits);
+  InProcessServer server(&backend);
+  ASSERT_TRUE(server.started());
+  {
+    grpc::ClientContext context;
+    v1::Plan plan;
+    const grpc::Status refused = server.stub().Plan(&context, ChainRequest(6, "big"), &plan);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(refused.error_message(), HasSubstr("the graph has 6 ops; this server accepts at most 5 (--max-ops)"));
+  }
+  EXPECT_EQ(backend.answers.load(), 0);
+  {
+    grpc::ClientContext context;
+    v1::Plan plan;
+    EXPECT_TRUE(server.stub().Plan(&context, ChainRequest(5, "small"), &plan).ok());
+    EXPECT_EQ(plan.model(), "small");
+  }
+  EXPECT_EQ(backend.answers.load(), 1);
+  {
+    // Not a PlanRequest at all: a field 2 (onnx_model) whose length runs
+    // past the end.
+    grpc::GenericStub generic(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server.port()),
+                                                  grpc::InsecureChannelCredentials()));
+    const std::string garbage("\x12\x7f\x01\x02", 4);
+    grpc::Slice slice(garbage);
+    grpc::ByteBuffer payload(&slice, 1), reply;
+    grpc::ClientContext context;
+    std::mutex mu;
+    std::condition_variable done;
+    bool finished = false;
+    grpc::Status status;
+    generic.UnaryCall(&context, "/serenity.v1.Scheduler/Plan", grpc::StubOptions(), &payload, &reply,
+                      [&](grpc::Status s) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        status = s;
+                        finished = true;
+                        done.notify_all();
+                      });
+    std::unique_lock<std::mutex> lock(mu);
+    done.wait(lock, [&] { return finished; });
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr("not a valid serenity.v1.PlanRequest"));
+  }
+  // A stream: small, big, small. The big one fails alone.
+  grpc::ClientContext context;
+  auto stream = server.stub().Score(&context);
+  for (int ops : {2, 9, 3}) {
+    v1::ScoreRequest candidate;
+    candidate.set_id(absl::StrCat("c", ops));
+    *candidate.mutable_request() = ChainRequest(ops, absl::StrCat("m", ops));
+    ASSERT_TRUE(stream->Write(candidate));
+  }
+  stream->WritesDone();
+  std::map<int, v1::ScoreResult> results;
+  v1::ScoreResult result;
+  while (stream->Read(&result)) results[result.index()] = result;
+  EXPECT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].code(), 0);
+  EXPECT_EQ(results[1].code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(results[1].error(), HasSubstr("at most 5 (--max-ops)"));
+  EXPECT_EQ(results[2].code(), 0);
+  EXPECT_EQ(backend.answers.load(), 3);  // the Plan call and two candidates
 }
 
 }  // namespace

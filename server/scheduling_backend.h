@@ -58,6 +58,8 @@ class SchedulingBackend {
       : executor_(executor), cache_(cache), metrics_(metrics), options_(std::move(options)), memo_(memo) {}
   virtual ~SchedulingBackend() = default;
 
+  const BackendOptions& options() const { return options_; }
+
   // Answers one request of `call.tenant`: the plan with stats.cache
   // ("miss", "local", "shared") and plan_id set. Only plans of the same
   // tenant answer it unless the cache scope is shared. A repeat of an
