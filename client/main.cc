@@ -28,6 +28,7 @@
 #include "core/arena/instance_search.h"
 #include "core/onnx/onnx_export.h"
 #include "core/plan_proto.h"
+#include "core/request_scan.h"
 #include "core/planner.h"
 #include "core/util/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -62,6 +63,7 @@ struct PlanFlags {
   std::string export_path;
   std::string plot_path;
   double timeout = 120;
+  int64_t max_ops = 20000;
 };
 
 absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const Connection& connection,
@@ -89,6 +91,14 @@ absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOption
   *request.mutable_options() = options;
   *request.mutable_given_order() = given;
   if (stub != nullptr) return PlanRemote(*stub, connection, request, flags);
+  // In-process, as the server does: refuse a graph above the op limit from
+  // its counts, before building it (a million-op graph would otherwise take
+  // tens of gigabytes of reachability and end in an abort).
+  ASSIGN_OR_RETURN(RequestShape shape, ScanPlanRequest(request.SerializeAsString()));
+  if (shape.ops > flags.max_ops) {
+    return absl::InvalidArgumentError(absl::StrCat("the graph has ", shape.ops, " ops; --local plans at most ",
+                                                   flags.max_ops, " (--max-ops)"));
+  }
   static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return ExecutePlanRequest(request, &pool);
 }
@@ -120,6 +130,9 @@ int RunPlan(const std::vector<std::string>& args) {
       "Exit status: 0 when every model was planned, 1 when one failed, 2 on usage errors.");
   AddConnectionFlags(flag_set, &flags.connection);
   flag_set.AddBool("local", &flags.local, "Plan in this process instead of calling a server.");
+  flag_set.AddInt("max-ops", &flags.max_ops, "N",
+                  "With --local: the largest graph planned, in ops (as serenity-server's --max-ops; planning\n"
+                  "keeps about n^2/32 bytes of reachability).");
   flag_set.AddBool("json", &flags.json,
                    "Print the JSON plan (one object; one per line for several models).");
   AddRequestFlags(flag_set, &flags.request, /*with_outputs=*/true);
@@ -143,6 +156,10 @@ int RunPlan(const std::vector<std::string>& args) {
   }
   if (flag_set.positionals().empty()) {
     std::cerr << "serenity-client plan: give at least one MODEL file (see --help)\n";
+    return 2;
+  }
+  if (flags.max_ops < 1) {
+    std::cerr << "serenity-client plan: --max-ops must be positive\n";
     return 2;
   }
   v1::PlanOptions options;

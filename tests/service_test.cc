@@ -512,6 +512,21 @@ TEST(ServiceLimitsTest, OversizedRequestsAreRefusedBeforeTheyAreBuilt) {
   std::cerr << "server peak RSS: " << PeakRssBytes(server.pid()) / (1 << 20) << " MB\n";
 }
 
+// In-process planning refuses a graph above --max-ops from its counts
+// instead of building it (the CLI used to abort on a million-op graph).
+TEST(ServiceLimitsTest, LocalPlanningRefusesGraphsAboveItsOpLimit) {
+  v1::PlanRequest request;
+  ASSERT_TRUE(request.ParseFromString(ChainRequestBytes(25'000)));
+  const std::string path = ::testing::TempDir() + "/chain_25000.pb";
+  std::ofstream(path, std::ios::binary) << request.graph().SerializeAsString();
+  CommandResult refused = RunCommand(kClient + " plan " + path + " --local");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("the graph has 25000 ops; --local plans at most 20000 (--max-ops)"));
+  CommandResult small = RunCommand(kClient + " plan " + path + " --local --max-ops 10");
+  EXPECT_EQ(small.exit_code, 1);
+  EXPECT_THAT(small.output, HasSubstr("at most 10 (--max-ops)"));
+}
+
 // SIGTERM: watchers see NOT_SERVING, the running call still gets its plan,
 // new calls are refused, and the server exits 0.
 TEST(ServiceLifecycleTest, SigtermDrainsRunningCallsThenExitsZero) {
