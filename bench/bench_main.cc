@@ -239,7 +239,11 @@ int PlanSynthetic(int argc, char** argv) {
   std::printf("%s: %d ops, %.1f ms, peak %lld, arena %lld (%s), %s\n", spec.name.c_str(), graph->num_ops(), ms,
               static_cast<long long>(plan->profile.peak_bytes), static_cast<long long>(plan->arena.size_bytes),
               valid.ok() ? "verified" : std::string(valid.message()).c_str(), CertificateName(plan->certificate));
-  std::printf("  solve %.1f ms, total %.1f ms\n", plan->solve_ms, plan->total_ms);
+  std::printf("  phase_ms:");
+  for (const auto& [phase, phase_ms] : plan->phase_ms) std::printf(" %s %.1f", phase.c_str(), phase_ms);
+  std::printf("\n  fallbacks:");
+  for (const PhaseFallback& f : plan->fallbacks) std::printf(" {%s, %s, %s}", f.phase.c_str(), f.reason.c_str(), f.used.c_str());
+  std::printf("%s\n", plan->fallbacks.empty() ? " none" : "");
   return valid.ok() ? 0 : 1;
 }
 
