@@ -143,7 +143,8 @@ namespace {
 // With `arenas` false, no arenas even for a full plan (PlanGraph plans them
 // after the search), but the per-step bytes unless options.score_only.
 absl::StatusOr<BaselineReport> SummarizeBaselines(const BufferModel& buffers, const PlanOptions& options,
-                                                  bool with_traffic, bool arenas = true) {
+                                                  bool with_traffic, bool arenas = true,
+                                                  const ListScheduleLimits& list_limits = {}) {
   const Graph& graph = buffers.graph();
   const bool peak_only = options.score_only || !arenas;
   const bool steps = !options.score_only;
@@ -151,9 +152,9 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const BufferModel& buffers, co
   BaselineReport report;
   ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), align, peak_only, steps));
   ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), align, peak_only, steps));
-  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers), align, peak_only, steps));
-  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers), align, peak_only, steps));
-  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers), align, peak_only, steps));
+  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers, list_limits), align, peak_only, steps));
+  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers, list_limits), align, peak_only, steps));
+  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers, list_limits), align, peak_only, steps));
   if (with_traffic && !peak_only && !options.onchip_bytes.empty()) {
     const std::pair<const char*, const std::vector<OpId>*> orders[] = {
         {"file_order", &report.file_order.order}, {"kahn", &report.kahn.order},
@@ -234,8 +235,16 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   {
     PhaseTimer timer(&plan, "baselines");
     // Peaks (and per-step bytes) now; their arenas after the search.
-    ASSIGN_OR_RETURN(BaselineReport report,
-                     SummarizeBaselines(buffers, options, /*with_traffic=*/false, /*arenas=*/false));
+    // The list schedules (greedy, inductor, xla) choose among all ready ops
+    // at every step: on a wide graph they may stop choosing at half the
+    // time limit (fallback "baselines").
+    bool cut = false;
+    ListScheduleLimits list_limits;
+    list_limits.deadline = std::min(search_end, After(start, time_limit / 2));
+    list_limits.cut = &cut;
+    ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(buffers, options, /*with_traffic=*/false,
+                                                               /*arenas=*/false, list_limits));
+    if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
     plan.file_order = std::move(report.file_order);
     plan.kahn = std::move(report.kahn);
     plan.greedy = std::move(report.greedy);
