@@ -13,6 +13,11 @@
 //     one feasibility check of the whole graph at BUDGET bytes (no split at
 //     cut points, default limits 60 s and SearchOptions' state cap): fits, refuted or
 //     unknown, with states, time and the memo's bytes.
+//   serenity-bench plan fanout RELUS [SECONDS] [BYTES]
+//   serenity-bench plan layered OPS WIDTH [SECONDS]
+//     PlanGraph (server defaults, time limit SECONDS, default 1) of a
+//     synthetic graph (tests/testing/test_graph.h: FanOutConcat, LayeredDag):
+//     wall time, peak, arena, certificate, per-phase times and fallbacks.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,12 +35,14 @@
 #include "common/thread_pool.h"
 #include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
+#include "core/planner.h"
 #include "core/onnx/onnx_import.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/budget_search.h"
 #include "core/schedule/signature_dp.h"
 #include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
+#include "tests/testing/test_graph.h"
 
 namespace serenity {
 namespace {
@@ -184,6 +191,62 @@ int CheckBudget(const Graph& graph, int64_t budget, double seconds, int64_t max_
   return 0;
 }
 
+int PlanSynthetic(int argc, char** argv) {
+  const std::string kind = argc > 2 ? argv[2] : "";
+  GraphSpec spec;
+  double seconds = 1;
+  if (kind == "fanout" && argc > 3) {
+    if (argc > 4 && argv[4][0] != '-') seconds = std::stod(argv[4]);
+    spec = testing::FanOutConcat(std::stoi(argv[3]), argc > 5 && argv[5][0] != '-' ? std::stoll(argv[5]) : 1024);
+  } else if (kind == "layered" && argc > 4) {
+    spec = testing::LayeredDag(std::stoi(argv[3]), std::stoi(argv[4]));
+    if (argc > 5 && argv[5][0] != '-') seconds = std::stod(argv[5]);
+  } else {
+    std::fprintf(stderr, "usage: serenity-bench plan fanout RELUS [SECONDS] [BYTES] | plan layered OPS WIDTH [SECONDS]\n");
+    return 2;
+  }
+  absl::StatusOr<Graph> graph = Graph::Build(spec);
+  if (!graph.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(graph.status().message()).c_str());
+    return 1;
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(cores);
+  PlanOptions options;
+  options.time_limit_seconds = seconds;
+  for (int i = 3; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--in-place") options.memory_model.in_place = true;
+    if (flag == "--concat-in-place") options.memory_model.concat_in_place = true;
+    if (flag == "--alias-views") options.memory_model.alias_views = true;
+  }
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<Plan> plan = PlanGraph(*graph, options, &pool);
+  const double ms = MillisSince(start);
+  if (!plan.ok()) {
+    std::printf("%s: %s after %.1f ms\n", spec.name.c_str(), plan.status().ToString().c_str(), ms);
+    return 1;
+  }
+  const absl::Status valid = VerifyArena(
+      [&] {
+        std::vector<ArenaBuffer> buffers;
+        for (const BufferLifetimeInfo& b : plan->profile.buffers) {
+          buffers.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
+        }
+        return buffers;
+      }(),
+      plan->arena);
+  std::printf("%s: %d ops, %.1f ms, peak %lld, arena %lld (%s), %s\n", spec.name.c_str(), graph->num_ops(), ms,
+              static_cast<long long>(plan->profile.peak_bytes), static_cast<long long>(plan->arena.size_bytes),
+              valid.ok() ? "verified" : std::string(valid.message()).c_str(), CertificateName(plan->certificate));
+  std::printf("  phase_ms:");
+  for (const auto& [phase, phase_ms] : plan->phase_ms) std::printf(" %s %.1f", phase.c_str(), phase_ms);
+  std::printf("\n  fallbacks:");
+  for (const PhaseFallback& f : plan->fallbacks) std::printf(" {%s, %s, %s}", f.phase.c_str(), f.reason.c_str(), f.used.c_str());
+  std::printf("%s\n", plan->fallbacks.empty() ? " none" : "");
+  return valid.ok() ? 0 : 1;
+}
+
 }  // namespace
 
 // The ONNX model at `path`, named after its file.
@@ -201,11 +264,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: serenity-bench random-orders MODEL.onnx [SAMPLES] [SEED]\n"
                          "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n"
                          "       serenity-bench check MODEL.onnx BUDGET [SECONDS] [MAX_STATES]\n"
-                         "       serenity-bench arena INSTANCE.csv...\n");
+                         "       serenity-bench arena INSTANCE.csv...\n"
+                         "       serenity-bench plan fanout RELUS [SECONDS] [BYTES]\n"
+                         "       serenity-bench plan layered OPS WIDTH [SECONDS]\n");
     return 2;
   }
   const std::string command = argv[1];
   if (command == "arena") return serenity::ArenaInstances(argc, argv);
+  if (command == "plan") return serenity::PlanSynthetic(argc, argv);
   absl::StatusOr<serenity::Graph> graph = serenity::LoadModel(argv[2]);
   if (!graph.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[2], std::string(graph.status().message()).c_str());

@@ -297,6 +297,13 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   out.mutable_stats()->set_algorithm(plan.algorithm);
   out.mutable_stats()->set_states_explored(plan.search_stats.states);
   out.mutable_stats()->set_search_memory_bytes(plan.search_stats.peak_memo_bytes);
+  for (const auto& [phase, ms] : plan.phase_ms) (*out.mutable_stats()->mutable_phase_ms())[phase] = ms;
+  for (const PhaseFallback& fallback : plan.fallbacks) {
+    v1::PhaseFallback* entry = out.add_fallbacks();
+    entry->set_phase(fallback.phase);
+    entry->set_reason(fallback.reason);
+    entry->set_used(fallback.used);
+  }
   out.set_memory_budget_bytes(options.memory_budget_bytes);
   out.set_feasible(plan.feasible);
   if (options.memory_budget_bytes > 0) out.set_headroom_bytes(options.memory_budget_bytes - plan.profile.peak_bytes);
@@ -349,7 +356,10 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
+  const double import_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSIGN_OR_RETURN(v1::Plan out, ExecutePreparedRequest(prepared, executor));
+  (*out.mutable_stats()->mutable_phase_ms())["import"] = import_ms;
   out.mutable_stats()->set_total_ms(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return out;

@@ -70,17 +70,15 @@ absl::StatusOr<ArenaPlan> OursGreedy(absl::Span<const ArenaBuffer> buffers, int6
   return PlanArena(buffers, alignment, /*skyline_nodes=*/0);
 }
 
-absl::StatusOr<ArenaPlan> Ours(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
-  return PlanArenaInstance(buffers, alignment, PlanArenaSearch());
-}
 
 absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<OpId> order,
-                                       int64_t alignment, bool peak_only = false) {
+                                       int64_t alignment, bool peak_only = false, bool with_steps = false) {
   OrderSummary summary;
   ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, order));
   if (peak_only) {
     summary.order = std::move(order);
     summary.peak_bytes = profile.peak_bytes;
+    if (with_steps) summary.step_bytes = std::move(profile.step_bytes);
     return summary;
   }
   ASSIGN_OR_RETURN(ArenaPlan arena, PlanProfileArena(profile, alignment, TfliteStyle));
@@ -133,6 +131,7 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
   for (int64_t onchip : options.onchip_bytes) {
     if (onchip <= 0) return absl::InvalidArgumentError("on-chip sizes must be positive");
   }
+  if (!(options.finish_seconds >= 0)) return absl::InvalidArgumentError("finish_seconds must not be negative");
   if (options.step_time_limit_seconds <= 0) {
     return absl::InvalidArgumentError("the per-step time limit must be positive");
   }
@@ -141,16 +140,21 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
 
 namespace {
 
+// With `arenas` false, no arenas even for a full plan (PlanGraph plans them
+// after the search), but the per-step bytes unless options.score_only.
 absl::StatusOr<BaselineReport> SummarizeBaselines(const BufferModel& buffers, const PlanOptions& options,
-                                                  bool with_traffic) {
+                                                  bool with_traffic, bool arenas = true,
+                                                  const ListScheduleLimits& list_limits = {}) {
   const Graph& graph = buffers.graph();
-  const bool peak_only = options.score_only;
+  const bool peak_only = options.score_only || !arenas;
+  const bool steps = !options.score_only;
+  const int64_t align = options.alignment;
   BaselineReport report;
-  ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers), options.alignment, peak_only));
-  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers), options.alignment, peak_only));
+  ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), align, peak_only, steps));
+  ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), align, peak_only, steps));
+  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers, list_limits), align, peak_only, steps));
+  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers, list_limits), align, peak_only, steps));
+  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers, list_limits), align, peak_only, steps));
   if (with_traffic && !peak_only && !options.onchip_bytes.empty()) {
     const std::pair<const char*, const std::vector<OpId>*> orders[] = {
         {"file_order", &report.file_order.order}, {"kahn", &report.kahn.order},
@@ -173,15 +177,74 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Plan
   return SummarizeBaselines(buffers, options, /*with_traffic=*/true);
 }
 
+namespace {
+
+Clock::time_point After(Clock::time_point start, double seconds) {
+  if (!(seconds < 1e9)) return Clock::time_point::max();
+  return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
+}
+
+double SecondsLeft(Clock::time_point end) {
+  if (end == Clock::time_point::max()) return 1e18;
+  return std::chrono::duration<double>(end - Clock::now()).count();
+}
+
+std::vector<ArenaBuffer> ActivationBuffers(const MemoryProfile& profile) {
+  std::vector<ArenaBuffer> activations;
+  for (const BufferLifetimeInfo& b : profile.buffers) {
+    if (b.kind != BufferKind::kWeight) activations.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
+  }
+  return activations;
+}
+
+// Times the phases of one PlanGraph into plan->phase_ms.
+class PhaseTimer {
+ public:
+  PhaseTimer(Plan* plan, const char* phase) : plan_(plan), phase_(phase), start_(Clock::now()) {}
+  ~PhaseTimer() { plan_->phase_ms[phase_] += MillisSince(start_); }
+
+ private:
+  Plan* plan_;
+  const char* phase_;
+  Clock::time_point start_;
+};
+
+}  // namespace
+
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
   const Clock::time_point start = Clock::now();
   RETURN_IF_ERROR(ValidatePlanOptions(options));
+  const double time_limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
+  // The job's end, and the search's: finish_seconds before it, at most the
+  // request's time limit after the start.
+  const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
+  const Clock::time_point search_end =
+      std::min(After(start, time_limit),
+               end == Clock::time_point::max()
+                   ? end
+                   : end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.finish_seconds)));
+  // The search's limit in seconds, from now: never 0 (which means none).
+  auto search_seconds = [&] { return std::max(1e-6, std::min(time_limit, SecondsLeft(search_end))); };
+  auto is_cancelled = [&] { return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed); };
   BufferModel buffers(graph, options.memory_model);
   Plan plan;
+  auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
+    plan.fallbacks.push_back({phase, reason, used});
+  };
   const Clock::time_point solve_start = Clock::now();
-  const bool peak_only = options.score_only;
   {
-    ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(buffers, options, /*with_traffic=*/false));
+    PhaseTimer timer(&plan, "baselines");
+    // Peaks (and per-step bytes) now; their arenas after the search.
+    // The list schedules (greedy, inductor, xla) choose among all ready ops
+    // at every step: on a wide graph they may stop choosing at half the
+    // time limit (fallback "baselines").
+    bool cut = false;
+    ListScheduleLimits list_limits;
+    list_limits.deadline = std::min(search_end, After(start, time_limit / 2));
+    list_limits.cut = &cut;
+    ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(buffers, options, /*with_traffic=*/false,
+                                                               /*arenas=*/false, list_limits));
+    if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
     plan.file_order = std::move(report.file_order);
     plan.kahn = std::move(report.kahn);
     plan.greedy = std::move(report.greedy);
@@ -210,56 +273,68 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     }
   }
   plan.order = chosen->order;
-  // MinimizePeak derives the same bound itself, op by op per segment.
-  if (!search) plan.lower_bound_bytes = LowerBoundBytes(buffers);
-  plan.certificate = Certificate::kBaseline;
-  if (search) {
-    SearchOptions limits;
-    limits.cancelled = options.cancelled;
-    limits.max_states = options.max_search_states;
-    limits.time_limit_seconds =
-        options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
-    limits.seemingly_good = relaxed;
-    const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
-    MinimizeResult result = MinimizePeak(buffers, plan.order, /*lower_bound=*/0, limits, good_enough, executor);
-    plan.order = std::move(result.order);
-    plan.lower_bound_bytes = result.lower_bound_bytes;
-    plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
-    plan.search_stats = result.stats;
-    plan.algorithm = relaxed ? "relaxed" : "auto";
-    if (!options.given_order.empty()) {
-      // Report the caller's order; Serenity's becomes the reference.
-      ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, options.alignment, peak_only));
-      plan.serenity = std::move(serenity);
-      plan.order = options.given_order;
-      plan.algorithm = "given";
-      plan.certificate = Certificate::kBaseline;
+  {
+    PhaseTimer timer(&plan, "search");
+    // The lower bound (the search's, or LowerBoundBytes) holds the graph's
+    // reachability bitsets: ancestors and descendants of every op.
+    MemoryCharge reachability(options.memory);
+    const int64_t n = graph.num_ops();
+    const int64_t reachability_bytes = 2 * n * ((n + 63) / 64) * 8;
+    if (!reachability.TryAdd(reachability_bytes)) {
+      return MemoryLimitError(options.memory, reachability_bytes, "the lower bound's reachability bitsets");
     }
-  } else if (paper_dp) {
-    SegmentedDpOptions dp;
-    dp.search.cancelled = options.cancelled;
-    dp.search.max_states = options.max_search_states;
-    dp.search.time_limit_seconds =
-        options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
-    dp.soft_budget = options.algorithm == "dp+dc+asb";
-    dp.step_time_limit_seconds = options.step_time_limit_seconds;
-    MinimizeResult result = options.algorithm == "dp"           ? SignatureDp(buffers, dp.search)
-                            : options.algorithm == "exhaustive" ? ExhaustiveSearch(buffers, dp.search)
-                            : options.algorithm == "best_first" ? BestFirstSearch(buffers, dp.search)
-                                                                : SegmentedDp(buffers, dp);
-    plan.search_stats = result.stats;
-    plan.algorithm = options.algorithm;
-    // A search that gave up keeps the best baseline unless it found better.
-    plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
-    if (!result.order.empty() && (result.optimal || result.peak_bytes < chosen->peak_bytes)) {
+    // MinimizePeak derives the same bound itself, op by op per segment.
+    if (!search) plan.lower_bound_bytes = LowerBoundBytes(buffers);
+    plan.certificate = Certificate::kBaseline;
+    if (search) {
+      SearchOptions limits;
+      limits.cancelled = options.cancelled;
+      limits.max_states = options.max_search_states;
+      limits.time_limit_seconds = search_seconds();
+      limits.seemingly_good = relaxed;
+      limits.memory = options.memory;
+      const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
+      MinimizeResult result = MinimizePeak(buffers, plan.order, /*lower_bound=*/0, limits, good_enough, executor);
       plan.order = std::move(result.order);
-      plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, result.lower_bound_bytes);
+      plan.lower_bound_bytes = result.lower_bound_bytes;
+      plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+      plan.search_stats = result.stats;
+      plan.algorithm = relaxed ? "relaxed" : "auto";
+      if (result.stats.hit_memory_limit && !result.optimal) {
+        fall_back("search", "memory_limit", "best order found before the limit");
+      }
+      if (!options.given_order.empty()) {
+        // Report the caller's order; Serenity's becomes the reference (its
+        // arenas come with the baselines').
+        ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, options.alignment, /*peak_only=*/true));
+        plan.serenity = std::move(serenity);
+        plan.order = options.given_order;
+        plan.algorithm = "given";
+        plan.certificate = Certificate::kBaseline;
+      }
+    } else if (paper_dp) {
+      SegmentedDpOptions dp;
+      dp.search.cancelled = options.cancelled;
+      dp.search.max_states = options.max_search_states;
+      dp.search.time_limit_seconds = search_seconds();
+      dp.soft_budget = options.algorithm == "dp+dc+asb";
+      dp.step_time_limit_seconds = options.step_time_limit_seconds;
+      MinimizeResult result = options.algorithm == "dp"           ? SignatureDp(buffers, dp.search)
+                              : options.algorithm == "exhaustive" ? ExhaustiveSearch(buffers, dp.search)
+                              : options.algorithm == "best_first" ? BestFirstSearch(buffers, dp.search)
+                                                                  : SegmentedDp(buffers, dp);
+      plan.search_stats = result.stats;
+      plan.algorithm = options.algorithm;
+      // A search that gave up keeps the best baseline unless it found better.
+      plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+      if (!result.order.empty() && (result.optimal || result.peak_bytes < chosen->peak_bytes)) {
+        plan.order = std::move(result.order);
+        plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, result.lower_bound_bytes);
+      }
     }
   }
   plan.solve_ms = MillisSince(solve_start);
-  if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
-    return absl::CancelledError("the call was cancelled");
-  }
+  if (is_cancelled()) return absl::CancelledError("the call was cancelled");
 
   ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
   if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
@@ -268,32 +343,101 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     plan.total_ms = MillisSince(start);
     return plan;
   }
-  ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment, Ours));
-  ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
-  plan.arena_bytes_tflite = tflite.size_bytes;
+  {
+    PhaseTimer timer(&plan, "arena");
+    // The arena's searches may take half of what is left; the greedy
+    // placements (or the fast one) always give a plan.
+    ArenaLimits limits;
+    limits.cancelled = options.cancelled;
+    limits.memory = options.memory;
+    limits.deadline = end == Clock::time_point::max() ? end : After(Clock::now(), SecondsLeft(end) / 2);
+    ArenaCut cut;
+    ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment,
+                                                  [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+                                                    return PlanArenaInstance(activations, alignment, PlanArenaSearch(),
+                                                                             limits, &cut);
+                                                  }));
+    if (is_cancelled()) return absl::CancelledError("the call was cancelled");
+    if (!cut.reason.empty()) fall_back("arena", cut.reason, cut.used);
+    if (EstimatePlacementSeconds(ActivationBuffers(plan.profile)) > SecondsLeft(end)) {
+      fall_back("tflite_arena", "time_limit", "skipped");
+    } else {
+      ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
+      plan.arena_bytes_tflite = tflite.size_bytes;
+    }
+  }
   if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible) {
+    PhaseTimer timer(&plan, "defragment");
     // The peak fits the budget but the static arena does not: move buffers
     // (a Concat's slices together).
     std::vector<ArenaBuffer> lifetimes;
     for (const BufferLifetimeInfo& b : plan.profile.buffers) {
       lifetimes.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
     }
-    absl::StatusOr<MovingArenaPlan> moving =
-        PlanArenaWithMoves(lifetimes, options.alignment, options.memory_budget_bytes);
-    if (moving.ok()) {
-      plan.arena = std::move(moving->plan);
-      plan.moves = std::move(moving->moves);
-      plan.moved_bytes = moving->moved_bytes;
+    // Its placement compares each new buffer with the live ones: like a
+    // greedy placement in time, and a few hundred bytes per buffer.
+    MemoryCharge charge(options.memory);
+    if (is_cancelled()) return absl::CancelledError("the call was cancelled");
+    if (EstimatePlacementSeconds(lifetimes) > SecondsLeft(end)) {
+      fall_back("defragment", "time_limit", "skipped");
+    } else if (!charge.TryAdd(256 * static_cast<int64_t>(lifetimes.size()))) {
+      fall_back("defragment", "memory_limit", "skipped");
+    } else {
+      absl::StatusOr<MovingArenaPlan> moving =
+          PlanArenaWithMoves(lifetimes, options.alignment, options.memory_budget_bytes);
+      if (moving.ok()) {
+        plan.arena = std::move(moving->plan);
+        plan.moves = std::move(moving->moves);
+        plan.moved_bytes = moving->moved_bytes;
+      }
     }
   }
   plan.arena_fits_budget = options.memory_budget_bytes == 0 || plan.arena.size_bytes <= options.memory_budget_bytes;
+  {
+    PhaseTimer timer(&plan, "baseline_arenas");
+    // Each order's TFLite-style arena and our greedy placements, while time
+    // lasts for both; the rest keep 0.
+    std::vector<OrderSummary*> orders = {&plan.file_order, &plan.kahn, &plan.greedy, &plan.inductor, &plan.xla};
+    if (plan.serenity.has_value()) orders.insert(orders.begin(), &*plan.serenity);
+    for (OrderSummary* summary : orders) {
+      if (is_cancelled()) return absl::CancelledError("the call was cancelled");
+      ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, summary->order));
+      if (2 * EstimatePlacementSeconds(ActivationBuffers(profile)) > SecondsLeft(end)) {
+        fall_back("baseline_arenas", "time_limit", "skipped");
+        break;
+      }
+      ArenaLimits limits;
+      limits.cancelled = options.cancelled;
+      limits.memory = options.memory;
+      limits.deadline = end;
+      ArenaCut cut;
+      ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(profile, options.alignment, TfliteStyle));
+      ASSIGN_OR_RETURN(ArenaPlan ours,
+                       PlanProfileArena(profile, options.alignment,
+                                        [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+                                          return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &cut);
+                                        }));
+      summary->arena_bytes = tflite.size_bytes;
+      summary->arena_bytes_ours = ours.size_bytes;
+      if (!cut.reason.empty()) {
+        fall_back("baseline_arenas", cut.reason, cut.used);
+        break;
+      }
+    }
+  }
   if (!options.onchip_bytes.empty()) {
+    PhaseTimer timer(&plan, "traffic");
     const std::pair<const char*, const std::vector<OpId>*> orders[] = {
         {plan.serenity.has_value() ? "given" : "serenity", &plan.order},
         {"file_order", &plan.file_order.order},
         {"kahn", &plan.kahn.order},
         {"greedy", &plan.greedy.order},     {"inductor", &plan.inductor.order},     {"xla", &plan.xla.order}};
     for (const auto& [name, order] : orders) {
+      if (is_cancelled()) return absl::CancelledError("the call was cancelled");
+      if (SecondsLeft(end) <= 0) {
+        fall_back("traffic", "time_limit", plan.traffic.empty() ? "skipped" : "skipped for the later orders");
+        break;
+      }
       std::vector<TrafficResult> points;
       for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, *order, onchip));
       plan.traffic.emplace_back(name, std::move(points));

@@ -4,7 +4,9 @@
 #define SERENITY_CORE_PLANNER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,18 +19,44 @@
 #include "core/schedule/budget_search.h"
 #include "core/traffic/belady.h"
 #include "core/util/executor.h"
+#include "core/util/memory_account.h"
 
 namespace serenity {
 
 inline constexpr int64_t kDefaultAlignment = 64;
 // Search time limit when the request gives none.
 inline constexpr double kDefaultTimeLimitSeconds = 10;
+// Time kept for the phases after the search when the request gives none.
+inline constexpr double kDefaultFinishSeconds = 0.25;
 
 struct PlanOptions {
   MemoryModel memory_model;
   int64_t alignment = kDefaultAlignment;
   int64_t memory_budget_bytes = 0;  // 0: none
-  double time_limit_seconds = 0;    // 0: kDefaultTimeLimitSeconds
+  // The request's time limit; 0: kDefaultTimeLimitSeconds. The baselines
+  // and the search (it ends on it: best_found) share it; the phases after
+  // the search get finish_seconds more (see deadline).
+  double time_limit_seconds = 0;
+  // The job's end on the steady clock, when the caller has one (a gRPC
+  // deadline, the server's job limit); max(): none. PlanGraph ends its work
+  // by the earlier of this and its start + time_limit_seconds +
+  // finish_seconds: the search stops finish_seconds before that end (or at
+  // time_limit_seconds, whichever first), and every phase after it (the
+  // plan's arena and its searches, the TFLite-style arena, defragmentation,
+  // the baselines' arenas, traffic) checks that end and falls back to a
+  // cheaper method, or is skipped, when time is out or clearly would run
+  // out (Plan::fallbacks names each). A deadline already past gives the
+  // search no time and every later phase its cheapest method.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Seconds kept for the phases after the search (>= 0).
+  double finish_seconds = kDefaultFinishSeconds;
+  // The job's memory account (memory_account.h), owned by the caller; null:
+  // unlimited. Charged: the search's memo (a refusal stops the search:
+  // best_found with a "search" fallback), the reachability bitsets of the
+  // lower bound (a refusal fails PlanGraph with ResourceExhausted naming the
+  // budget), the arena's co-live lists and searches (refused: greedy
+  // placement) and defragmentation (refused: skipped).
+  MemoryAccount* memory = nullptr;
   // "auto": exact budget search from the best baseline (budget_search.h);
   // "relaxed": the same search with the patent's "seemingly good"
   // transitions (SearchOptions::seemingly_good): faster, not exact, so
@@ -76,6 +104,18 @@ struct OrderSummary {
   std::vector<int64_t> step_bytes;  // live bytes while each step runs
 };
 
+// A phase of PlanGraph that a limit cut short, and what was used instead.
+struct PhaseFallback {
+  // "search", "lower_bound", "arena", "tflite_arena", "baseline_arenas",
+  // "defragment", "traffic".
+  std::string phase;
+  // "time_limit", "memory_limit", "cancelled", "size_limit".
+  std::string reason;
+  // e.g. "greedy placement", "fast greedy placement", "skipped",
+  // "best order found before the limit".
+  std::string used;
+};
+
 struct Plan {
   std::vector<OpId> order;
   MemoryProfile profile;             // of `order`; peak_bytes is the reported peak
@@ -99,6 +139,13 @@ struct Plan {
   double solve_ms = 0;
   double total_ms = 0;
   bool feasible = true;              // peak within the budget (or no budget)
+  // Phases cut short by a limit, in the order they ran (empty: none).
+  std::vector<PhaseFallback> fallbacks;
+  // Wall time of each phase that ran, in milliseconds: "baselines" (the
+  // baseline orders and their peaks), "search" (finding the order, the
+  // lower bound included), "arena" (the plan's arena and the TFLite-style
+  // one), "defragment", "baseline_arenas", "traffic".
+  std::map<std::string, double> phase_ms;
 };
 
 // OK when PlanGraph accepts `options` (known algorithm and objective,
@@ -107,7 +154,7 @@ struct Plan {
 absl::Status ValidatePlanOptions(const PlanOptions& options);
 
 // The five baseline orders of a graph, summarized as PlanGraph reports them
-// (without arenas when options.score_only), with their traffic at
+// (without arenas when options.score_only; no time or memory limits apply), with their traffic at
 // options.onchip_bytes (in the order file_order, kahn, greedy, inductor, xla).
 struct BaselineReport {
   OrderSummary file_order, kahn, greedy, inductor, xla;

@@ -1,5 +1,7 @@
 #include "core/planner.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -407,6 +409,144 @@ TEST(PlannerTest, DefragmentationMovesFitABudgetAtThePeak) {
   EXPECT_FALSE(plan->feasible);
   EXPECT_FALSE(plan->arena_fits_budget);
   EXPECT_TRUE(plan->moves.empty());
+}
+
+// A wide fan-out (one input, 4,999 Relus reading it, a Concat of them all)
+// whose post-search phases have no time left (a job deadline already past):
+// PlanGraph still answers, with an arena the verifier accepts, and names the
+// phases that fell back (the arena's fast placement; the TFLite-style and
+// baselines' arenas skipped).
+// VerifyPlan of `proto`, where skipped baselines' arenas (0, named by a
+// "baseline_arenas" fallback) are left out: the verifier
+// (tests/testing/plan_verifier.h) checks every arena it is given against its
+// peak and knows no skipped ones; everything else it checks as usual.
+absl::Status VerifyPlanWithSkippedArenas(const Graph& g, v1::Plan proto) {
+  bool skipped = false;
+  for (const v1::PhaseFallback& f : proto.fallbacks()) skipped = skipped || f.phase() == "baseline_arenas";
+  if (skipped) {
+    v1::Baselines* baselines = proto.mutable_baselines();
+    for (v1::OrderSummary* s : {baselines->mutable_file_order(), baselines->mutable_kahn(), baselines->mutable_greedy(),
+                                baselines->mutable_inductor(), baselines->mutable_xla()}) {
+      if (s->arena_bytes() == 0 && s->arena_bytes_ours() == 0) {
+        s->set_arena_bytes(s->peak_bytes());
+        s->set_arena_bytes_ours(s->peak_bytes());
+      }
+    }
+  }
+  return testing::VerifyPlan(g, proto);
+}
+
+TEST(PlannerTest, WideFanOutPastItsDeadlineFallsBackAndStaysValid) {
+  const Graph g = *Graph::Build(testing::FanOutConcat(4999));
+  PlanOptions options;
+  options.time_limit_seconds = 1;
+  options.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  absl::StatusOr<Plan> plan = PlanGraph(g, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const v1::Plan proto = PlanToProto(g, *plan, options);
+  EXPECT_TRUE(VerifyPlanWithSkippedArenas(g, proto).ok()) << VerifyPlanWithSkippedArenas(g, proto);
+  auto has = [&](const std::string& phase, const std::string& used) {
+    for (const v1::PhaseFallback& f : proto.fallbacks()) {
+      if (f.phase() == phase && f.reason() == "time_limit" && f.used() == used) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("arena", "fast greedy placement")) ;
+  EXPECT_TRUE(has("tflite_arena", "skipped"));
+  EXPECT_TRUE(has("baseline_arenas", "skipped"));
+  EXPECT_EQ(proto.arena().tflite_size_bytes(), 0);
+  for (const char* phase : {"baselines", "search", "arena", "baseline_arenas"}) {
+    EXPECT_TRUE(proto.stats().phase_ms().count(phase)) << phase;
+  }
+  // The fast placement stacks the Relus' outputs and puts the Concat above:
+  // within the input's bytes of the peak.
+  EXPECT_LE(plan->arena.size_bytes, plan->profile.peak_bytes + 1024);
+}
+
+// With the request's own time limit (1 s) the same fan-out is planned and
+// valid; whatever fell back is named with a known phase and reason.
+TEST(PlannerTest, WideFanOutWithinOneSecondIsValid) {
+  const Graph g = *Graph::Build(testing::FanOutConcat(4999));
+  PlanOptions options;
+  options.time_limit_seconds = 1;
+  ThreadPool pool(2);
+  absl::StatusOr<Plan> plan = PlanGraph(g, options, &pool);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const v1::Plan proto = PlanToProto(g, *plan, options);
+  EXPECT_TRUE(VerifyPlanWithSkippedArenas(g, proto).ok()) << VerifyPlanWithSkippedArenas(g, proto);
+  const std::vector<std::string> phases = {"baselines", "search",    "lower_bound", "arena",
+                                           "tflite_arena", "baseline_arenas", "defragment", "traffic"};
+  for (const v1::PhaseFallback& f : proto.fallbacks()) {
+    EXPECT_NE(std::find(phases.begin(), phases.end(), f.phase()), phases.end()) << f.phase();
+    EXPECT_EQ(f.reason(), "time_limit");
+  }
+}
+
+// An ordinary small model: no fallbacks, and the same plan with a far
+// deadline and a generous memory account as without them.
+TEST(PlannerTest, SmallModelsHaveNoFallbacksAndTheSamePlanUnderLimits) {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Graph g = *Graph::Build(testing::RandomDag(5 + trial % 30, rng, trial % 2 == 1));
+    PlanOptions options;
+    options.onchip_bytes = {200};
+    options.memory_model.concat_in_place = trial % 2 == 1;
+    absl::StatusOr<Plan> free_plan = PlanGraph(g, options);
+    ASSERT_TRUE(free_plan.ok()) << free_plan.status();
+    MemoryAccount account(int64_t{1} << 32);
+    options.memory = &account;
+    options.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(free_plan->fallbacks.empty());
+    EXPECT_TRUE(plan->fallbacks.empty());
+    EXPECT_EQ(plan->order, free_plan->order);
+    EXPECT_EQ(plan->arena.offsets, free_plan->arena.offsets);
+    EXPECT_EQ(plan->arena_bytes_tflite, free_plan->arena_bytes_tflite);
+    EXPECT_EQ(plan->greedy.arena_bytes_ours, free_plan->greedy.arena_bytes_ours);
+    EXPECT_EQ(plan->traffic.size(), free_plan->traffic.size());
+    EXPECT_EQ(account.used(), 0);  // every charge given back
+    for (const char* phase : {"baselines", "search", "arena", "baseline_arenas", "traffic"}) {
+      EXPECT_TRUE(plan->phase_ms.count(phase)) << phase;
+    }
+  }
+}
+
+// The job's memory account: too small for the lower bound's reachability
+// bitsets, PlanGraph fails with ResourceExhausted naming the budget; enough
+// for them but not for the search's memo, the search stops (best_found,
+// fallback "search"/"memory_limit") and the plan is still valid.
+TEST(PlannerTest, ATinyMemoryAccountFallsBackOrIsExhausted) {
+  const Graph wide = *Graph::Build(testing::FanOutConcat(200));
+  MemoryAccount tiny(1000);
+  PlanOptions options;
+  options.memory = &tiny;
+  absl::StatusOr<Plan> refused = PlanGraph(wide, options);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("1000 bytes"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("reachability"));
+  EXPECT_EQ(tiny.used(), 0);
+
+  std::mt19937 rng(5);
+  int stopped = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const Graph g = *Graph::Build(testing::RandomDag(60, rng));
+    // The bitsets (2 x 60 ops x 1 word) and a little more: no memo fits.
+    MemoryAccount small(2 * 60 * 8 + 4096);
+    options.memory = &small;
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const v1::Plan proto = PlanToProto(g, *plan, options);
+    ASSERT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto);
+    EXPECT_LE(small.peak(), small.limit());
+    if (!plan->fallbacks.empty()) {
+      ++stopped;
+      EXPECT_EQ(plan->certificate, Certificate::kBestFound);
+      EXPECT_EQ(proto.fallbacks(0).phase(), "search");
+      EXPECT_EQ(proto.fallbacks(0).reason(), "memory_limit");
+    }
+  }
+  EXPECT_GT(stopped, 0);
 }
 
 TEST(PlannerTest, ACancelledCallReturnsCancelled) {

@@ -90,6 +90,53 @@ std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer
   return overlapping;
 }
 
+int64_t CountCoLivePairs(absl::Span<const ArenaBuffer> buffers) {
+  // Buffer i (by first step) shares a step with every buffer before it but
+  // those that ended before it started.
+  std::vector<int32_t> firsts, lasts;
+  firsts.reserve(buffers.size());
+  lasts.reserve(buffers.size());
+  for (const ArenaBuffer& b : buffers) {
+    firsts.push_back(b.first_step);
+    lasts.push_back(b.last_step);
+  }
+  std::sort(firsts.begin(), firsts.end());
+  std::sort(lasts.begin(), lasts.end());
+  int64_t pairs = 0;
+  for (size_t rank = 0; rank < firsts.size(); ++rank) {
+    const int64_t ended = std::lower_bound(lasts.begin(), lasts.end(), firsts[rank]) - lasts.begin();
+    pairs += static_cast<int64_t>(rank) - ended;
+  }
+  return pairs;
+}
+
+namespace {
+
+// Most co-live pairs CoLiveBuffers lists (64 MB of lists): an instance with
+// more (thousands of buffers all live at once) is placed by scanning every
+// placed buffer instead, slower but in linear memory.
+constexpr int64_t kMaxCoLivePairs = 4'000'000;
+
+// Measured costs of PlaceInOrder (bench/RESULTS.md, "a job's time and
+// memory"), rounded up: about 2.6 ns per (buffer, placed buffer) visit when
+// scanning (1.4 ns measured on the fan-outs), and a few times more per
+// listed pair (sorting the neighbours).
+constexpr double kScanSecondsPerVisit = 2.5e-9;
+constexpr double kListSecondsPerPair = 3e-8;
+constexpr double kSecondsPerBuffer = 3e-7;
+
+double PlacementSeconds(size_t n, int64_t pairs) {
+  const double buffers = static_cast<double>(n);
+  if (pairs > kMaxCoLivePairs) return kScanSecondsPerVisit * buffers * buffers + kSecondsPerBuffer * buffers;
+  return kListSecondsPerPair * static_cast<double>(pairs) + kSecondsPerBuffer * buffers;
+}
+
+}  // namespace
+
+double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers) {
+  return PlacementSeconds(buffers.size(), CountCoLivePairs(buffers));
+}
+
 std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers) {
   std::vector<std::vector<size_t>> members(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -205,31 +252,31 @@ int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector
   return candidates.back();  // above every placed buffer: never reached
 }
 
-// Most co-live pairs CoLiveBuffers lists (64 MB of lists): an instance with
-// more (thousands of buffers all live at once) is placed by scanning every
-// placed buffer instead, slower but in linear memory.
-constexpr int64_t kMaxCoLivePairs = 4'000'000;
-
-// For each buffer, the others it shares a step with (empty when there are
-// more than kMaxCoLivePairs pairs).
+// For each buffer, the others it shares a step with.
 std::vector<std::vector<size_t>> CoLiveBuffers(absl::Span<const ArenaBuffer> buffers) {
   std::vector<size_t> all(buffers.size());
   std::iota(all.begin(), all.end(), 0);
-  return OverlappingBuffers(buffers, std::move(all), kMaxCoLivePairs);
+  return OverlappingBuffers(buffers, std::move(all));
 }
+
+// Bytes the lists of CoLiveBuffers take, roughly.
+int64_t CoLiveListBytes(size_t n, int64_t pairs) { return 2 * pairs * 8 + static_cast<int64_t>(n) * 24; }
 
 // Places buffers one by one in `order`, each into a gap between the already
 // placed buffers that share a step with it (the tightest gap for kBest, the
 // lowest for kFirst) or above them all; an anchor's group goes in as one.
 // Only the placed buffers that share a step with a buffer are looked at, in
-// order of offset (ties: the earlier placed first).
+// order of offset (ties: the earlier placed first): from `colive`
+// (CoLiveBuffers), or, when it is null (too many pairs to list), by scanning
+// every placed buffer.
 ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& order, int64_t alignment,
-                       Fit fit) {
+                       Fit fit, const std::vector<std::vector<size_t>>* lists) {
   ArenaPlan plan;
   plan.alignment = alignment;
   plan.offsets.assign(buffers.size(), 0);
-  const std::vector<std::vector<size_t>> colive = CoLiveBuffers(buffers);
-  const bool scan_all = colive.empty();  // too many pairs to list
+  const bool scan_all = lists == nullptr;
+  static const std::vector<std::vector<size_t>> kNone;
+  const std::vector<std::vector<size_t>>& colive = scan_all ? kNone : *lists;
   std::vector<int64_t> placed_at(buffers.size(), -1);  // placement sequence number, -1: not yet
   int64_t placements = 0;
   std::vector<size_t> placed;  // by offset, then placement; kept only when scan_all
@@ -326,17 +373,146 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
     if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
     return buffers[a].first_step < buffers[b].first_step;
   });
-  return PlaceInOrder(buffers, by_size, alignment, Fit::kBest);
+  if (CountCoLivePairs(buffers) > kMaxCoLivePairs) return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, nullptr);
+  const std::vector<std::vector<size_t>> colive = CoLiveBuffers(buffers);
+  return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, &colive);
 }
 
-absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                    int64_t skyline_nodes) {
+absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
   const size_t n = buffers.size();
+  ArenaPlan plan;
+  plan.alignment = alignment;
+  plan.offsets.assign(n, 0);
+  // Blocks: a free buffer alone, or an anchor with its group (extent: the
+  // highest end of a member above the anchor; lifetime: the union).
+  struct Block {
+    size_t head;
+    int64_t extent;
+    int32_t first, last;
+  };
+  const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < n; ++i) {
+    if (buffers[i].anchor >= 0) continue;
+    Block block{i, buffers[i].size, buffers[i].first_step, buffers[i].last_step};
+    for (size_t m : members[i]) {
+      block.extent = std::max(block.extent, buffers[m].offset_from_anchor + buffers[m].size);
+      block.first = std::min(block.first, buffers[m].first_step);
+      block.last = std::max(block.last, buffers[m].last_step);
+    }
+    if (block.extent > 0) blocks.push_back(block);
+  }
+  std::vector<size_t> by_start(blocks.size());
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::stable_sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) {
+    if (blocks[a].first != blocks[b].first) return blocks[a].first < blocks[b].first;
+    return blocks[a].extent > blocks[b].extent;
+  });
+  std::vector<size_t> by_end = by_start;
+  std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) { return blocks[a].last < blocks[b].last; });
+  std::map<int64_t, int64_t> holes;              // start -> end, below `top`, merged
+  std::set<std::pair<int64_t, int64_t>> by_room;  // (end - start, start)
+  int64_t top = 0;
+  std::vector<int64_t> at(blocks.size(), 0), taken(blocks.size(), 0);
+  auto remove_hole = [&](std::map<int64_t, int64_t>::iterator it) {
+    by_room.erase({it->second - it->first, it->first});
+    return holes.erase(it);
+  };
+  auto give_back = [&](int64_t start, int64_t end) {
+    auto next = holes.lower_bound(start);
+    if (next != holes.end() && next->first == end) {
+      end = next->second;
+      next = remove_hole(next);
+    }
+    if (next != holes.begin()) {
+      auto prev = std::prev(next);
+      if (prev->second == start) {
+        start = prev->first;
+        remove_hole(prev);
+      }
+    }
+    if (end >= top) {
+      top = start;  // the hole under the top is no hole
+      return;
+    }
+    holes[start] = end;
+    by_room.insert({end - start, start});
+  };
+  size_t freed = 0;
+  for (size_t k : by_start) {
+    const Block& b = blocks[k];
+    for (; freed < by_end.size() && blocks[by_end[freed]].last < b.first; ++freed) {
+      const size_t f = by_end[freed];
+      give_back(at[f], at[f] + taken[f]);
+    }
+    // Every block takes whole alignment units, so holes start aligned.
+    const int64_t need = AlignUp(b.extent, alignment);
+    taken[k] = need;
+    auto fit = by_room.lower_bound({need, INT64_MIN});
+    if (fit == by_room.end()) {
+      at[k] = top;
+      top += need;
+    } else {
+      const int64_t start = fit->second, end = start + fit->first;
+      remove_hole(holes.find(start));
+      at[k] = start;
+      if (start + need < end) {
+        holes[start + need] = end;
+        by_room.insert({end - start - need, start + need});
+      }
+    }
+    plan.offsets[b.head] = at[k];
+    plan.size_bytes = std::max(plan.size_bytes, at[k] + b.extent);
+    for (size_t m : members[b.head]) {
+      plan.offsets[m] = at[k] + buffers[m].offset_from_anchor;
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                    int64_t skyline_nodes, const ArenaLimits& limits, ArenaCut* cut) {
+  if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
+  absl::Status valid = CheckBuffers(buffers, alignment);
+  if (!valid.ok()) return valid;
+  const size_t n = buffers.size();
+  ArenaCut ignored;
+  if (cut == nullptr) cut = &ignored;
+  *cut = ArenaCut();
+  // Why work estimated to take `seconds` must not start ("" when it may).
+  auto stop_reason = [&](double seconds) -> const char* {
+    if (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) return "cancelled";
+    if (limits.deadline == std::chrono::steady_clock::time_point::max()) return "";
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= limits.deadline ||
+        std::chrono::duration<double>(limits.deadline - now).count() < seconds) {
+      return "time_limit";
+    }
+    return "";
+  };
+  // Co-live lists, listed once for every placement when they are few
+  // enough and the account takes them; otherwise placements scan.
+  const int64_t pairs = CountCoLivePairs(buffers);
+  const double placement_seconds = PlacementSeconds(n, pairs);
+  MemoryCharge lists_charge(limits.memory);
+  std::vector<std::vector<size_t>> colive;
+  bool listed = false;
+  if (pairs <= kMaxCoLivePairs && *stop_reason(placement_seconds) == '\0') {
+    if (lists_charge.TryAdd(CoLiveListBytes(n, pairs))) {
+      colive = CoLiveBuffers(buffers);
+      listed = true;
+    } else {
+      cut->reason = "memory_limit";
+    }
+  }
+  const double seconds_per_placement =
+      listed ? placement_seconds : kScanSecondsPerVisit * static_cast<double>(n) * static_cast<double>(n);
   auto length = [&](size_t i) { return int64_t{buffers[i].last_step} - buffers[i].first_step + 1; };
-  // The live bytes of each buffer's busiest step ("breadth").
+  // The live bytes of each buffer's busiest step ("breadth"): a range
+  // maximum over the steps where the live bytes change (a sparse table).
   std::vector<int64_t> breadth(n, 0);
   {
     std::map<int32_t, int64_t> delta;
@@ -344,12 +520,29 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
       delta[b.first_step] += b.size;
       delta[b.last_step + 1] -= b.size;
     }
-    std::vector<std::pair<int32_t, int64_t>> live;  // step -> live bytes from that step on
+    std::vector<int32_t> steps;                  // where the live bytes change
+    std::vector<std::vector<int64_t>> table(1);  // table[k][j]: max of live over [j, j + 2^k)
     int64_t running = 0;
-    for (const auto& [step, change] : delta) live.emplace_back(step, running += change);
+    for (const auto& [step, change] : delta) {
+      steps.push_back(step);
+      table[0].push_back(running += change);
+    }
+    for (size_t k = 1; (size_t{1} << k) <= steps.size(); ++k) {
+      const size_t half = size_t{1} << (k - 1);
+      std::vector<int64_t> row(steps.size() - (size_t{1} << k) + 1);
+      for (size_t j = 0; j < row.size(); ++j) row[j] = std::max(table[k - 1][j], table[k - 1][j + half]);
+      table.push_back(std::move(row));
+    }
     for (size_t i = 0; i < n; ++i) {
-      auto it = std::upper_bound(live.begin(), live.end(), std::make_pair(buffers[i].first_step, INT64_MAX));
-      for (--it; it != live.end() && it->first <= buffers[i].last_step; ++it) breadth[i] = std::max(breadth[i], it->second);
+      // From the last change at or before the first step to the last change
+      // at or before the last step.
+      const size_t lo = static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), buffers[i].first_step) -
+                                            steps.begin()) - 1;
+      const size_t hi = static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), buffers[i].last_step) -
+                                            steps.begin());  // exclusive
+      size_t k = 0;
+      while ((size_t{2} << k) <= hi - lo) ++k;
+      breadth[i] = std::max(table[k][lo], table[k][hi - (size_t{1} << k)]);
     }
   }
   std::vector<std::vector<size_t>> orders = {
@@ -393,14 +586,28 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   bool have = false;
   for (const std::vector<size_t>& order : orders) {
     for (Fit fit : {Fit::kBest, Fit::kFirst}) {
-      ArenaPlan plan = PlaceInOrder(buffers, order, alignment, fit);
+      const char* stop = stop_reason(seconds_per_placement);
+      if (*stop != '\0') {
+        cut->reason = stop;
+        if (!have) {
+          cut->used = "fast greedy placement";
+          return PlanArenaFast(buffers, alignment);
+        }
+        cut->used = "greedy placement";
+        return best;
+      }
+      ArenaPlan plan = PlaceInOrder(buffers, order, alignment, fit, listed ? &colive : nullptr);
       if (!have || plan.size_bytes < best.size_bytes) {
         best = std::move(plan);
         have = true;
       }
-      if (best.size_bytes <= bound) return best;
+      if (best.size_bytes <= bound) {
+        *cut = ArenaCut();  // unlisted pairs were only slower to scan
+        return best;
+      }
     }
   }
+  *cut = ArenaCut();
   // Then one pass of bounded searches for a packing at the bound itself: by
   // lowest offsets under three static ranks (OffsetRank) and by skylines
   // under two orders. A search by offsets gets two nodes per buffer and a
@@ -408,6 +615,26 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   // nasnet_a_cifar10's 779 buffers pack at the bound in about 1,000; its
   // nodes cost several times a skyline node).
   if (skyline_nodes <= 0) return best;
+  // The searches' tables: every buffer's sections, and the co-live pairs.
+  colive.clear();
+  colive.shrink_to_fit();
+  lists_charge.Reset();
+  int64_t cells = 2 * pairs;
+  {
+    const TimeSections sections = SplitIntoSections(buffers);
+    for (const auto& [first, end] : sections.spans) cells += end - first;
+    cells += sections.count;
+  }
+  MemoryCharge search_charge(limits.memory);
+  const char* stop = cells > kMaxArenaSearchCells ? "size_limit"
+                     : *stop_reason(0) != '\0'   ? stop_reason(0)
+                     : !search_charge.TryAdd(2 * 8 * cells + 64 * static_cast<int64_t>(n)) ? "memory_limit"
+                                                                                            : "";
+  if (*stop != '\0') {
+    cut->reason = stop;
+    cut->used = "greedy placement";
+    return best;
+  }
   const int64_t offset_nodes = std::min<int64_t>(skyline_nodes, 2 * static_cast<int64_t>(n) + 1000);
   struct Attempt {
     bool by_offsets;
@@ -423,16 +650,27 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   };
   for (const Attempt& attempt : kAttempts) {
     std::vector<int64_t> offsets;
+    OffsetSearchOptions by_offsets;
+    by_offsets.rank = attempt.rank;
+    by_offsets.max_nodes = offset_nodes;
+    by_offsets.deadline = limits.deadline;
+    by_offsets.cancel = limits.cancelled;
     const PackingResult result =
         attempt.by_offsets
-            ? PackByLowestOffsets(buffers, alignment, bound, {attempt.rank, offset_nodes}, &offsets)
-            : PackWithinCapacity(buffers, alignment, bound, skyline_nodes, attempt.order, &offsets);
+            ? PackByLowestOffsets(buffers, alignment, bound, by_offsets, &offsets)
+            : PackWithinCapacity(buffers, alignment, bound, skyline_nodes, attempt.order, &offsets, limits.deadline);
     if (result == PackingResult::kPacked) {
       best.offsets = std::move(offsets);
       best.size_bytes = 0;
       for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);
     }
     if (result != PackingResult::kGaveUp) break;  // kImpossible: nothing packs at the bound
+    const char* stopped = stop_reason(0);
+    if (*stopped != '\0') {
+      cut->reason = stopped;
+      cut->used = "greedy placement";
+      break;
+    }
   }
   return best;
 }

@@ -3,12 +3,16 @@
 #ifndef SERENITY_CORE_ARENA_ARENA_PLANNER_H_
 #define SERENITY_CORE_ARENA_ARENA_PLANNER_H_
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/util/memory_account.h"
 
 namespace serenity {
 
@@ -23,6 +27,31 @@ struct ArenaBuffer {
   int32_t anchor = -1;
   int64_t offset_from_anchor = 0;
 };
+
+// What a planning call may spend: it stops at `deadline` or when
+// `cancelled` becomes true, and charges its large structures (co-live
+// lists, the searches' tables) to `memory` (null: unlimited). Defaults: no
+// limit.
+struct ArenaLimits {
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  const std::atomic<bool>* cancelled = nullptr;
+  MemoryAccount* memory = nullptr;
+};
+
+// Set when a limit cut a planning call short: `reason` is "time_limit",
+// "memory_limit", "cancelled" or "size_limit" (the searches' tables would
+// hold more than kMaxArenaSearchCells entries); `used` says what the plan
+// is instead ("greedy placement", "fast greedy placement"). Empty reason:
+// nothing was cut.
+struct ArenaCut {
+  std::string reason;
+  std::string used;
+};
+
+// Most entries (buffer-section and co-live pair) the searches by offsets and
+// skylines may set up (8 bytes each, twice): beyond it (a fan-out of
+// thousands of long-lived buffers) they are skipped.
+inline constexpr int64_t kMaxArenaSearchCells = 8'000'000;
 
 // Search nodes per skyline attempt in PlanArena: tens of milliseconds at most.
 inline constexpr int64_t kDefaultSkylineNodes = 10000;
@@ -61,6 +90,15 @@ inline bool AnchorIsValid(absl::Span<const ArenaBuffer> buffers, size_t i) {
 std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer> buffers,
                                                     std::vector<size_t> members, int64_t max_pairs = INT64_MAX);
 
+// The number of pairs of buffers that share a step (n log n, nothing listed).
+int64_t CountCoLivePairs(absl::Span<const ArenaBuffer> buffers);
+
+// A conservative estimate of the seconds one greedy placement pass
+// (PlaceInOrder: PlanArenaGreedyBySize, each of PlanArena's placements)
+// takes on `buffers`: quadratic in the buffers when the co-live pairs are
+// too many to list, else in proportion to the pairs.
+double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers);
+
 // For each buffer, the buffers anchored to it, lowest offset_from_anchor
 // first (empty for most). Anchors out of range are skipped (PlanArena
 // refuses them).
@@ -85,6 +123,16 @@ int64_t AlignedArenaLowerBound(absl::Span<const ArenaBuffer> buffers, int64_t al
 absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers,
                                                 int64_t alignment);
 
+// A placement that is fast on any instance (n log n time, linear memory):
+// steps run in order; at each, the buffers that end before it give their
+// bytes back (adjacent holes merge) and the buffers that start there (larger
+// first) take the tightest hole that holds their aligned size, or the top.
+// An anchor's group is one block spanning its members' bytes over the union
+// of their lifetimes. Errors as PlanArenaGreedyBySize. The arena may be
+// larger than the greedy placements' (the holes it leaves are never
+// revisited); it is what PlanArena falls back to when out of time.
+absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
+
 // The planner every plan uses: the smallest of several greedy placements
 // (buffers ordered by size, by the live bytes of their busiest step, by
 // lifetime, by size times lifetime, and by start; each placed best-fit and
@@ -99,8 +147,15 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // `skyline_nodes` bounds each skyline attempt (0 skips the searches); the
 // searches by offsets get at most 2n + 1000 nodes each. For a bare instance,
 // where more time is worth spending, see PlanArenaInstance.
+// Within `limits`: a placement whose estimated time (EstimatePlacementSeconds)
+// would pass the deadline is not started, and the searches are skipped
+// when out of time, when their tables cannot be charged to the memory
+// account, or when they would exceed kMaxArenaSearchCells; when not even the
+// first placement fits the time, the plan is PlanArenaFast's. `cut` (may be
+// null) says what was cut and why.
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                    int64_t skyline_nodes = kDefaultSkylineNodes);
+                                    int64_t skyline_nodes = kDefaultSkylineNodes, const ArenaLimits& limits = {},
+                                    ArenaCut* cut = nullptr);
 
 }  // namespace serenity
 

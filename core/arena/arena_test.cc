@@ -1,10 +1,13 @@
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <random>
 
 #include "core/arena/arena_csv.h"
 #include "core/arena/arena_planner.h"
 #include "core/arena/arena_verifier.h"
+#include "core/arena/instance_search.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -168,6 +171,135 @@ TEST(ArenaPlannerTest, PlacementIsTheSameWithOrWithoutCoLiveLists) {
   int64_t block = 0;
   for (size_t i = alone.size(); i < joined.size(); ++i) block += joined[i].size;
   EXPECT_EQ(large.size_bytes, std::max(small.size_bytes, block));
+}
+
+// Random instances, some with anchored groups (as in
+// AnchoredBuffersStayWithTheirAnchor).
+std::vector<ArenaBuffer> RandomInstance(std::mt19937& rng, int n, bool anchors) {
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<ArenaBuffer> buffers;
+  for (int i = 0; i < n; ++i) {
+    const int first = uniform(0, 30);
+    buffers.push_back({uniform(0, 64) * 8 + uniform(0, 1), first, first + uniform(0, 8)});
+    if (anchors && uniform(0, 3) == 0) {
+      const int32_t anchor = static_cast<int32_t>(buffers.size()) - 1;
+      int64_t offset = buffers.back().size;
+      for (int k = uniform(1, 3); k > 0; --k) {
+        const int start = uniform(0, 30);
+        const int64_t size = uniform(1, 64) * 4;
+        buffers.push_back({size, start, start + uniform(0, 8), anchor, offset});
+        offset += size;
+      }
+    }
+  }
+  return buffers;
+}
+
+TEST(ArenaPlannerTest, CountsCoLivePairsLikeTheLists) {
+  std::mt19937 rng(21);
+  for (int trial = 0; trial < 100; ++trial) {
+    const std::vector<ArenaBuffer> buffers = RandomInstance(rng, 1 + trial % 50, trial % 2 == 1);
+    std::vector<size_t> all(buffers.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    int64_t listed = 0;
+    for (const std::vector<size_t>& list : OverlappingBuffers(buffers, all)) listed += static_cast<int64_t>(list.size());
+    ASSERT_EQ(CountCoLivePairs(buffers) * 2, listed);
+  }
+}
+
+TEST(PlanArenaFastTest, ValidOnRandomInstancesWithGroups) {
+  std::mt19937 rng(22);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::vector<ArenaBuffer> buffers = RandomInstance(rng, 1 + trial % 60, trial % 2 == 1);
+    const int64_t alignment = trial % 3 == 0 ? 64 : 8;
+    absl::StatusOr<ArenaPlan> plan = PlanArenaFast(buffers, alignment);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
+    ASSERT_GE(plan->size_bytes, ArenaLowerBound(buffers));
+  }
+  EXPECT_FALSE(PlanArenaFast({{10, 0, 0}}, 0).ok());
+  EXPECT_FALSE(PlanArenaFast({{-1, 0, 0}}, 1).ok());
+}
+
+// A fan-out: an input read by 20,000 steps that each make a buffer, all
+// read by the last step (200 million co-live pairs). The fast placement
+// stacks them in linear memory, within the input's bytes of the bound (the
+// input's hole at the bottom is too small for the last step's output);
+// freed holes are reused.
+TEST(PlanArenaFastTest, FanOutReachesTheBoundAndReusesHoles) {
+  std::vector<ArenaBuffer> buffers = {{1024, 0, 20000}};
+  for (int i = 1; i <= 20000; ++i) buffers.push_back({1024, i, 20001});
+  buffers.push_back({1024 * 20000, 20001, 20001});
+  absl::StatusOr<ArenaPlan> plan = PlanArenaFast(buffers, 64);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(VerifyArena(buffers, *plan).ok());
+  EXPECT_LE(plan->size_bytes, AlignedArenaLowerBound(buffers, 64) + 1024);
+  const std::vector<ArenaBuffer> chain = {{100, 0, 1}, {60, 1, 2}, {40, 2, 3}, {100, 3, 4}};
+  plan = PlanArenaFast(chain, 1);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->offsets, (std::vector<int64_t>{0, 100, 0, 40}));
+  EXPECT_EQ(plan->size_bytes, 160);
+}
+
+// Out of time before the first placement, PlanArena gives the fast
+// placement and says so; a cancelled call likewise.
+TEST(PlanArenaTest, PastDeadlineFallsBackToTheFastPlacement) {
+  std::mt19937 rng(23);
+  const std::vector<ArenaBuffer> buffers = RandomInstance(rng, 200, true);
+  ArenaLimits limits;
+  limits.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  ArenaCut cut;
+  absl::StatusOr<ArenaPlan> plan = PlanArena(buffers, 16, kDefaultSkylineNodes, limits, &cut);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(VerifyArena(buffers, *plan).ok());
+  EXPECT_EQ(cut.reason, "time_limit");
+  EXPECT_EQ(cut.used, "fast greedy placement");
+  EXPECT_EQ(plan->size_bytes, PlanArenaFast(buffers, 16)->size_bytes);
+
+  std::atomic<bool> cancelled{true};
+  ArenaLimits cancel;
+  cancel.cancelled = &cancelled;
+  plan = PlanArenaInstance(buffers, 16, PlanArenaSearch(), cancel, &cut);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(VerifyArena(buffers, *plan).ok());
+  EXPECT_EQ(cut.reason, "cancelled");
+}
+
+// The searches after the greedy placements charge their tables: a tiny
+// account skips them (memory_limit) and keeps the greedy plan; a generous
+// one changes nothing. Without limits nothing is cut.
+TEST(PlanArenaTest, SearchesChargeTheMemoryAccount) {
+  std::mt19937 rng(24);
+  int skipped = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    const std::vector<ArenaBuffer> buffers = RandomInstance(rng, 40, trial % 2 == 1);
+    ArenaCut cut;
+    const absl::StatusOr<ArenaPlan> free_plan = PlanArenaInstance(buffers, 8, PlanArenaSearch(), {}, &cut);
+    ASSERT_TRUE(free_plan.ok());
+    ASSERT_TRUE(cut.reason.empty());
+    MemoryAccount generous(int64_t{1} << 30);
+    ArenaLimits limits;
+    limits.memory = &generous;
+    const absl::StatusOr<ArenaPlan> generous_plan = PlanArenaInstance(buffers, 8, PlanArenaSearch(), limits, &cut);
+    ASSERT_TRUE(generous_plan.ok());
+    EXPECT_EQ(generous_plan->offsets, free_plan->offsets);
+    EXPECT_TRUE(cut.reason.empty());
+    EXPECT_EQ(generous.used(), 0);  // every charge given back
+    MemoryAccount tiny(64);
+    limits.memory = &tiny;
+    const absl::StatusOr<ArenaPlan> tiny_plan = PlanArenaInstance(buffers, 8, PlanArenaSearch(), limits, &cut);
+    ASSERT_TRUE(tiny_plan.ok());
+    ASSERT_TRUE(VerifyArena(buffers, *tiny_plan).ok());
+    const absl::StatusOr<ArenaPlan> greedy = PlanArena(buffers, 8, 0);
+    if (greedy->size_bytes > AlignedArenaLowerBound(buffers, 8)) {
+      EXPECT_EQ(cut.reason, "memory_limit");
+      EXPECT_EQ(tiny_plan->size_bytes, greedy->size_bytes);
+      ++skipped;
+    } else {
+      EXPECT_TRUE(cut.reason.empty());
+    }
+  }
+  EXPECT_GT(skipped, 0);
 }
 
 // The peers' unit-test cases: every plan is valid and at least the bound.

@@ -87,7 +87,8 @@ class SharedBest {
 
 // One chain: its static rank(s) at the floor, then shuffled restarts.
 void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const InstanceSearchOptions& options,
-              int chains, int chain, Clock::time_point end, SharedBest* best) {
+              int chains, int chain, Clock::time_point end, const std::atomic<bool>* cancelled,
+              std::atomic<bool>* stopped, SharedBest* best) {
   const OffsetRank statics[] = {OffsetRank::kTotalWidthArea, OffsetRank::kTotalAreaWidth,
                                 OffsetRank::kWidthAreaTotal};
   const int static_attempts = chains == 1 ? 2 : 1;
@@ -104,7 +105,11 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
     if (result == PackingResult::kImpossible) best->Refuted(capacity);
   }
   for (int64_t restart = 0; restart < options.max_restarts; ++restart) {
-    if (best->done()->load() || Clock::now() >= end) return;
+    if (best->done()->load()) return;
+    if (Clock::now() >= end || (cancelled != nullptr && cancelled->load(std::memory_order_relaxed))) {
+      stopped->store(true);
+      return;
+    }
     const int64_t size = best->size(), floor = best->floor();
     const int64_t capacity = std::max(floor, size - std::max(alignment, (size - floor) / kGapDivisor));
     OffsetSearchOptions search;
@@ -132,23 +137,49 @@ InstanceSearchOptions PlanArenaSearch() {
 }
 
 absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                            const InstanceSearchOptions& options) {
+                                            const InstanceSearchOptions& options, const ArenaLimits& limits,
+                                            ArenaCut* cut) {
   const Clock::time_point start = Clock::now();
+  ArenaCut ignored;
+  if (cut == nullptr) cut = &ignored;
   // By default the greedy placements only: the chains' static ranks search
   // further.
   absl::StatusOr<ArenaPlan> plan =
-      PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0);
+      PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
   if (!plan.ok()) return plan;
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
-  if (plan->size_bytes <= bound) return plan;
-  const Clock::time_point end = After(start, options.seconds);
-  SharedBest best(buffers, *std::move(plan), bound);
+  if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
+  // The restarts' tables, as PlanArena's searches count them, per chain.
   const int chains = std::max(1, options.chains);
+  int64_t cells = 2 * CountCoLivePairs(buffers);
+  {
+    const TimeSections sections = SplitIntoSections(buffers);
+    for (const auto& [first, end] : sections.spans) cells += end - first;
+    cells += sections.count;
+  }
+  MemoryCharge charge(limits.memory);
+  if (!charge.TryAdd(chains * (8 * cells + 64 * static_cast<int64_t>(buffers.size())))) {
+    cut->reason = "memory_limit";
+    cut->used = "greedy placement";
+    return plan;
+  }
+  const Clock::time_point end = std::min(After(start, options.seconds), limits.deadline);
+  std::atomic<bool> stopped{false};
+  SharedBest best(buffers, *std::move(plan), bound);
   std::vector<std::function<void()>> tasks;
   for (int chain = 0; chain < chains; ++chain) {
-    tasks.push_back([&, chain] { RunChain(buffers, alignment, options, chains, chain, end, &best); });
+    tasks.push_back([&, chain] {
+      RunChain(buffers, alignment, options, chains, chain, end, limits.cancelled, &stopped, &best);
+    });
   }
   RunAll(options.executor, tasks);
+  // A bare instance's own clock ending the restarts is the normal case;
+  // the caller's deadline or cancellation is a cut.
+  if (stopped.load() && (Clock::now() >= limits.deadline ||
+                         (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)))) {
+    cut->reason = Clock::now() >= limits.deadline ? "time_limit" : "cancelled";
+    cut->used = "greedy placement";
+  }
   return best.Take();
 }
 

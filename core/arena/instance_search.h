@@ -47,8 +47,12 @@ InstanceSearchOptions PlanArenaSearch();
 // a search proved the capacity just below it impossible. With a finite `seconds` the result depends on the machine's
 // speed and load. Errors as PlanArena. Anchored buffers (Concat slices) are
 // placed with their anchor as one piece.
+// Within `limits` (arena_planner.h): PlanArena gets them, the restarts stop
+// at the deadline or on cancellation, and their tables are charged to the
+// account (skipped when it refuses); `cut` (may be null) says what was cut.
 absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                            const InstanceSearchOptions& options);
+                                            const InstanceSearchOptions& options, const ArenaLimits& limits = {},
+                                            ArenaCut* cut = nullptr);
 
 }  // namespace serenity
 

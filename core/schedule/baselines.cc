@@ -57,10 +57,13 @@ std::vector<OpId> KahnOrder(const Graph& graph) {
   return order;
 }
 
-std::vector<OpId> GreedyOrder(const BufferModel& buffers) {
-  return ListSchedule(buffers, [](const MemoryTracker& tracker, OpId u) {
-    return std::make_tuple(tracker.StepBytes(u), tracker.BytesAfter(u), u);
-  });
+std::vector<OpId> GreedyOrder(const BufferModel& buffers, const ListScheduleLimits& limits) {
+  return ListSchedule(
+      buffers,
+      [](const MemoryTracker& tracker, OpId u) {
+        return std::make_tuple(tracker.StepBytes(u), tracker.BytesAfter(u), u);
+      },
+      limits);
 }
 
 }  // namespace serenity

@@ -28,7 +28,8 @@ class BudgetSearch::Impl {
         done_(part.done),
         goal_(part.ops.empty() ? n_ : static_cast<int>(part.done.size() + part.ops.size())),
         in_scope_(n_, part.ops.empty()),
-        visited_(words_) {
+        visited_(words_),
+        memo_charge_(options.memory) {
     for (OpId u : part.ops) in_scope_[u] = true;
     for (OpId u : part.done) in_scope_[u] = true;
     freeable_bytes_.resize(buffers.buffers().size());
@@ -76,6 +77,7 @@ class BudgetSearch::Impl {
     budget_ = budget;
     deadline_ = deadline;
     aborted_ = false;
+    memory_limited_ = false;
     expanded_ = 0;
     // A set skipped for the memo may fit any budget above memo_budget_.
     next_budget_ = reuse ? memo_budget_ + 1 : INT64_MAX;
@@ -94,6 +96,7 @@ class BudgetSearch::Impl {
       return Feasibility::kFeasible;
     }
     if (aborted_) stats->hit_limit = true;
+    if (memory_limited_) stats->hit_memory_limit = true;
     *next_budget = next_budget_;
     ReleaseMemo();
     // A relaxed search that found nothing proves nothing.
@@ -102,6 +105,7 @@ class BudgetSearch::Impl {
 
   void ReleaseMemo() {
     visited_.Clear();
+    memo_charge_.Reset();
     memo_budget_ = -1;
   }
 
@@ -312,6 +316,13 @@ class BudgetSearch::Impl {
     const size_t mark = trail_.size();
     RunForced();
     if (static_cast<int>(trail_.size()) == goal_) return true;
+    if (!aborted_) {
+      const int64_t need = static_cast<int64_t>(visited_.BytesForInsert());
+      if (need > memo_charge_.bytes() && !memo_charge_.TryResize(need)) {
+        aborted_ = true;  // as at the state cap
+        memory_limited_ = true;
+      }
+    }
     if (aborted_ || !visited_.Insert(scheduled_.data())) {
       UndoTo(mark);
       return false;
@@ -397,6 +408,8 @@ class BudgetSearch::Impl {
   std::vector<OpId> trail_;
   std::vector<int64_t> live_trail_;
   SignatureSet visited_;
+  MemoryCharge memo_charge_;  // visited_'s bytes, on options_.memory
+  bool memory_limited_ = false;
   // Budget at or below which no set in visited_ has a fitting completion;
   // -1 when the memo is not to be reused.
   int64_t memo_budget_ = -1;
@@ -571,6 +584,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       result.stats.peak_memo_bytes = std::max(result.stats.peak_memo_bytes, s.stats.peak_memo_bytes);
       result.stats.checks += s.stats.checks;
       result.stats.hit_limit = result.stats.hit_limit || s.stats.hit_limit;
+      result.stats.hit_memory_limit = result.stats.hit_memory_limit || s.stats.hit_memory_limit;
       s.stats = SearchStats();
     }
     if (!all_fit && any_unknown && !testing_bound) {

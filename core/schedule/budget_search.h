@@ -40,6 +40,7 @@
 
 #include "core/memory/buffer_model.h"
 #include "core/util/executor.h"
+#include "core/util/memory_account.h"
 
 namespace serenity {
 
@@ -69,6 +70,10 @@ struct SearchOptions {
   // When set and true, the search stops as if its time were up (the caller
   // went away). Read with relaxed ordering; owned by the caller.
   const std::atomic<bool>* cancelled = nullptr;
+  // When set, each check charges its memo (SignatureSet::BytesForInsert)
+  // here before it grows; a refused charge stops the check as the state cap
+  // does (kUnknown, SearchStats::hit_memory_limit). Owned by the caller.
+  MemoryAccount* memory = nullptr;
 };
 
 // True when `options.cancelled` is set and true.
@@ -81,6 +86,7 @@ struct SearchStats {
   int64_t peak_memo_bytes = 0; // largest memo of one check
   int checks = 0;              // feasibility checks run
   bool hit_limit = false;      // a check ended on a limit
+  bool hit_memory_limit = false;  // a check ended because the memory account refused its memo
 };
 
 enum class Feasibility { kFeasible, kInfeasible, kUnknown };

@@ -231,6 +231,43 @@ TEST(BudgetSearchTest, ALimitStillReturnsAValidOrderAndAnHonestBound) {
   EXPECT_GT(unproven, 0);  // the limit did bite somewhere
 }
 
+// The memo is charged to the memory account before it grows: a tiny
+// account stops the search as the state cap does (a valid order, an honest
+// bound, hit_memory_limit) with nothing left charged; a generous one gives
+// the same answer as none.
+TEST(BudgetSearchTest, MemoryAccountStopsTheSearchLikeTheStateCap) {
+  std::mt19937 rng(5);
+  int stopped = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(60, rng));
+    BufferModel buffers(g, {});
+    const std::vector<OpId> start = KahnOrder(g);
+    const MinimizeResult full = Minimize(buffers);
+    MemoryAccount tiny(1024);  // less than an empty memo
+    SearchOptions limits;
+    limits.memory = &tiny;
+    const MinimizeResult result = MinimizePeak(buffers, start, LowerBoundBytes(buffers), limits);
+    ASSERT_TRUE(IsTopologicalOrder(g, result.order));
+    ASSERT_EQ(result.peak_bytes, PeakOf(buffers, result.order));
+    ASSERT_LE(result.lower_bound_bytes, full.peak_bytes);
+    EXPECT_LE(tiny.peak(), 1024);
+    EXPECT_EQ(tiny.used(), 0);
+    if (!result.optimal) {
+      ++stopped;
+      EXPECT_TRUE(result.stats.hit_memory_limit);
+    }
+    MemoryAccount generous(int64_t{1} << 32);
+    limits.memory = &generous;
+    const MinimizeResult same = MinimizePeak(buffers, start, LowerBoundBytes(buffers), limits);
+    EXPECT_EQ(same.order, full.order);
+    EXPECT_EQ(same.optimal, full.optimal);
+    EXPECT_FALSE(same.stats.hit_memory_limit);
+    EXPECT_EQ(generous.used(), 0);
+    if (same.stats.states > 0) EXPECT_GT(generous.peak(), 0);
+  }
+  EXPECT_GT(stopped, 0);
+}
+
 // Proven optima of shared models (../shared/bench/README.md).
 TEST(BudgetSearchTest, MatchesProvenOptimaOfSharedCells) {
   const std::pair<const char*, int64_t> cells[] = {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/memory/buffer_model.h"
+#include "core/schedule/baselines.h"
 
 namespace serenity {
 
@@ -18,7 +19,8 @@ namespace serenity {
 //  - BFS: by depth from the sources, then file position;
 //  - DFS: post-order from the graph's outputs, visiting the inputs that
 //    carry more bytes first.
-std::vector<OpId> InductorOrder(const BufferModel& buffers);
+// Its LPMF list schedule stops choosing within `limits` (baselines.h).
+std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLimits& limits = {});
 
 // XLA's default memory scheduler: the best of
 //  - the list scheduler: run the ready op that frees the most bytes net
@@ -28,7 +30,8 @@ std::vector<OpId> InductorOrder(const BufferModel& buffers);
 //    operands with more extra readers, then those whose ancestors define more
 //    bytes;
 //  - the plain post-order from the outputs, operands in input order.
-std::vector<OpId> XlaOrder(const BufferModel& buffers);
+// Its list schedule stops choosing within `limits` (baselines.h).
+std::vector<OpId> XlaOrder(const BufferModel& buffers, const ListScheduleLimits& limits = {});
 
 }  // namespace serenity
 

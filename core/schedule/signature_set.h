@@ -46,6 +46,13 @@ class SignatureSet {
   size_t size() const { return size_ - erased_; }
   // Bytes held by the arena and the index.
   size_t MemoryBytes() const { return blocks_.size() * kBlockEntries * words_ * 8 + slots_.capacity() * 8; }
+  // The most bytes the next Insert may hold at once (a new block, and the
+  // old and new index while it grows): charge this before inserting.
+  size_t BytesForInsert() const {
+    const size_t block = (size_ % kBlockEntries == 0 ? 1 : 0) * kBlockEntries * words_ * 8;
+    const bool grows = (size_ + 1) * 4 > slots_.size() * 3;
+    return blocks_.size() * kBlockEntries * words_ * 8 + block + slots_.capacity() * 8 * (grows ? 3 : 1);
+  }
   // Empties the set and releases its memory.
   void Clear();
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace serenity::testing {
@@ -139,6 +140,77 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats) {
   g.Output(available.back().first);
   if (uniform(0, 2) == 0) g.Output(available[uniform(0, static_cast<int>(available.size()) - 1)].first);
   return g.spec();
+}
+
+GraphSpec FanOutConcat(int relus, int64_t bytes) {
+  GraphSpec spec;
+  spec.name = absl::StrCat("fanout_", relus);
+  spec.tensors.push_back({"x", {1, bytes}, 1, bytes, false});
+  spec.inputs.push_back("x");
+  OpSpec concat;
+  concat.name = "concat";
+  concat.type = "Concat";
+  for (int i = 0; i < relus; ++i) {
+    const std::string out = absl::StrCat("r", i);
+    spec.tensors.push_back({out, {1, bytes}, 1, bytes, false});
+    OpSpec op;
+    op.name = absl::StrCat("relu", i);
+    op.type = "Relu";
+    op.inputs = {"x"};
+    op.outputs = {out};
+    spec.ops.push_back(std::move(op));
+    concat.inputs.push_back(out);
+  }
+  spec.tensors.push_back({"y", {1, bytes * relus}, 1, bytes * relus, false});
+  concat.outputs = {"y"};
+  spec.ops.push_back(std::move(concat));
+  spec.outputs.push_back("y");
+  return spec;
+}
+
+GraphSpec LayeredDag(int num_ops, int width, unsigned seed) {
+  std::mt19937 rng(seed);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  GraphSpec spec;
+  spec.name = absl::StrCat("layered_", num_ops, "_", width);
+  spec.tensors.push_back({"x", {}, 1, 1024, false});
+  spec.inputs.push_back("x");
+  std::vector<std::string> previous;
+  int made = 0;
+  while (made < num_ops) {
+    const int layer = std::min(width, num_ops - made);
+    std::vector<std::string> current;
+    for (int c = 0; c < layer; ++c, ++made) {
+      OpSpec op;
+      op.name = absl::StrCat("op", made);
+      op.type = "Op";
+      if (previous.empty()) {
+        op.inputs = {"x"};
+      } else {
+        const int p = static_cast<int>(previous.size());
+        op.inputs.push_back(previous[static_cast<size_t>(c % p)]);
+        const std::string& other = previous[static_cast<size_t>(uniform(0, p - 1))];
+        if (other != op.inputs.front()) op.inputs.push_back(other);
+      }
+      const std::string out = absl::StrCat(op.name, "_o");
+      spec.tensors.push_back({out, {}, 1, 256 * uniform(1, 16), false});
+      op.outputs = {out};
+      spec.ops.push_back(std::move(op));
+      current.push_back(out);
+    }
+    previous = std::move(current);
+  }
+  // Tensors nobody reads and the last layer's are outputs (so none is dead).
+  std::vector<bool> read(spec.tensors.size(), false);
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t i = 0; i < spec.tensors.size(); ++i) index[spec.tensors[i].name] = i;
+  for (const OpSpec& op : spec.ops) {
+    for (const std::string& in : op.inputs) read[index[in]] = true;
+  }
+  for (size_t i = 1; i < spec.tensors.size(); ++i) {
+    if (!read[i]) spec.outputs.push_back(spec.tensors[i].name);
+  }
+  return spec;
 }
 
 }  // namespace serenity::testing

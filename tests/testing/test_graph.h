@@ -45,6 +45,17 @@ class TestGraph {
 // Without, the same graphs as ever for a given seed.
 GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats = false);
 
+// A wide fan-out: one input "x" of `bytes`, `relus` Relus each reading x
+// (output `bytes`), and one Concat of all their outputs (the graph output).
+// relus + 1 ops. Shapes are {1, bytes} ({1, relus * bytes} for the Concat).
+GraphSpec FanOutConcat(int relus, int64_t bytes = 1024);
+
+// A layered DAG of `num_ops` ops in layers of `width`: each op reads two ops
+// of the layer before (its own column and a neighbour chosen by `seed`;
+// the first layer reads the one input) and writes 256 to 4,096 bytes; the
+// last layer's outputs are graph outputs.
+GraphSpec LayeredDag(int num_ops, int width, unsigned seed = 1);
+
 }  // namespace serenity::testing
 
 #endif  // SERENITY_TESTS_TESTING_TEST_GRAPH_H_
