@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <string>
 
@@ -447,9 +449,24 @@ absl::StatusOr<RequestShape> ScanScoreRequest(absl::string_view bytes) {
 }
 
 int64_t EstimatePlanningBytes(const RequestShape& shape) {
-  // Placeholder until calibrated (see the header).
-  const int64_t n = shape.ops;
-  return 4 * shape.wire_bytes + 1000 * (shape.ops + shape.tensors) + n * ((n + 63) / 64) * 16;
+  // Coefficients and their measurements: see the header. Saturates at
+  // INT64_MAX instead of overflowing (n^2 for absurd op counts).
+  constexpr double kFixed = 1 << 20;
+  const double ops = static_cast<double>(shape.ops);
+  const double tensors = static_cast<double>(shape.tensors);
+  const double refs = static_cast<double>(shape.op_inputs + shape.op_outputs);
+  double bytes = kFixed + static_cast<double>(shape.wire_bytes);
+  // The parsed message, the GraphSpec and the Graph.
+  bytes += 1000 * ops + 300 * tensors + 64 * refs + 5 * static_cast<double>(shape.name_bytes);
+  // ONNX (not calibrated): the ModelProto parsed from the bytes and its
+  // shape-inferred copy, and inference's per-node values.
+  if (shape.onnx) bytes += 3 * static_cast<double>(shape.onnx_model_bytes) + 1500 * ops;
+  // Reachability: ancestor and descendant bitsets, n * ceil(n / 64) words each.
+  bytes += 2 * 8 * ops * std::ceil(ops / 64);
+  // The planner's per-op and per-tensor buffers (orders, profiles, arena).
+  bytes += 1000 * ops + 500 * tensors;
+  constexpr double kMax = static_cast<double>(std::numeric_limits<int64_t>::max());
+  return bytes >= kMax ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
 }
 
 }  // namespace serenity

@@ -75,12 +75,27 @@ absl::StatusOr<RequestShape> ScanPlanRequest(absl::string_view bytes);
 // serenity.v1.ScoreRequest message: ..." for bad wire data.
 absl::StatusOr<RequestShape> ScanScoreRequest(absl::string_view bytes);
 
-// An upper bound of the memory a job takes to parse the request, import
-// and build its graph and plan it, in bytes: the parsed message, the
-// GraphSpec, the Graph, the reachability bitsets (2 x n^2/8 bytes for n
-// ops... see the formula in request_scan.cc) and the planner's per-op
-// buffers. The search memo (capped by PlanOptions.max_search_states) is not
-// included. Formula and measured error: see kEstimate* below.
+// The memory a job needs to hold the received bytes, parse the request,
+// build its graph and plan it, in bytes (n = ops, t = tensors, r = op
+// inputs + outputs, s = name_bytes, w = wire_bytes):
+//   1 MiB + w + 1000 n + 300 t + 64 r + 5 s      message, GraphSpec, Graph
+//   + 16 n ceil(n / 64)                          reachability bitsets (n^2/4)
+//   + 1000 n + 500 t                             planner buffers
+//   + 3 onnx_model_bytes + 1500 n for ONNX       (not calibrated)
+// Measured with bench/request_memory.cc (peak live heap from every
+// operator new, usable size + 8; and peak RSS growth) on Graph requests of
+// chains, fan-outs and testing::RandomDag, names of 7-9 or 40 characters:
+// the first line is 1.07-1.10 x the heap peak of ParseFromString +
+// GraphFromRequest at 10^6 ops (1.49 GB chain, 1.52 GB fan-out, 1.70 GB
+// random; 2.27 / 2.46 GB with 40-character names) and 1.1-1.8 x at 10^3.
+// With planning (algorithm baseline) the whole is 1.24-2.0 x the peak for
+// chains (131.6 MB at 20,000 ops) and fan-outs at 20,000 ops. NOT covered,
+// so NOT an upper bound there: the arena planner's co-live lists (up to
+// 4,000,000 pairs, about 64 MB; fan-outs of 10^3-10^4 ops measured 2-2.3 x
+// the estimate), further per-live-tensor state on graphs with many
+// long-lived tensors (RandomDag: 13.2 MB at 10^3 ops, 716 MB at 10^4, 3-15 x
+// the estimate; not yet traced), and the search memo (capped by
+// PlanOptions.max_search_states). Saturates at INT64_MAX.
 int64_t EstimatePlanningBytes(const RequestShape& shape);
 
 }  // namespace serenity
