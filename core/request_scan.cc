@@ -448,9 +448,16 @@ absl::StatusOr<RequestShape> ScanScoreRequest(absl::string_view bytes) {
   return Scan(bytes, &Scanner::ScoreRequest, "serenity.v1.ScoreRequest");
 }
 
-int64_t EstimatePlanningBytes(const RequestShape& shape) {
-  // Coefficients and their measurements: see the header. Saturates at
-  // INT64_MAX instead of overflowing (n^2 for absurd op counts).
+namespace {
+
+constexpr double kMaxBytes = static_cast<double>(std::numeric_limits<int64_t>::max());
+
+int64_t Saturated(double bytes) {
+  return bytes >= kMaxBytes ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
+}
+
+// The first and ONNX lines of the estimate (see the header).
+double BuildBytes(const RequestShape& shape) {
   constexpr double kFixed = 1 << 20;
   const double ops = static_cast<double>(shape.ops);
   const double tensors = static_cast<double>(shape.tensors);
@@ -461,12 +468,24 @@ int64_t EstimatePlanningBytes(const RequestShape& shape) {
   // ONNX (not calibrated): the ModelProto parsed from the bytes and its
   // shape-inferred copy, and inference's per-node values.
   if (shape.onnx) bytes += 3 * static_cast<double>(shape.onnx_model_bytes) + 1500 * ops;
+  return bytes;
+}
+
+}  // namespace
+
+int64_t EstimateBuildBytes(const RequestShape& shape) { return Saturated(BuildBytes(shape)); }
+
+int64_t EstimatePlanningBytes(const RequestShape& shape) {
+  // Coefficients and their measurements: see the header. Saturates at
+  // INT64_MAX instead of overflowing (n^2 for absurd op counts).
+  const double ops = static_cast<double>(shape.ops);
+  const double tensors = static_cast<double>(shape.tensors);
+  double bytes = BuildBytes(shape);
   // Reachability: ancestor and descendant bitsets, n * ceil(n / 64) words each.
   bytes += 2 * 8 * ops * std::ceil(ops / 64);
   // The planner's per-op and per-tensor buffers (orders, profiles, arena).
   bytes += 1000 * ops + 500 * tensors;
-  constexpr double kMax = static_cast<double>(std::numeric_limits<int64_t>::max());
-  return bytes >= kMax ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
+  return Saturated(bytes);
 }
 
 }  // namespace serenity

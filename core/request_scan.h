@@ -98,6 +98,12 @@ absl::StatusOr<RequestShape> ScanScoreRequest(absl::string_view bytes);
 // PlanOptions.max_search_states). Saturates at INT64_MAX.
 int64_t EstimatePlanningBytes(const RequestShape& shape);
 
+// The first and ONNX lines of EstimatePlanningBytes alone: the received
+// bytes, the parsed message and the built graph, which the planner's memory
+// account (core/util/memory_account.h) does not see. The rest of planning
+// memory is charged to that account as it is allocated.
+int64_t EstimateBuildBytes(const RequestShape& shape);
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_REQUEST_SCAN_H_

@@ -466,6 +466,9 @@ TEST(RequestScanTest, EstimateGrowsWithTheGraph) {
     const int64_t estimate = EstimatePlanningBytes(*shape);
     EXPECT_GT(estimate, last);
     EXPECT_GT(estimate, shape->wire_bytes);
+    // The build's part leaves out reachability and the planner's buffers.
+    EXPECT_GT(EstimateBuildBytes(*shape), shape->wire_bytes);
+    EXPECT_LT(EstimateBuildBytes(*shape), estimate);
     last = estimate;
   }
   EXPECT_GT(EstimatePlanningBytes(RequestShape{}), 0);

@@ -54,6 +54,14 @@ bool MemoryAdmission::Ticket::Resize(int64_t new_bytes) {
   return true;
 }
 
+bool MemoryAdmission::Ticket::TryGrow(int64_t more) {
+  if (more < 0 || owner_ == nullptr) return false;
+  if (more == 0) return true;
+  if (!owner_->TryTake(bytes_, more)) return false;
+  bytes_ += more;
+  return true;
+}
+
 void MemoryAdmission::Ticket::Release() {
   MemoryAdmission* owner = std::exchange(owner_, nullptr);
   const int64_t bytes = std::exchange(bytes_, 0);
@@ -89,6 +97,13 @@ absl::Status MemoryAdmission::CheckFits(int64_t bytes) const {
       " MB) to plan, more than the server's memory limit ", job_limit ? "for one job" : "", job_limit ? " " : "",
       "of ", max_job_bytes_, " bytes (", max_job_bytes_ >> 20, " MB, ", job_limit ? "--max-job-mb" : "--max-server-mb",
       "); send a smaller graph"));
+}
+
+bool MemoryAdmission::TryTake(int64_t held_by_ticket, int64_t more) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (held_by_ticket > max_job_bytes_ - more || held_ > capacity_ - more) return false;
+  held_ += more;
+  return true;
 }
 
 absl::Status MemoryAdmission::Busy() const {

@@ -49,6 +49,12 @@ class MemoryAdmission {
     // bytes admit are told on this thread before Resize returns.
     bool Resize(int64_t new_bytes);
 
+    // Takes `more` bytes (>= 0) at once if the server has them free and the
+    // ticket stays within max_job_bytes(); false, changing nothing,
+    // otherwise. Never waits, and does not queue behind waiting jobs: a
+    // running job's growth (its planner's memory account) is served first,
+    // and a refusal makes that job fall back to cheaper methods.
+    bool TryGrow(int64_t more);
     // Returns all the bytes now (the destructor then does nothing). Waiters
     // the freed bytes admit are told on this thread before Release returns.
     void Release();
@@ -132,6 +138,8 @@ class MemoryAdmission {
   struct Reply;
 
   absl::Status CheckFits(int64_t bytes) const;
+  // Takes `more` bytes for a ticket now holding `held_by_ticket`, if free.
+  bool TryTake(int64_t held_by_ticket, int64_t more);
   // The callers of Busy, Pump and Remove hold mu_.
   absl::Status Busy() const;
   // Returns bytes to the pool and admits who can go; `replies` collects the

@@ -258,6 +258,25 @@ TEST(MemoryAdmissionTest, ResizeReturnsBytesAndNeverGrows) {
   EXPECT_EQ(admission.held(), 50);
 }
 
+// A running job's ticket grows at once when the bytes are free, within the
+// job limit and the capacity, and never waits.
+TEST(MemoryAdmissionTest, TryGrowTakesFreeBytesWithinTheLimits) {
+  MemoryAdmission admission(100, /*max_job_bytes=*/60);
+  Ticket a = *admission.Admit(40, kNever);
+  Ticket b = *admission.Admit(30, kNever);
+  EXPECT_TRUE(a.TryGrow(20));   // 60: the job limit
+  EXPECT_FALSE(a.TryGrow(1));   // past it
+  EXPECT_EQ(a.bytes(), 60);
+  EXPECT_FALSE(b.TryGrow(11));  // 101 held: past the capacity
+  EXPECT_TRUE(b.TryGrow(10));
+  EXPECT_EQ(admission.held(), 100);
+  EXPECT_FALSE(b.TryGrow(-1));
+  a.Release();
+  EXPECT_EQ(admission.held(), 40);
+  Ticket none;
+  EXPECT_FALSE(none.TryGrow(1));
+}
+
 TEST(MemoryAdmissionTest, ACallbackMayReleaseAndAdmitAgain) {
   MemoryAdmission admission(100);
   std::optional<Ticket> full(*admission.Admit(100, kNever));

@@ -13,9 +13,29 @@ bool MemoryAccount::TryCharge(int64_t bytes) {
     if (limit_ > 0 && (bytes > limit_ || used > limit_ - bytes)) return false;
   } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
   const int64_t now = used + bytes;
+  if (grow_ && now > granted_.load(std::memory_order_relaxed) && !Cover(now)) {
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
   int64_t peak = peak_.load(std::memory_order_relaxed);
   while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
+  return true;
+}
+
+bool MemoryAccount::Cover(int64_t used) {
+  std::lock_guard<std::mutex> lock(grow_mu_);
+  const int64_t granted = granted_.load(std::memory_order_relaxed);
+  if (used <= granted) return true;  // another charge's grant covers it
+  const int64_t needed = used - granted;
+  int64_t step = std::max(needed, kGrowStepBytes);
+  if (limit_ > 0) step = std::min(step, limit_ - granted);
+  if (step < needed) return false;
+  if (!grow_(step)) {
+    if (step == needed || !grow_(needed)) return false;
+    step = needed;
+  }
+  granted_.store(granted + step, std::memory_order_relaxed);
   return true;
 }
 

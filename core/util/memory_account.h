@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,8 +21,22 @@ namespace serenity {
 // job; owned by the caller.
 class MemoryAccount {
  public:
+  // Asks a larger pool (e.g. the server's memory admission) for `bytes`
+  // more for this account; true when granted. Called with the account's
+  // growth lock held, never for a charge that stays within what the pool
+  // already granted.
+  using Grow = std::function<bool(int64_t bytes)>;
+
   // `limit_bytes` <= 0: unlimited (charges always succeed, and are counted).
   explicit MemoryAccount(int64_t limit_bytes = 0) : limit_(limit_bytes) {}
+
+  // An account that also draws from a pool: `granted_bytes` are the pool's
+  // already (the job's admission ticket); a charge beyond what was granted
+  // asks `grow` for more, in steps of at least kGrowStepBytes (less when the
+  // limit is nearer), and fails when the pool says no.
+  MemoryAccount(int64_t limit_bytes, int64_t granted_bytes, Grow grow)
+      : limit_(limit_bytes), granted_(granted_bytes), grow_(std::move(grow)) {}
+  static constexpr int64_t kGrowStepBytes = 16 << 20;
   MemoryAccount(const MemoryAccount&) = delete;
   MemoryAccount& operator=(const MemoryAccount&) = delete;
 
@@ -31,15 +47,24 @@ class MemoryAccount {
   void Release(int64_t bytes);
 
   int64_t limit() const { return limit_; }
+  // Bytes the pool has granted this account (granted_bytes plus every
+  // grant of `grow`); unused without a pool.
+  int64_t granted() const { return granted_.load(std::memory_order_relaxed); }
   bool unlimited() const { return limit_ <= 0; }
   // Bytes charged now, and the most charged at once.
   int64_t used() const { return used_.load(std::memory_order_relaxed); }
   int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
 
  private:
+  // Makes granted_ cover `used` bytes; false when the pool refuses.
+  bool Cover(int64_t used);
+
   const int64_t limit_;
   std::atomic<int64_t> used_{0};
   std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> granted_{0};
+  const Grow grow_;
+  std::mutex grow_mu_;  // one request to the pool at a time
 };
 
 // TryCharge on a possibly null account (null: unlimited, always true).
