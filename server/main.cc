@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
+#include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/plan_cache.h"
 #include "server/redis_store.h"
@@ -40,6 +41,8 @@ struct ServerFlags {
   int64_t max_queue = 256;
   int64_t max_ops = 20000;
   double max_job_seconds = 60;
+  int64_t max_server_mb = 0;
+  int64_t max_job_mb = 0;
   int64_t max_jobs_per_connection = 16;
   int64_t max_streams_per_connection = 100;
   int64_t cache_mb = 256;
@@ -119,6 +122,15 @@ int Run(int argc, char** argv) {
                   "reachability: about 150 MB at 20,000 ops, 2.2 GB at 90,000).");
   flag_set.AddDouble("max-job-seconds", &flags.max_job_seconds, "S",
                      "Longest search one job may run, whatever the request asks.");
+  flag_set.AddInt("max-server-mb", &flags.max_server_mb, "MB",
+                  "Memory all jobs may hold together: each job waits for its estimated memory (from its\n"
+                  "request's size, read before it is parsed) and draws from the same pool as it grows\n"
+                  "(default: 3/4 of the smaller of the cgroup memory limit and MemTotal).");
+  flag_set.AddInt("max-job-mb", &flags.max_job_mb, "MB",
+                  "Memory one job may hold (its estimate and what its planner charges: search memo,\n"
+                  "reachability, arena search); beyond it the job falls back to cheaper methods or fails\n"
+                  "alone with RESOURCE_EXHAUSTED. A request whose estimate exceeds it is refused\n"
+                  "(INVALID_ARGUMENT). Default: --max-server-mb / --threads.");
   flag_set.AddInt("max-jobs-per-connection", &flags.max_jobs_per_connection, "N",
                   "Jobs one connection may hold: Plan calls and Score candidates queued or running (a Plan\n"
                   "call beyond gets RESOURCE_EXHAUSTED, a Score stream waits for a slot); also the unwritten\n"
@@ -171,6 +183,16 @@ int Run(int argc, char** argv) {
     return Fail("--max-streams-per-connection must be 1..1000000");
   }
   if (flags.max_search_states < 1) return Fail("--max-search-states must be positive");
+  if (flags.max_server_mb < 0 || flags.max_job_mb < 0 || flags.max_server_mb > (int64_t{1} << 40) ||
+      flags.max_job_mb > (int64_t{1} << 40)) {
+    return Fail("--max-server-mb and --max-job-mb must be 0..2^40");
+  }
+  if (flags.max_server_mb == 0) {
+    flags.max_server_mb = serenity::DefaultMemoryLimitBytes() >> 20;
+    if (flags.max_server_mb == 0) return Fail("cannot read this machine's memory size: give --max-server-mb");
+  }
+  if (flags.max_job_mb == 0) flags.max_job_mb = std::max<int64_t>(1, flags.max_server_mb / flags.threads);
+  if (flags.max_job_mb > flags.max_server_mb) return Fail("--max-job-mb cannot exceed --max-server-mb");
   if (!flags.redis_auth_file.empty() && flags.redis.empty()) return Fail("--redis-auth-file needs --redis");
   if (!flags.cache_scope.empty() && flags.cache_scope != "tenant" && flags.cache_scope != "shared") {
     return Fail("--cache-scope must be tenant or shared");
@@ -266,6 +288,9 @@ int Run(int argc, char** argv) {
   backend_options.max_ops = flags.max_ops;
   backend_options.max_job_seconds = flags.max_job_seconds;
   backend_options.max_search_states = flags.max_search_states;
+  backend_options.max_job_bytes = flags.max_job_mb << 20;
+  serenity::MemoryAdmission admission(flags.max_server_mb << 20, flags.max_job_mb << 20);
+  service_options.admission = &admission;
   serenity::SchedulingBackend backend(&pool, &cache, &metrics, backend_options, &memo);
   serenity::JobRunner runner(static_cast<int>(flags.threads), flags.max_queue,
                              [&metrics](int64_t queued, int64_t running) { metrics.SetLoad(queued, running); });
@@ -297,6 +322,8 @@ int Run(int argc, char** argv) {
                  {"threads", absl::StrCat(flags.threads)},
                  {"max_queue", absl::StrCat(flags.max_queue)},
                  {"cache_mb", absl::StrCat(flags.cache_mb)},
+                 {"max_server_mb", absl::StrCat(flags.max_server_mb)},
+                 {"max_job_mb", absl::StrCat(flags.max_job_mb)},
                  {"redis", flags.redis.empty() ? "off" : flags.redis}});
   if (!flags.port_file.empty()) {
     std::ofstream(flags.port_file) << bound_port << "\n";

@@ -125,6 +125,10 @@ class MemoryAdmission {
   // Wakes the blocking Admit calls so they check their cancelled flags now.
   void WakeWaiters();
 
+  // OK when a job of `bytes` could be admitted some day; the
+  // FAILED_PRECONDITION (or INVALID_ARGUMENT) of Admit otherwise.
+  absl::Status CheckFits(int64_t bytes) const;
+
   int64_t capacity() const { return capacity_; }
   int64_t max_job_bytes() const { return max_job_bytes_; }
   // Bytes held by admitted jobs, and jobs waiting in line (for metrics and
@@ -137,7 +141,6 @@ class MemoryAdmission {
   // A `done` to call once the lock is dropped.
   struct Reply;
 
-  absl::Status CheckFits(int64_t bytes) const;
   // Takes `more` bytes for a ticket now holding `held_by_ticket`, if free.
   bool TryTake(int64_t held_by_ticket, int64_t more);
   // The callers of Busy, Pump and Remove hold mu_.

@@ -1,6 +1,7 @@
 #include "server/scheduler_service.h"
 
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <exception>
 #include <limits>
@@ -11,7 +12,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "core/util/status_macros.h"
 #include "core/request_scan.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 
 namespace serenity {
@@ -91,6 +95,81 @@ absl::Status CheckShape(const RequestShape& shape, int64_t max_ops) {
   return absl::OkStatus();
 }
 
+// Requests up to this size are parsed on the gRPC thread, so that a repeat
+// is answered from the memo without a job; larger ones are parsed by their
+// job once their memory is admitted.
+constexpr int64_t kParseInlineBytes = 256 << 10;
+
+// The memory a request's job is admitted with, from its scanned shape.
+struct JobMemory {
+  int64_t estimate = 0;  // EstimatePlanningBytes
+  int64_t build = 0;     // EstimateBuildBytes
+};
+
+JobMemory MemoryOf(const RequestShape& shape) { return {EstimatePlanningBytes(shape), EstimateBuildBytes(shape)}; }
+
+// The call's deadline as an absl::Time (InfiniteFuture when it has none).
+absl::Time AbslDeadline(const grpc::CallbackServerContext& context) {
+  const double left = SecondsLeft(context);
+  return std::isfinite(left) ? absl::Now() + absl::Seconds(left) : absl::InfiniteFuture();
+}
+
+// Waits (on this job's thread) for the job's memory; with no admission,
+// an empty ticket at once.
+absl::StatusOr<MemoryAdmission::Ticket> AdmitJob(MemoryAdmission* admission, const JobMemory& memory,
+                                                  const grpc::CallbackServerContext& context,
+                                                  const std::atomic<bool>* cancelled) {
+  if (admission == nullptr) return MemoryAdmission::Ticket();
+  return admission->Admit(memory.estimate, AbslDeadline(context), cancelled);
+}
+
+// The call context of a job holding `ticket` (may be empty).
+CallContext JobCall(const grpc::CallbackServerContext& context, const std::atomic<bool>* cancelled,
+                    const std::string& tenant, MemoryAdmission::Ticket* ticket, const JobMemory& memory) {
+  CallContext call;
+  call.seconds_left = SecondsLeft(context);
+  call.cancelled = cancelled;
+  call.tenant = tenant;
+  if (ticket != nullptr && ticket->bytes() > 0) {
+    call.granted_bytes = ticket->bytes();
+    call.grow_memory = [ticket](int64_t more) { return ticket->TryGrow(more); };
+    call.build_bytes = memory.build;
+  }
+  return call;
+}
+
+// A Score candidate as read: its bytes, parsed only by its job once its
+// memory is admitted, and the fields its result needs before that.
+struct ScoreCandidate {
+  grpc::ByteBuffer bytes;
+  std::string id;          // ScoreRequest.id
+  bool full_plan = false;  // ScoreRequest.full_plan
+  JobMemory memory;
+};
+
+// Reads ScoreRequest.id and .full_plan off the wire (skipping the request
+// itself); false for bytes that are no ScoreRequest.
+bool ReadScoreHead(absl::string_view bytes, ScoreCandidate* candidate) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  using google::protobuf::internal::WireFormatLite;
+  for (uint32_t tag = in.ReadTag(); tag != 0; tag = in.ReadTag()) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const auto type = WireFormatLite::GetTagWireType(tag);
+    if (field == v1::ScoreRequest::kIdFieldNumber && type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      uint32_t length;
+      if (!in.ReadVarint32(&length) || !in.ReadString(&candidate->id, static_cast<int>(length))) return false;
+    } else if (field == v1::ScoreRequest::kFullPlanFieldNumber && type == WireFormatLite::WIRETYPE_VARINT) {
+      uint64_t value;
+      if (!in.ReadVarint64(&value)) return false;
+      candidate->full_plan = value != 0;
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
 // Serializes `message` into a reply buffer.
 void SerializeTo(const google::protobuf::Message& message, grpc::ByteBuffer* buffer) {
   bool own = false;
@@ -126,16 +205,19 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &slice);
     absl::StatusOr<RequestShape> shape = bytes.ok() ? ScanPlanRequest(*bytes) : bytes.status();
     absl::Status fits = shape.ok() ? CheckShape(*shape, service_->backend()->options().max_ops) : shape.status();
-    if (!fits.ok()) return Complete(ToGrpcStatus(fits), "");
-    if (!request_->ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
-      return Complete(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   "the request is not a valid serenity.v1.PlanRequest message"),
-                      "");
+    if (fits.ok()) memory_ = MemoryOf(*shape);
+    if (fits.ok() && service_->options().admission != nullptr) {
+      fits = service_->options().admission->CheckFits(memory_.estimate);
     }
-    // A repeat of a memoized request is answered here, without a job.
-    // Copied straight into the response, which lives on the call's arena.
-    if (RepeatSafely(service_->backend(), *request_, false, Call(), response_)) {
-      return Reply();
+    if (!fits.ok()) return Complete(ToGrpcStatus(fits), "");
+    if (shape->wire_bytes <= kParseInlineBytes) {
+      if (!Parse(*bytes)) return Complete(NotARequest(), "");
+      // A repeat of a memoized request is answered here, without a job.
+      // Copied straight into the response, which lives on the call's arena.
+      if (RepeatSafely(service_->backend(), *request_, false, JobCall(*context_, &cancelled_, tenant_, nullptr, {}),
+                       response_)) {
+        return Reply();
+      }
     }
     if (!service_->slots()->TryAcquire(peer_)) {
       return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -160,7 +242,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
 
  private:
   void Run() {
-    absl::StatusOr<v1::Plan> plan = AnswerSafely(service_->backend(), *request_, /*score_only=*/false, Call());
+    absl::StatusOr<v1::Plan> plan = Answer();
     service_->slots()->Release(peer_);
     if (!plan.ok()) {
       if (plan.status().code() == absl::StatusCode::kInternal) {
@@ -172,18 +254,33 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     Reply();
   }
 
+  // The job: waits for its memory, parses the request if Start did not,
+  // and plans it; the memory is returned before the reply is sent.
+  absl::StatusOr<v1::Plan> Answer() {
+    ASSIGN_OR_RETURN(MemoryAdmission::Ticket ticket,
+                     AdmitJob(service_->options().admission, memory_, *context_, &cancelled_));
+    if (!parsed_) {
+      grpc::Slice slice;
+      absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &slice);
+      if (!bytes.ok() || !Parse(*bytes)) return absl::InvalidArgumentError(NotARequest().error_message());
+    }
+    return AnswerSafely(service_->backend(), *request_, /*score_only=*/false,
+                        JobCall(*context_, &cancelled_, tenant_, &ticket, memory_));
+  }
+
+  bool Parse(absl::string_view bytes) {
+    parsed_ = request_->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    return parsed_;
+  }
+
+  static grpc::Status NotARequest() {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the request is not a valid serenity.v1.PlanRequest message");
+  }
+
   // Sends the plan in response_.
   void Reply() {
     SerializeTo(*response_, response_bytes_);
     Complete(grpc::Status::OK, response_->stats().cache());
-  }
-
-  CallContext Call() const {
-    CallContext call;
-    call.seconds_left = SecondsLeft(*context_);
-    call.cancelled = &cancelled_;
-    call.tenant = tenant_;
-    return call;
   }
 
   // Finishes the call; `this` may be gone afterwards.
@@ -233,6 +330,8 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   PlanMessages* const messages_;
   v1::PlanRequest* const request_;  // parsed once the scan let it through
   v1::Plan* const response_;
+  bool parsed_ = false;
+  JobMemory memory_;  // set by Start
   const std::string peer_;
   const int64_t request_id_;
   const Clock::time_point start_;
@@ -291,22 +390,26 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       MaybeFinish();
       return;
     }
-    // Refuse before building: a candidate that is not a ScoreRequest, or
-    // whose graph is above --max-ops, fails alone, unparsed and without a
-    // slot.
-    auto candidate = std::make_shared<v1::ScoreRequest>();
+    // Refuse before building: a candidate that is not a ScoreRequest, whose
+    // graph is above --max-ops or whose memory can never be admitted fails
+    // alone, unparsed and without a slot. The rest is parsed by its job.
+    auto candidate = std::make_shared<ScoreCandidate>();
     absl::Status readable;
     {
       grpc::Slice slice;
       absl::StatusOr<absl::string_view> bytes = Contiguous(incoming_, &slice);
       absl::StatusOr<RequestShape> shape = bytes.ok() ? ScanScoreRequest(*bytes) : bytes.status();
       readable = shape.ok() ? CheckShape(*shape, service_->backend()->options().max_ops) : shape.status();
-      if (readable.ok() && !candidate->ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
+      if (readable.ok()) candidate->memory = MemoryOf(*shape);
+      if (readable.ok() && service_->options().admission != nullptr) {
+        readable = service_->options().admission->CheckFits(candidate->memory.estimate);
+      }
+      if (shape.ok() && !ReadScoreHead(*bytes, candidate.get()) && readable.ok()) {
         readable = absl::InvalidArgumentError("the candidate is not a valid serenity.v1.ScoreRequest message");
       }
     }
-    incoming_.Clear();
-    if (!readable.ok()) return Refuse(readable);
+    candidate->bytes.Swap(&incoming_);
+    if (!readable.ok()) return Refuse(readable, candidate->id);
     bool parked;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -329,7 +432,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
 
   // Answers the candidate just read with `status`, without a slot, and
   // reads the next one when there is room.
-  void Refuse(const absl::Status& status) {
+  void Refuse(const absl::Status& status, const std::string& id) {
     bool broken, read = false;
     int32_t index = 0;
     {
@@ -346,6 +449,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     }
     if (broken) return MaybeFinish();
     v1::ScoreResult result;
+    result.set_id(id);
     result.set_index(index);
     const grpc::Status refused = ToGrpcStatus(status);
     result.set_code(static_cast<int32_t>(refused.error_code()));
@@ -375,7 +479,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       if (finish) FinishStream(status);
       return;
     }
-    std::shared_ptr<v1::ScoreRequest> candidate;
+    std::shared_ptr<ScoreCandidate> candidate;
     int32_t index;
     bool read;
     {
@@ -396,7 +500,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     absl::Status queued = service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); });
     if (!queued.ok()) {
       v1::ScoreResult result;
-      result.set_id(candidate->id());
+      result.set_id(candidate->id);
       result.set_index(index);
       result.set_code(static_cast<int32_t>(ToGrpcStatus(queued).error_code()));
       result.set_error(std::string(queued.message()));
@@ -451,21 +555,30 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
   }
 
  private:
-  void Run(const v1::ScoreRequest& candidate, int32_t index) {
+  void Run(const ScoreCandidate& candidate, int32_t index) {
     const Clock::time_point start = Clock::now();
-    CallContext call;
-    call.seconds_left = SecondsLeft(*context_);
-    call.cancelled = &cancelled_;
-    call.tenant = tenant_;
-    Deliver(ResultOf(candidate, index, AnswerSafely(service_->backend(), candidate.request(), !candidate.full_plan(), call),
-                     start));
+    Deliver(ResultOf(candidate, index, Answer(candidate), start));
+  }
+
+  // The candidate's job: waits for its memory, parses it and plans it.
+  absl::StatusOr<v1::Plan> Answer(const ScoreCandidate& candidate) {
+    ASSIGN_OR_RETURN(MemoryAdmission::Ticket ticket,
+                     AdmitJob(service_->options().admission, candidate.memory, *context_, &cancelled_));
+    v1::ScoreRequest request;
+    grpc::Slice slice;
+    absl::StatusOr<absl::string_view> bytes = Contiguous(candidate.bytes, &slice);
+    if (!bytes.ok() || !request.ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
+      return absl::InvalidArgumentError("the candidate is not a valid serenity.v1.ScoreRequest message");
+    }
+    return AnswerSafely(service_->backend(), request.request(), !request.full_plan(),
+                        JobCall(*context_, &cancelled_, tenant_, &ticket, candidate.memory));
   }
 
   // The result line of one candidate answered with `plan`.
-  v1::ScoreResult ResultOf(const v1::ScoreRequest& candidate, int32_t index, absl::StatusOr<v1::Plan> plan,
+  v1::ScoreResult ResultOf(const ScoreCandidate& candidate, int32_t index, absl::StatusOr<v1::Plan> plan,
                            Clock::time_point start) {
     v1::ScoreResult result;
-    result.set_id(candidate.id());
+    result.set_id(candidate.id);
     result.set_index(index);
     if (!plan.ok()) {
       if (plan.status().code() == absl::StatusCode::kInternal) {
@@ -484,7 +597,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       result.set_lower_bound_bytes(plan->lower_bound_bytes());
       result.set_cache(plan->stats().cache());
       result.set_plan_id(plan->plan_id());
-      if (candidate.full_plan()) *result.mutable_plan() = std::move(plan).value();
+      if (candidate.full_plan) *result.mutable_plan() = std::move(plan).value();
     }
     result.set_total_ms(SecondsSince(start) * 1000);
     return result;
@@ -625,7 +738,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
 
   std::mutex mu_;
   std::deque<grpc::ByteBuffer> outgoing_;  // serialized results; front() is being written
-  std::shared_ptr<v1::ScoreRequest> parked_;  // read, waiting for a slot
+  std::shared_ptr<ScoreCandidate> parked_;  // read, waiting for a slot
   int32_t parked_index_ = 0;
   int64_t in_flight_ = 0;
   int64_t answered_ = 0;

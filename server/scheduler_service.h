@@ -16,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "server/connection_slots.h"
+#include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/plan_messages.h"
 #include "server/scheduling_backend.h"
@@ -47,6 +48,11 @@ struct ServiceOptions {
   // turns). It also bounds one Score stream's running candidates plus
   // unwritten results.
   int64_t max_jobs_per_connection = 16;
+  // When set, every job first waits for its estimated memory
+  // (EstimatePlanningBytes of its request, scanned before it is parsed),
+  // and its planner draws from the same pool as it grows. Owned by the
+  // caller; must outlive the service.
+  MemoryAdmission* admission = nullptr;
 };
 
 // Plan and Score take their requests as raw bytes: each request is scanned

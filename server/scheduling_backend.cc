@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/canonical_graph.h"
 #include "core/plan_proto.h"
+#include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
 #include "common/log.h"
 
@@ -76,7 +78,9 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
     if (AnswerFromMemo(request_key, score_only, call.seconds_left, start, /*count_miss=*/true, &plan)) return plan;
   }
 
+  const auto import_start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
+  const double import_ms = MillisSince(import_start);
   if (prepared.graph.num_ops() > options_.max_ops) {
     return absl::InvalidArgumentError(absl::StrCat("the graph has ", prepared.graph.num_ops(),
                                                    " ops; this server accepts at most ", options_.max_ops));
@@ -84,6 +88,22 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   PlanOptions& options = prepared.options;
   options.score_only = score_only;
   options.cancelled = call.cancelled;
+  // The job's time and memory. The whole job ends a little before the
+  // caller's deadline (the rest is for the reply).
+  if (std::isfinite(call.seconds_left)) {
+    options.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(call.seconds_left * 0.9));
+  }
+  std::optional<MemoryAccount> account;
+  if (call.grow_memory) {
+    account.emplace(options_.max_job_bytes, call.granted_bytes, call.grow_memory);
+  } else {
+    account.emplace(options_.max_job_bytes);
+  }
+  if (!account->TryCharge(call.build_bytes)) {
+    return MemoryLimitError(&*account, call.build_bytes, "the request's message and graph");
+  }
+  options.memory = &*account;
   // The server's cap, before the key: a capped request is the capped plan.
   if (request.options().max_search_states() == 0 || options.max_search_states > options_.max_search_states) {
     options.max_search_states = std::min(options.max_search_states, options_.max_search_states);
@@ -138,12 +158,18 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   }
 
   ASSIGN_OR_RETURN(v1::Plan plan, ExecutePreparedRequest(prepared, executor_));
+  (*plan.mutable_stats()->mutable_phase_ms())["import"] = import_ms;
   if (metrics_ != nullptr) {
     metrics_->RecordSearch(plan.stats().states_explored(), plan.certificate() == v1::CERTIFICATE_BEST_FOUND,
                            !plan.feasible());
   }
   plan.set_plan_id(plan_id);
-  if (cache_ != nullptr) {
+  // A plan that fell back for want of time or memory is this call's
+  // answer, not the graph's: a later call with more room should do better.
+  const bool cut_short = std::any_of(plan.fallbacks().begin(), plan.fallbacks().end(), [](const v1::PhaseFallback& f) {
+    return f.reason() == "time_limit" || f.reason() == "memory_limit" || f.reason() == "cancelled";
+  });
+  if (cache_ != nullptr && !cut_short) {
     auto stored = std::make_shared<const v1::StoredPlan>(MakeStoredPlan(key, canonical, prepared.graph, plan, options));
     cache_->Store(stored, cache_id, check_shared);
     // Only when the cache kept this plan (it keeps a better one it had).

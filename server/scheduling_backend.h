@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ struct BackendOptions {
   // Most search states a request may ask for (options.max_search_states);
   // larger asks, and requests that ask none, get this many at most.
   int64_t max_search_states = SearchOptions().max_states;
+  // Most bytes one job's planner may charge to its memory account
+  // (core/util/memory_account.h; --max-job-mb); 0: no limit.
+  int64_t max_job_bytes = 0;
   // Whether tenants share cached plans (stored_plan.h).
   CacheScope cache_scope = CacheScope::kTenant;
   // Mixed into every plan_id (MakePlanId); replicas that share it give the
@@ -46,6 +50,13 @@ struct CallContext {
   const std::atomic<bool>* cancelled = nullptr;
   // Who is calling (tenants.h); empty when the server has no tenants.
   std::string tenant;
+  // The job's memory: `granted_bytes` already admitted for it (its
+  // admission ticket), `grow_memory` (may be empty) asks the server for
+  // more, and `build_bytes` of them are taken by the request's message and
+  // graph, which the planner does not charge itself (request_scan.h).
+  int64_t granted_bytes = 0;
+  std::function<bool(int64_t)> grow_memory;
+  int64_t build_bytes = 0;
 };
 
 class SchedulingBackend {
@@ -67,9 +78,14 @@ class SchedulingBackend {
   // memo ("local") while the cache holds its plan. `score_only` skips the
   // arena and steps. The search gets the smallest of the request's limit
   // (or the default), the server's max_job_seconds and 80% of
-  // `call.seconds_left`. InvalidArgument for bad input (naming the problem,
-  // and the limit for graphs that are too large); Cancelled when
-  // `call.cancelled` became true; DeadlineExceeded when no time was left.
+  // `call.seconds_left`; the whole job ends before that deadline (phases
+  // that would run past it fall back, and the reply names them). The
+  // planner charges its large allocations to a memory account of
+  // max_job_bytes drawing on the call's memory (see CallContext).
+  // InvalidArgument for bad input (naming the problem, and the limit for
+  // graphs that are too large); ResourceExhausted when the job's memory
+  // cannot hold what planning needs; Cancelled when `call.cancelled` became
+  // true; DeadlineExceeded when no time was left.
   // Virtual so that tests can inject failures behind the gRPC layer.
   virtual absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
                                           const CallContext& call = {});

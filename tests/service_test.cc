@@ -34,6 +34,7 @@
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/redis_server.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/test_graph.h"
 
 namespace serenity {
 namespace {
@@ -525,6 +526,71 @@ TEST(ServiceLimitsTest, LocalPlanningRefusesGraphsAboveItsOpLimit) {
   CommandResult small = RunCommand(kClient + " plan " + path + " --local --max-ops 10");
   EXPECT_EQ(small.exit_code, 1);
   EXPECT_THAT(small.output, HasSubstr("at most 10 (--max-ops)"));
+}
+
+// The whole job stays within the call: a 20,000-op fan-out (one input, its
+// Relus, one Concat) with a 1 s time limit and a 5 s deadline is answered,
+// not DEADLINE_EXCEEDED; the reply names what fell back and how long each
+// phase took; and the job has left the server's job gauges by then.
+TEST(ServiceLimitsTest, AWideFanOutIsAnsweredWithinItsDeadline) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--max-ops", "30000"}, true)) << server.log();
+  v1::PlanRequest request;
+  *request.mutable_graph() = GraphSpecToProto(testing::FanOutConcat(20'000));
+  request.mutable_options()->set_time_limit_seconds(1);
+  auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::Plan plan;
+  const grpc::Status status = stub->Plan(&context, request, &plan);
+  ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+  EXPECT_EQ(plan.nodes(), 20'001);
+  EXPECT_FALSE(plan.fallbacks().empty());
+  for (const v1::PhaseFallback& fallback : plan.fallbacks()) {
+    EXPECT_FALSE(fallback.phase().empty());
+    EXPECT_FALSE(fallback.reason().empty());
+    EXPECT_FALSE(fallback.used().empty());
+  }
+  for (const char* phase : {"import", "baselines", "search", "arena"}) {
+    EXPECT_TRUE(plan.stats().phase_ms().contains(phase)) << phase;
+  }
+  EXPECT_GE(plan.arena().size_bytes(), plan.peak_bytes());
+  const std::string metrics = testing::HttpGet(server.metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "serenity_jobs_active"), "0");
+  EXPECT_EQ(MetricValue(metrics, "serenity_jobs_queued"), "0");
+}
+
+// --max-job-mb: a request whose estimated memory is above it is refused
+// before it is parsed, naming the flag (not to be retried); one that fits
+// but whose search would need more falls back to the best order found and
+// says so.
+TEST(ServiceLimitsTest, AJobStaysWithinItsMemory) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--max-job-mb", "24", "--max-server-mb", "64"})) << server.log();
+  auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  {
+    v1::PlanRequest big;
+    *big.mutable_graph() = GraphSpecToProto(testing::FanOutConcat(19'000));
+    grpc::ClientContext context;
+    v1::Plan plan;
+    const grpc::Status status = stub->Plan(&context, big, &plan);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr("--max-job-mb"));
+  }
+  v1::PlanRequest request = OnnxRequest("randwire_ws_cifar10_stage2.onnx");
+  request.mutable_options()->set_time_limit_seconds(30);
+  grpc::ClientContext context;
+  v1::Plan plan;
+  const grpc::Status status = stub->Plan(&context, request, &plan);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(plan.certificate(), v1::CERTIFICATE_BEST_FOUND);
+  bool search_fell_back = false;
+  for (const v1::PhaseFallback& fallback : plan.fallbacks()) {
+    search_fell_back |= fallback.phase() == "search" && fallback.reason() == "memory_limit";
+  }
+  EXPECT_TRUE(search_fell_back) << plan.DebugString().substr(0, 2000);
+  EXPECT_LE(plan.stats().search_memory_bytes(), int64_t{24} << 20);
+  EXPECT_TRUE(testing::VerifyPlan(ImportedGraph("randwire_ws_cifar10_stage2.onnx"), plan).ok());
 }
 
 // SIGTERM: watchers see NOT_SERVING, the running call still gets its plan,
