@@ -416,26 +416,6 @@ TEST(PlannerTest, DefragmentationMovesFitABudgetAtThePeak) {
 // PlanGraph still answers, with an arena the verifier accepts, and names the
 // phases that fell back (the arena's fast placement; the TFLite-style and
 // baselines' arenas skipped).
-// VerifyPlan of `proto`, where skipped baselines' arenas (0, named by a
-// "baseline_arenas" fallback) are left out: the verifier
-// (tests/testing/plan_verifier.h) checks every arena it is given against its
-// peak and knows no skipped ones; everything else it checks as usual.
-absl::Status VerifyPlanWithSkippedArenas(const Graph& g, v1::Plan proto) {
-  bool skipped = false;
-  for (const v1::PhaseFallback& f : proto.fallbacks()) skipped = skipped || f.phase() == "baseline_arenas";
-  if (skipped) {
-    v1::Baselines* baselines = proto.mutable_baselines();
-    for (v1::OrderSummary* s : {baselines->mutable_file_order(), baselines->mutable_kahn(), baselines->mutable_greedy(),
-                                baselines->mutable_inductor(), baselines->mutable_xla()}) {
-      if (s->arena_bytes() == 0 && s->arena_bytes_ours() == 0) {
-        s->set_arena_bytes(s->peak_bytes());
-        s->set_arena_bytes_ours(s->peak_bytes());
-      }
-    }
-  }
-  return testing::VerifyPlan(g, proto);
-}
-
 TEST(PlannerTest, WideFanOutPastItsDeadlineFallsBackAndStaysValid) {
   const Graph g = *Graph::Build(testing::FanOutConcat(4999));
   PlanOptions options;
@@ -444,7 +424,7 @@ TEST(PlannerTest, WideFanOutPastItsDeadlineFallsBackAndStaysValid) {
   absl::StatusOr<Plan> plan = PlanGraph(g, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const v1::Plan proto = PlanToProto(g, *plan, options);
-  EXPECT_TRUE(VerifyPlanWithSkippedArenas(g, proto).ok()) << VerifyPlanWithSkippedArenas(g, proto);
+  EXPECT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto);
   auto has = [&](const std::string& phase, const std::string& used) {
     for (const v1::PhaseFallback& f : proto.fallbacks()) {
       if (f.phase() == phase && f.reason() == "time_limit" && f.used() == used) return true;
@@ -473,7 +453,7 @@ TEST(PlannerTest, WideFanOutWithinOneSecondIsValid) {
   absl::StatusOr<Plan> plan = PlanGraph(g, options, &pool);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const v1::Plan proto = PlanToProto(g, *plan, options);
-  EXPECT_TRUE(VerifyPlanWithSkippedArenas(g, proto).ok()) << VerifyPlanWithSkippedArenas(g, proto);
+  EXPECT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto);
   const std::vector<std::string> phases = {"baselines", "search",    "lower_bound", "arena",
                                            "tflite_arena", "baseline_arenas", "defragment", "traffic"};
   for (const v1::PhaseFallback& f : proto.fallbacks()) {

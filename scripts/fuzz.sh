@@ -7,7 +7,7 @@
 #
 # Environment:
 #   SERENITY_FUZZ_BUILD_DIR  build directory (default build-fuzz)
-#   SERENITY_FUZZ_TARGETS    targets to run (default: all four)
+#   SERENITY_FUZZ_TARGETS    targets to run (default: all five)
 #   SERENITY_SHARED_DIR      shared data (default ../shared)
 #   SERENITY_FUZZ_SEED_MAX   largest ONNX model used as a seed, bytes (default 65536)
 #   SERENITY_FUZZ_ARGS       extra libFuzzer flags, e.g. "-jobs=2"
@@ -24,7 +24,7 @@ SECONDS_PER_TARGET=${1:-30}
 BUILD_DIR=${SERENITY_FUZZ_BUILD_DIR:-build-fuzz}
 SHARED_DIR=${SERENITY_SHARED_DIR:-$ROOT/../shared}
 SEED_MAX=${SERENITY_FUZZ_SEED_MAX:-65536}
-TARGETS=${SERENITY_FUZZ_TARGETS:-"fuzz_onnx_import fuzz_onnx_ops fuzz_graph_import fuzz_arena_csv"}
+TARGETS=${SERENITY_FUZZ_TARGETS:-"fuzz_onnx_import fuzz_onnx_ops fuzz_graph_import fuzz_graph_structure fuzz_arena_csv"}
 
 if ! [[ $SECONDS_PER_TARGET =~ ^[0-9]+$ ]] || [ "$SECONDS_PER_TARGET" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
@@ -49,7 +49,7 @@ ARTIFACTS=$BUILD_DIR/artifacts
 LOGS=$BUILD_DIR/fuzz-logs
 SEEDS=$BUILD_DIR/seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{fuzz_onnx_import,fuzz_onnx_ops,fuzz_graph_import,fuzz_arena_csv} "$LOGS"
+mkdir -p "$SEEDS"/{fuzz_onnx_import,fuzz_onnx_ops,fuzz_graph_import,fuzz_graph_structure,fuzz_arena_csv} "$LOGS"
 
 small_models=()
 if [ -d "$SHARED_DIR/bench/models" ]; then
@@ -58,6 +58,21 @@ if [ -d "$SHARED_DIR/bench/models" ]; then
 fi
 for model in ${small_models[@]+"${small_models[@]}"}; do cp "$model" "$SEEDS/fuzz_onnx_import/"; done
 "$BUILD_DIR/fuzz/make_graph_seeds" "$SEEDS/fuzz_graph_import" ${small_models[@]+"${small_models[@]}"} || exit 2
+
+# fuzz_graph_structure: one seed per family. Header bytes: family, flags,
+# time limit, account size, budget, size mode, base size (2 bytes), op
+# pattern; then the family's parameters (fuzz/fuzz_graph_structure.cc).
+gs=$SEEDS/fuzz_graph_structure
+# fan-out of 2001 from a produced input, 16 MB account, Concat in place
+printf '\x00\x41\x00\x80\x00\x00\x80\x00\x00\x07\xd0\x01' >"$gs/fanout_2001"
+# chain of 3000, budget, workspace, views and in-place, a size per tensor
+printf '\x01\x2a\x00\x00\x10\x01\x40\x00\x03\x0b\xb8\x10\x80\xc0\x30\xf0' >"$gs/chain_3000"
+# dense DAG of 59 ops, 2 MB account, weights, edges from a bitmask
+printf '\x02\x11\xc0\x20\x00\x02\x90\x00\x01\x3b\x60\xa5\x5a\xff\x0f\x33\xcc\x81\x7e' >"$gs/dense_59"
+# layered 40x30, ragged, fan-in <= 3, 1 MB account and a budget
+printf '\x03\x03\x00\x00\x08\x01\xa0\x00\x02\x28\x1e\x02\x01' >"$gs/layered_40x30"
+# mix: chain of 2000 with a fan-out of 501 in the middle and a skip, fit
+printf '\x04\x66\x80\x00\x20\x00\xc0\x00\x05\x07\xd0\x01\xf4\x80\x01' >"$gs/mix_2000_501"
 
 if [ -d "$SHARED_DIR/bench/arena" ]; then
   find "$SHARED_DIR/bench/arena" -name '*.csv' -exec cp {} "$SEEDS/fuzz_arena_csv/" \;

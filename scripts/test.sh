@@ -21,20 +21,21 @@ if [ "${SERENITY_SKIP_SANITIZERS:-0}" != 1 ]; then
 fi
 
 # The concurrent parts (job runner, thread pool, plan cache and backend, log,
-# per-connection job slots, the Plan calls' message pool)
+# per-connection job slots, the Plan calls' message pool, memory admission
+# and the job's memory account)
 # under ThreadSanitizer, in build-tsan. Only these tests: the Debian gRPC and
 # protobuf libraries are not instrumented, so TSan on the whole server would
 # report their internals. SERENITY_SKIP_SANITIZERS=1 skips it too.
 if [ "${SERENITY_SKIP_SANITIZERS:-0}" != 1 ]; then
   TSAN_TESTS=(job_runner_test thread_pool_test log_test scheduling_backend_test connection_slots_test
-              plan_messages_test)
+              plan_messages_test memory_admission_test memory_account_test)
   if [ ! -f build-tsan/build.ninja ]; then
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERENITY_TSAN=ON >/dev/null
   fi
   cmake --build build-tsan -j"$(nproc)" --target "${TSAN_TESTS[@]}"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" --timeout 600 \
-    -R "^(JobRunnerTest|ThreadPoolTest|LogTest|SchedulingBackendTest|ConnectionSlotsTest|PlanMessagesTest)\."
+    -R "^(JobRunnerTest|ThreadPoolTest|LogTest|SchedulingBackendTest|ConnectionSlotsTest|PlanMessagesTest|MemoryAdmissionTest|MemoryLimitTest|MemoryLimitRealTest|MemoryAccountTest)\."
 fi
 
 # The libFuzzer targets (clang, ASan+UBSan, in build-fuzz) for a bounded time
