@@ -139,12 +139,20 @@ nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
     traffic.push_back({{"order", t.order()}, {"points", std::move(points)}});
   }
   j["traffic"] = std::move(traffic);
+  nlohmann::ordered_json fallbacks = nlohmann::ordered_json::array();
+  for (const v1::PhaseFallback& f : plan.fallbacks()) {
+    fallbacks.push_back({{"phase", f.phase()}, {"reason", f.reason()}, {"used", f.used()}});
+  }
+  j["fallbacks"] = std::move(fallbacks);
+  nlohmann::ordered_json phase_ms = nlohmann::ordered_json::object();
+  for (const auto& [phase, ms] : plan.stats().phase_ms()) phase_ms[phase] = ms;
   j["stats"] = {{"solve_ms", plan.stats().solve_ms()},
                 {"total_ms", plan.stats().total_ms()},
                 {"algorithm", plan.stats().algorithm()},
                 {"states_explored", plan.stats().states_explored()},
                 {"search_memory_bytes", plan.stats().search_memory_bytes()},
-                {"cache", plan.stats().cache()}};
+                {"cache", plan.stats().cache()},
+                {"phase_ms", std::move(phase_ms)}};
   j["plan_id"] = plan.plan_id();
   return j;
 }
@@ -227,6 +235,9 @@ std::string PlanSummary(const v1::Plan& plan) {
   if (plan.stats().states_explored() > 0) {
     absl::StrAppend(&out, "search       ", WithCommas(plan.stats().states_explored()), " states, ",
                     WithCommas(plan.stats().search_memory_bytes()), " bytes of memo\n");
+  }
+  for (const v1::PhaseFallback& f : plan.fallbacks()) {
+    absl::StrAppend(&out, "fell back    ", f.phase(), " (", f.reason(), "): ", f.used(), "\n");
   }
   return out;
 }

@@ -27,5 +27,24 @@ TEST(PlanOutputTest, SummaryTimeSaysWhenThePlanCameFromTheCache) {
   EXPECT_THAT(computed, Not(HasSubstr("cache")));
 }
 
+// Phases that fell back are shown, in the summary and in the JSON, with
+// each phase's time.
+TEST(PlanOutputTest, FallbacksAndPhaseTimesAreShown) {
+  v1::Plan plan;
+  plan.set_model("m");
+  v1::PhaseFallback* fallback = plan.add_fallbacks();
+  fallback->set_phase("arena");
+  fallback->set_reason("time_limit");
+  fallback->set_used("greedy placement");
+  (*plan.mutable_stats()->mutable_phase_ms())["arena"] = 12.5;
+  EXPECT_THAT(PlanSummary(plan), HasSubstr("fell back    arena (time_limit): greedy placement"));
+  const nlohmann::ordered_json j = PlanToJson(plan);
+  ASSERT_EQ(j["fallbacks"].size(), 1u);
+  EXPECT_EQ(j["fallbacks"][0]["phase"], "arena");
+  EXPECT_EQ(j["fallbacks"][0]["used"], "greedy placement");
+  EXPECT_EQ(j["stats"]["phase_ms"]["arena"], 12.5);
+  EXPECT_THAT(PlanSummary(v1::Plan()), Not(HasSubstr("fell back")));
+}
+
 }  // namespace
 }  // namespace serenity
