@@ -118,8 +118,8 @@ int Run(int argc, char** argv) {
   flag_set.AddInt("threads", &flags.threads, "N",
                   "Jobs run at once, and worker threads for their parallel parts (default: the core count).");
   flag_set.AddInt("max-queue", &flags.max_queue, "N", "Jobs that may wait for a thread before calls are refused.");
-  flag_set.AddInt("max-ops", &flags.max_ops, "N", "Largest graph accepted, in ops (planning keeps about n^2/32 bytes of\n"
-                  "reachability: about 150 MB at 20,000 ops, 2.2 GB at 90,000).");
+  flag_set.AddInt("max-ops", &flags.max_ops, "N", "Largest graph accepted, in ops, checked before the request is parsed\n"
+                  "(planning keeps n^2/4 bytes of reachability: 100 MB at 20,000 ops).");
   flag_set.AddDouble("max-job-seconds", &flags.max_job_seconds, "S",
                      "Longest search one job may run, whatever the request asks.");
   flag_set.AddInt("max-server-mb", &flags.max_server_mb, "MB",
