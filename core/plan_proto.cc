@@ -314,6 +314,19 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
 
 absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan) {
   ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(graph, options));
+  // The baselines' own fallbacks are now those of this computation.
+  auto* fallbacks = plan->mutable_fallbacks();
+  fallbacks->erase(std::remove_if(fallbacks->begin(), fallbacks->end(),
+                                  [](const v1::PhaseFallback& f) {
+                                    return f.phase() == "baselines" || f.phase() == "baseline_arenas";
+                                  }),
+                   fallbacks->end());
+  for (const PhaseFallback& f : report.fallbacks) {
+    v1::PhaseFallback* out = plan->add_fallbacks();
+    out->set_phase(f.phase);
+    out->set_reason(f.reason);
+    out->set_used(f.used);
+  }
   v1::Baselines* baselines = plan->mutable_baselines();
   FillSummary(report.file_order, baselines->mutable_file_order());
   FillSummary(report.kahn, baselines->mutable_kahn());

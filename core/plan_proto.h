@@ -33,6 +33,8 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
 // Recomputes the baselines (and their traffic) of `plan` for `graph`: for a
 // plan made for an isomorphic graph whose op list was in another order, so
 // that file order and the other baselines describe the caller's graph.
+// Within options' time, cancellation and memory (SummarizeBaselines); the
+// plan's baselines/baseline_arenas fallbacks become this computation's.
 absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan);
 
 // A request read and validated: its graph and its options (given_order

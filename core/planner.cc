@@ -171,12 +171,6 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const BufferModel& buffers, co
 
 }  // namespace
 
-absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options) {
-  RETURN_IF_ERROR(ValidatePlanOptions(options));
-  BufferModel buffers(graph, options.memory_model);
-  return SummarizeBaselines(buffers, options, /*with_traffic=*/true);
-}
-
 namespace {
 
 Clock::time_point After(Clock::time_point start, double seconds) {
@@ -197,6 +191,43 @@ std::vector<ArenaBuffer> ActivationBuffers(const MemoryProfile& profile) {
   return activations;
 }
 
+// Plans each order's TFLite-style arena and our greedy placements while
+// time lasts before `end`; the order that does not fit the time (by the
+// placement's estimate) and the rest keep 0, and `fall_back` names the
+// phase. Cancelled when options.cancelled became true.
+absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
+                             const std::vector<OrderSummary*>& orders,
+                             const std::function<void(const std::string&, const std::string&, const std::string&)>& fall_back) {
+  for (OrderSummary* summary : orders) {
+    if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("the call was cancelled");
+    }
+    ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, summary->order));
+    if (2 * EstimatePlacementSeconds(ActivationBuffers(profile)) > SecondsLeft(end)) {
+      fall_back("baseline_arenas", "time_limit", "skipped");
+      break;
+    }
+    ArenaLimits limits;
+    limits.cancelled = options.cancelled;
+    limits.memory = options.memory;
+    limits.deadline = end;
+    ArenaCut cut;
+    ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(profile, options.alignment, TfliteStyle));
+    ASSIGN_OR_RETURN(ArenaPlan ours,
+                     PlanProfileArena(profile, options.alignment,
+                                      [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+                                        return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &cut);
+                                      }));
+    summary->arena_bytes = tflite.size_bytes;
+    summary->arena_bytes_ours = ours.size_bytes;
+    if (!cut.reason.empty()) {
+      fall_back("baseline_arenas", cut.reason, cut.used);
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Times the phases of one PlanGraph into plan->phase_ms.
 class PhaseTimer {
  public:
@@ -210,6 +241,45 @@ class PhaseTimer {
 };
 
 }  // namespace
+
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options) {
+  const Clock::time_point start = Clock::now();
+  RETURN_IF_ERROR(ValidatePlanOptions(options));
+  const double time_limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
+  const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
+  BufferModel buffers(graph, options.memory_model);
+  bool cut = false;
+  ListScheduleLimits list_limits;
+  list_limits.deadline = std::min(end, After(start, time_limit / 2));
+  list_limits.cut = &cut;
+  ASSIGN_OR_RETURN(BaselineReport report,
+                   SummarizeBaselines(buffers, options, /*with_traffic=*/false, /*arenas=*/false, list_limits));
+  auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
+    report.fallbacks.push_back({phase, reason, used});
+  };
+  if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
+  const std::pair<const char*, OrderSummary*> orders[] = {{"file_order", &report.file_order},
+                                                          {"kahn", &report.kahn},
+                                                          {"greedy", &report.greedy},
+                                                          {"inductor", &report.inductor},
+                                                          {"xla", &report.xla}};
+  if (!options.score_only) {
+    std::vector<OrderSummary*> summaries;
+    for (const auto& [name, summary] : orders) summaries.push_back(summary);
+    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, summaries, fall_back));
+    for (const auto& [name, summary] : orders) {
+      if (options.onchip_bytes.empty()) break;
+      if (SecondsLeft(end) <= 0) {
+        fall_back("traffic", "time_limit", report.traffic.empty() ? "skipped" : "skipped for the later orders");
+        break;
+      }
+      std::vector<TrafficResult> points;
+      for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, summary->order, onchip));
+      report.traffic.emplace_back(name, std::move(points));
+    }
+  }
+  return report;
+}
 
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
   const Clock::time_point start = Clock::now();
@@ -399,31 +469,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     // lasts for both; the rest keep 0.
     std::vector<OrderSummary*> orders = {&plan.file_order, &plan.kahn, &plan.greedy, &plan.inductor, &plan.xla};
     if (plan.serenity.has_value()) orders.insert(orders.begin(), &*plan.serenity);
-    for (OrderSummary* summary : orders) {
-      if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-      ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, summary->order));
-      if (2 * EstimatePlacementSeconds(ActivationBuffers(profile)) > SecondsLeft(end)) {
-        fall_back("baseline_arenas", "time_limit", "skipped");
-        break;
-      }
-      ArenaLimits limits;
-      limits.cancelled = options.cancelled;
-      limits.memory = options.memory;
-      limits.deadline = end;
-      ArenaCut cut;
-      ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(profile, options.alignment, TfliteStyle));
-      ASSIGN_OR_RETURN(ArenaPlan ours,
-                       PlanProfileArena(profile, options.alignment,
-                                        [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
-                                          return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &cut);
-                                        }));
-      summary->arena_bytes = tflite.size_bytes;
-      summary->arena_bytes_ours = ours.size_bytes;
-      if (!cut.reason.empty()) {
-        fall_back("baseline_arenas", cut.reason, cut.used);
-        break;
-      }
-    }
+    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, orders, fall_back));
   }
   if (!options.onchip_bytes.empty()) {
     PhaseTimer timer(&plan, "traffic");

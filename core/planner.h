@@ -154,11 +154,16 @@ struct Plan {
 absl::Status ValidatePlanOptions(const PlanOptions& options);
 
 // The five baseline orders of a graph, summarized as PlanGraph reports them
-// (without arenas when options.score_only; no time or memory limits apply), with their traffic at
-// options.onchip_bytes (in the order file_order, kahn, greedy, inductor, xla).
+// (without arenas when options.score_only), with their traffic at
+// options.onchip_bytes (in the order file_order, kahn, greedy, inductor,
+// xla), within the same time as PlanGraph (options.deadline and the time
+// limit plus finish_seconds; the list schedules stop choosing at half the
+// time limit), cancellation and memory account: what did not fit is named
+// in `fallbacks` (phases "baselines", "baseline_arenas", "traffic").
 struct BaselineReport {
   OrderSummary file_order, kahn, greedy, inductor, xla;
   std::vector<std::pair<std::string, std::vector<TrafficResult>>> traffic;
+  std::vector<PhaseFallback> fallbacks;
 };
 absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options);
 

@@ -633,3 +633,31 @@ TEST(PlannerTest, EveryPlanOfTheSharedModelsVerifies) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// SummarizeBaselines (a cached plan's baselines for a reordered op list)
+// keeps PlanGraph's time: past its deadline the list schedules stop
+// choosing and the arenas are skipped, and it says so.
+TEST(PlannerTest, SummarizeBaselinesKeepsTheDeadline) {
+  const Graph g = *Graph::Build(testing::FanOutConcat(4999));
+  PlanOptions options;
+  options.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  absl::StatusOr<BaselineReport> report = SummarizeBaselines(g, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  bool arenas_skipped = false;
+  for (const PhaseFallback& f : report->fallbacks) arenas_skipped |= f.phase == "baseline_arenas";
+  EXPECT_TRUE(arenas_skipped);
+  EXPECT_EQ(report->file_order.arena_bytes, 0);
+  EXPECT_GT(report->file_order.peak_bytes, 0);
+  EXPECT_TRUE(IsTopologicalOrder(g, report->greedy.order));
+  // With time, every arena is planned and nothing is named.
+  absl::StatusOr<BaselineReport> timely = SummarizeBaselines(*Graph::Build(testing::FanOutConcat(50)), PlanOptions());
+  ASSERT_TRUE(timely.ok());
+  EXPECT_TRUE(timely->fallbacks.empty());
+  EXPECT_GE(timely->xla.arena_bytes, timely->xla.peak_bytes);
+}
+
+}  // namespace
+}  // namespace serenity

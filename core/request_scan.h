@@ -78,7 +78,10 @@ absl::StatusOr<RequestShape> ScanScoreRequest(absl::string_view bytes);
 // The memory a job needs to hold the received bytes, parse the request,
 // build its graph and plan it, in bytes (n = ops, t = tensors, r = op
 // inputs + outputs, s = name_bytes, w = wire_bytes):
-//   1 MiB + w + 1000 n + 300 t + 64 r + 5 s      message, GraphSpec, Graph
+//   1 MiB + 3 w + 1000 n + 300 t + 64 r + 5 s    message, GraphSpec, Graph
+// (3 w: the received bytes, their contiguous copy when they came in several
+// slices, and unknown fields the parsed message keeps; the measurements
+// below had w once)
 //   + 16 n ceil(n / 64)                          reachability bitsets (n^2/4)
 //   + 1000 n + 500 t                             planner buffers
 //   + 3 onnx_model_bytes + 1500 n for ONNX       (not calibrated)

@@ -9,7 +9,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc
   libabsl-dev libonnx-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus-cpp-dev libhiredis-dev redis-server openssl prometheus
+  prometheus-cpp-dev libhiredis-dev redis-server openssl libssl-dev prometheus
   clang libclang-rt-14-dev
 )
 

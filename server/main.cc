@@ -123,14 +123,15 @@ int Run(int argc, char** argv) {
   flag_set.AddDouble("max-job-seconds", &flags.max_job_seconds, "S",
                      "Longest search one job may run, whatever the request asks.");
   flag_set.AddInt("max-server-mb", &flags.max_server_mb, "MB",
-                  "Memory all jobs may hold together: each job waits for its estimated memory (from its\n"
-                  "request's size, read before it is parsed) and draws from the same pool as it grows\n"
-                  "(default: 3/4 of the smaller of the cgroup memory limit and MemTotal).");
+                  "Memory for requests and their jobs (default: 3/4 of the smaller of the cgroup memory\n"
+                  "limit and MemTotal). A quarter holds requests as received (a request beyond it gets\n"
+                  "RESOURCE_EXHAUSTED at once); the rest is for jobs: each waits for its estimated memory\n"
+                  "(from its request's size, read before it is parsed) and draws from there as it grows.");
   flag_set.AddInt("max-job-mb", &flags.max_job_mb, "MB",
                   "Memory one job may hold (its estimate and what its planner charges: search memo,\n"
                   "reachability, arena search); beyond it the job falls back to cheaper methods or fails\n"
                   "alone with RESOURCE_EXHAUSTED. A request whose estimate exceeds it is refused\n"
-                  "(INVALID_ARGUMENT). Default: --max-server-mb / --threads.");
+                  "(INVALID_ARGUMENT). Default: 3/4 of --max-server-mb / --threads.");
   flag_set.AddInt("max-jobs-per-connection", &flags.max_jobs_per_connection, "N",
                   "Jobs one connection may hold: Plan calls and Score candidates queued or running (a Plan\n"
                   "call beyond gets RESOURCE_EXHAUSTED, a Score stream waits for a slot); also the unwritten\n"
@@ -191,8 +192,11 @@ int Run(int argc, char** argv) {
     flags.max_server_mb = serenity::DefaultMemoryLimitBytes() >> 20;
     if (flags.max_server_mb == 0) return Fail("cannot read this machine's memory size: give --max-server-mb");
   }
-  if (flags.max_job_mb == 0) flags.max_job_mb = std::max<int64_t>(1, flags.max_server_mb / flags.threads);
-  if (flags.max_job_mb > flags.max_server_mb) return Fail("--max-job-mb cannot exceed --max-server-mb");
+  if (flags.max_server_mb < 4) return Fail("--max-server-mb must be at least 4");
+  // Jobs get 3/4 of --max-server-mb, received requests 1/4.
+  const int64_t jobs_mb = flags.max_server_mb - flags.max_server_mb / 4;
+  if (flags.max_job_mb == 0) flags.max_job_mb = std::max<int64_t>(1, jobs_mb / flags.threads);
+  if (flags.max_job_mb > jobs_mb) return Fail("--max-job-mb cannot exceed 3/4 of --max-server-mb");
   if (!flags.redis_auth_file.empty() && flags.redis.empty()) return Fail("--redis-auth-file needs --redis");
   if (!flags.cache_scope.empty() && flags.cache_scope != "tenant" && flags.cache_scope != "shared") {
     return Fail("--cache-scope must be tenant or shared");
@@ -289,8 +293,13 @@ int Run(int argc, char** argv) {
   backend_options.max_job_seconds = flags.max_job_seconds;
   backend_options.max_search_states = flags.max_search_states;
   backend_options.max_job_bytes = flags.max_job_mb << 20;
-  serenity::MemoryAdmission admission(flags.max_server_mb << 20, flags.max_job_mb << 20);
+  // A quarter of the server's memory holds requests as received, the rest
+  // their jobs (see ServiceOptions).
+  const int64_t server_bytes = flags.max_server_mb << 20;
+  serenity::MemoryAdmission received(server_bytes / 4);
+  serenity::MemoryAdmission admission(server_bytes - server_bytes / 4, flags.max_job_mb << 20);
   service_options.admission = &admission;
+  service_options.received = &received;
   serenity::SchedulingBackend backend(&pool, &cache, &metrics, backend_options, &memo);
   serenity::JobRunner runner(static_cast<int>(flags.threads), flags.max_queue,
                              [&metrics](int64_t queued, int64_t running) { metrics.SetLoad(queued, running); });

@@ -99,6 +99,15 @@ absl::Status MemoryAdmission::CheckFits(int64_t bytes) const {
       "); send a smaller graph"));
 }
 
+absl::StatusOr<MemoryAdmission::Ticket> MemoryAdmission::TryAdmit(int64_t bytes) {
+  if (absl::Status fits = CheckFits(bytes); !fits.ok()) return fits;
+  if (!TryTake(0, bytes)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Busy();
+  }
+  return Ticket(this, bytes);
+}
+
 bool MemoryAdmission::TryTake(int64_t held_by_ticket, int64_t more) {
   std::lock_guard<std::mutex> lock(mu_);
   if (held_by_ticket > max_job_bytes_ - more || held_ > capacity_ - more) return false;
@@ -107,8 +116,8 @@ bool MemoryAdmission::TryTake(int64_t held_by_ticket, int64_t more) {
 }
 
 absl::Status MemoryAdmission::Busy() const {
-  return absl::ResourceExhaustedError(absl::StrCat("the server is busy: ", held_,
-                                                   " bytes of memory are held by running jobs; retry later"));
+  // Says nothing of how much others hold: callers may be other tenants.
+  return absl::ResourceExhaustedError("the server is busy: its memory is held by running jobs; retry later");
 }
 
 void MemoryAdmission::Remove(const Waiter* waiter) {

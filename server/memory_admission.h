@@ -83,13 +83,19 @@ class MemoryAdmission {
   // both numbers, "the server's memory limit" and --max-job-mb; or the
   // capacity and --max-server-mb when that is the smaller): the job can
   // never run here. INVALID_ARGUMENT for negative bytes. RESOURCE_EXHAUSTED
-  // "the server is busy: N bytes of memory are held by running jobs; retry
+  // "the server is busy: its memory is held by running jobs; retry
   // later" when the bytes are not free by `deadline` (at once when the job
   // would have to wait and the deadline has passed). CANCELLED once
   // `*cancelled` (may be null) is true: the flag is checked when the wait
   // starts, at least every 50 ms while waiting, and at once after
   // WakeWaiters().
   absl::StatusOr<Ticket> Admit(int64_t bytes, absl::Time deadline, const std::atomic<bool>* cancelled = nullptr);
+
+  // Takes `bytes` at once if they are free (CheckFits first), without
+  // waiting or queueing behind waiting jobs: for the bytes of a request as
+  // received, before its job is queued. RESOURCE_EXHAUSTED (as Admit's)
+  // when they are not free.
+  absl::StatusOr<Ticket> TryAdmit(int64_t bytes);
 
   // Identifies an async waiter for CancelWait; 0 for none.
   using WaitId = uint64_t;

@@ -118,7 +118,7 @@ TEST(MemoryAdmissionTest, RefusesWhenTheDeadlinePassesWhileWaiting) {
   // Already past: refused without waiting.
   absl::StatusOr<Ticket> t = admission.Admit(10, absl::Now() - absl::Seconds(1));
   EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(t.status().message(), "the server is busy: 100 bytes of memory are held by running jobs; retry later");
+  EXPECT_EQ(t.status().message(), "the server is busy: its memory is held by running jobs; retry later");
   // Waits, then refused.
   t = admission.Admit(10, absl::Now() + absl::Milliseconds(20));
   EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
@@ -231,7 +231,7 @@ TEST(MemoryAdmissionTest, ExpireWaitersRefusesAsyncWaitersPastTheirDeadline) {
   EXPECT_EQ(admission.ExpireWaiters(now + absl::Hours(2)), 1);
   ASSERT_TRUE(soon.called);
   EXPECT_EQ(soon.result.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(soon.result.status().message(), HasSubstr("100 bytes of memory are held"));
+  EXPECT_THAT(soon.result.status().message(), HasSubstr("its memory is held by running jobs"));
   EXPECT_FALSE(late.called);
   EXPECT_EQ(admission.waiting(), 1);
   full.Release();  // the one left gets in (nothing may wait past the test)
@@ -275,6 +275,19 @@ TEST(MemoryAdmissionTest, TryGrowTakesFreeBytesWithinTheLimits) {
   EXPECT_EQ(admission.held(), 40);
   Ticket none;
   EXPECT_FALSE(none.TryGrow(1));
+}
+
+// TryAdmit takes free bytes at once or says busy; it never waits.
+TEST(MemoryAdmissionTest, TryAdmitTakesFreeBytesOrSaysBusy) {
+  MemoryAdmission admission(100, /*max_job_bytes=*/80);
+  absl::StatusOr<Ticket> a = admission.TryAdmit(70);
+  ASSERT_TRUE(a.ok());
+  absl::StatusOr<Ticket> b = admission.TryAdmit(40);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(admission.TryAdmit(81).status().code(), absl::StatusCode::kFailedPrecondition);
+  a->Release();
+  EXPECT_TRUE(admission.TryAdmit(40).ok());
+  EXPECT_EQ(admission.held(), 0);  // the last ticket was not kept
 }
 
 TEST(MemoryAdmissionTest, ACallbackMayReleaseAndAdmitAgain) {

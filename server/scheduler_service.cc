@@ -114,6 +114,16 @@ absl::Time AbslDeadline(const grpc::CallbackServerContext& context) {
   return std::isfinite(left) ? absl::Now() + absl::Seconds(left) : absl::InfiniteFuture();
 }
 
+// Takes the bytes of a request as received from the pool of received
+// requests, at once or not at all (RESOURCE_EXHAUSTED: it is full), so
+// that requests waiting for a thread are counted too. A pool of its own:
+// jobs waiting for memory then wait only for running jobs, never for
+// requests that wait for them. With no pool, an empty ticket.
+absl::StatusOr<MemoryAdmission::Ticket> AdmitArrival(MemoryAdmission* received, const RequestShape& shape) {
+  if (received == nullptr) return MemoryAdmission::Ticket();
+  return received->TryAdmit(shape.wire_bytes);
+}
+
 // Waits (on this job's thread) for the job's memory; with no admission,
 // an empty ticket at once.
 absl::StatusOr<MemoryAdmission::Ticket> AdmitJob(MemoryAdmission* admission, const JobMemory& memory,
@@ -145,6 +155,7 @@ struct ScoreCandidate {
   std::string id;          // ScoreRequest.id
   bool full_plan = false;  // ScoreRequest.full_plan
   JobMemory memory;
+  MemoryAdmission::Ticket arrival;  // the bytes as received
 };
 
 // Reads ScoreRequest.id and .full_plan off the wire (skipping the request
@@ -209,6 +220,11 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     if (fits.ok() && service_->options().admission != nullptr) {
       fits = service_->options().admission->CheckFits(memory_.estimate);
     }
+    if (fits.ok()) {
+      absl::StatusOr<MemoryAdmission::Ticket> arrival = AdmitArrival(service_->options().received, *shape);
+      if (arrival.ok()) arrival_ = std::move(arrival).value();
+      fits = arrival.status();
+    }
     if (!fits.ok()) return Complete(ToGrpcStatus(fits), "");
     if (shape->wire_bytes <= kParseInlineBytes) {
       if (!Parse(*bytes)) return Complete(NotARequest(), "");
@@ -264,8 +280,10 @@ class PlanCall final : public grpc::ServerUnaryReactor {
       absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &slice);
       if (!bytes.ok() || !Parse(*bytes)) return absl::InvalidArgumentError(NotARequest().error_message());
     }
-    return AnswerSafely(service_->backend(), *request_, /*score_only=*/false,
-                        JobCall(*context_, &cancelled_, tenant_, &ticket, memory_));
+    absl::StatusOr<v1::Plan> plan = AnswerSafely(service_->backend(), *request_, /*score_only=*/false,
+                                                 JobCall(*context_, &cancelled_, tenant_, &ticket, memory_));
+    arrival_.Release();
+    return plan;
   }
 
   bool Parse(absl::string_view bytes) {
@@ -285,6 +303,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
 
   // Finishes the call; `this` may be gone afterwards.
   void Complete(const grpc::Status& status, const std::string& cache) {
+    arrival_.Release();
     seconds_ = SecondsSince(start_);  // the handling time, without the send
     finish_status_ = status;
     cache_ = cache;
@@ -331,7 +350,8 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   v1::PlanRequest* const request_;  // parsed once the scan let it through
   v1::Plan* const response_;
   bool parsed_ = false;
-  JobMemory memory_;  // set by Start
+  JobMemory memory_;                  // set by Start
+  MemoryAdmission::Ticket arrival_;  // the request's bytes as received; set by Start
   const std::string peer_;
   const int64_t request_id_;
   const Clock::time_point start_;
@@ -403,6 +423,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       if (readable.ok()) candidate->memory = MemoryOf(*shape);
       if (readable.ok() && service_->options().admission != nullptr) {
         readable = service_->options().admission->CheckFits(candidate->memory.estimate);
+      }
+      if (readable.ok()) {
+        absl::StatusOr<MemoryAdmission::Ticket> arrival = AdmitArrival(service_->options().received, *shape);
+        if (arrival.ok()) candidate->arrival = std::move(arrival).value();
+        readable = arrival.status();
       }
       if (shape.ok() && !ReadScoreHead(*bytes, candidate.get()) && readable.ok()) {
         readable = absl::InvalidArgumentError("the candidate is not a valid serenity.v1.ScoreRequest message");
@@ -555,9 +580,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
   }
 
  private:
-  void Run(const ScoreCandidate& candidate, int32_t index) {
+  void Run(ScoreCandidate& candidate, int32_t index) {
     const Clock::time_point start = Clock::now();
-    Deliver(ResultOf(candidate, index, Answer(candidate), start));
+    absl::StatusOr<v1::Plan> plan = Answer(candidate);
+    candidate.arrival.Release();
+    Deliver(ResultOf(candidate, index, std::move(plan), start));
   }
 
   // The candidate's job: waits for its memory, parses it and plans it.
@@ -854,23 +881,47 @@ grpc::ServerUnaryReactor* SchedulerService::GetPlan(grpc::CallbackServerContext*
   const Clock::time_point start = Clock::now();
   const int64_t request_id = NextRequestId();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const std::string peer = context->peer();
+  // Logs, counts and finishes the call; the request and context stay valid
+  // until then.
+  auto finish = [this, reactor, context, request, start, request_id, peer](const grpc::Status& status) {
+    const char* code = GrpcCodeName(status.error_code());
+    if (metrics_ != nullptr) metrics_->RecordCall("GetPlan", "unary", code, SecondsSince(start));
+    Log("info", "get_plan",
+        {{"request_id", absl::StrCat(request_id)}, {"peer", peer}, {"plan_id", request->plan_id()}, {"code", code}});
+    (void)context;
+    reactor->Finish(status);
+  };
   std::string tenant;
   grpc::Status status = draining() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
                                    : Authenticate(*context, &tenant);
-  if (status.ok()) {
-    absl::StatusOr<v1::Plan> plan = backend_->GetPlan(request->plan_id(), tenant);
-    if (plan.ok()) {
-      *response = std::move(plan).value();
-    } else {
-      status = ToGrpcStatus(plan.status());
-    }
+  if (!status.ok()) {
+    finish(status);
+    return reactor;
   }
-  const char* code = GrpcCodeName(status.error_code());
-  if (metrics_ != nullptr) metrics_->RecordCall("GetPlan", "unary", code, SecondsSince(start));
-  Log("info", "get_plan",
-      {{"request_id", absl::StrCat(request_id)}, {"peer", context->peer()}, {"plan_id", request->plan_id()},
-       {"code", code}});
-  reactor->Finish(status);
+  // A job like a Plan call's (it rebuilds the request's graph and may
+  // recompute its baselines): it takes one of the connection's Plan slots
+  // and a place in the job queue, and ends by the call's deadline.
+  if (!slots_.TryAcquire(peer)) {
+    finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("this connection already has ", options_.max_jobs_per_connection,
+                                     " jobs queued or running (--max-jobs-per-connection)")));
+    return reactor;
+  }
+  absl::Status queued = runner_->Submit([this, context, request, response, tenant, peer, finish] {
+    CallContext call;
+    call.seconds_left = SecondsLeft(*context);
+    call.tenant = tenant;
+    absl::StatusOr<v1::Plan> plan = backend_->GetPlan(request->plan_id(), call);
+    slots_.Release(peer);
+    if (!plan.ok()) return finish(ToGrpcStatus(plan.status()));
+    *response = std::move(plan).value();
+    finish(grpc::Status::OK);
+  });
+  if (!queued.ok()) {
+    slots_.Release(peer);
+    finish(ToGrpcStatus(queued));
+  }
   return reactor;
 }
 

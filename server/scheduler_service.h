@@ -53,6 +53,10 @@ struct ServiceOptions {
   // and its planner draws from the same pool as it grows. Owned by the
   // caller; must outlive the service.
   MemoryAdmission* admission = nullptr;
+  // When set, the bytes of each request as received are taken from this
+  // pool (at once, or RESOURCE_EXHAUSTED) until its job ends. Owned by the
+  // caller; must outlive the service.
+  MemoryAdmission* received = nullptr;
 };
 
 // Plan and Score take their requests as raw bytes: each request is scanned

@@ -657,3 +657,43 @@ TEST(SchedulerServiceTest, RequestsAboveTheOpLimitAreRefusedBeforeTheBackendSees
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// The pool of received requests: a request whose bytes it cannot hold now
+// gets RESOURCE_EXHAUSTED (retry later), one larger than the whole pool
+// INVALID_ARGUMENT, both before they are parsed; the bytes of one that fits
+// go back when its job ends.
+TEST(SchedulerServiceTest, RequestsBeyondTheReceivedPoolAreRefusedAtOnce) {
+  CountingBackend backend;
+  MemoryAdmission received(2000);
+  ServiceOptions options;
+  options.received = &received;
+  InProcessServer server(&backend, /*workers=*/1, options);
+  ASSERT_TRUE(server.started());
+  auto plan = [&](const v1::PlanRequest& request) {
+    grpc::ClientContext context;
+    v1::Plan reply;
+    return server.stub().Plan(&context, request, &reply);
+  };
+  const v1::PlanRequest big = ChainRequest(100, "big"), small = ChainRequest(5, "small");
+  ASSERT_GT(big.ByteSizeLong(), 2000u);
+  ASSERT_GT(small.ByteSizeLong(), 10u);
+  ASSERT_LT(small.ByteSizeLong(), 500u);
+  EXPECT_EQ(plan(big).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  {
+    absl::StatusOr<MemoryAdmission::Ticket> held = received.TryAdmit(1990);  // others' requests
+    ASSERT_TRUE(held.ok());
+    const grpc::Status busy = plan(small);
+    EXPECT_EQ(busy.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(busy.error_message(), HasSubstr("busy"));
+  }
+  EXPECT_EQ(backend.answers.load(), 0);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(plan(small).ok());
+  EXPECT_EQ(backend.answers.load(), 3);
+  EXPECT_EQ(received.held(), 0);
+}
+
+}  // namespace
+}  // namespace serenity

@@ -121,7 +121,7 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   auto remember = [&](const v1::Plan& plan, std::shared_ptr<const v1::StoredPlan> stored) {
     if (cache_ != nullptr) {
       cache_->PutReceipt(plan_id, std::make_shared<const v1::PlanReceipt>(
-                                      MakePlanReceipt(call.tenant, cache_id, request, prepared.graph)));
+                                      MakePlanReceipt(call.tenant, cache_id, request, prepared.graph, options)));
     }
     if (request_key.empty() || stored == nullptr) return;
     auto entry = std::make_shared<MemoizedReply>();
@@ -169,6 +169,8 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   const bool cut_short = std::any_of(plan.fallbacks().begin(), plan.fallbacks().end(), [](const v1::PhaseFallback& f) {
     return f.reason() == "time_limit" || f.reason() == "memory_limit" || f.reason() == "cancelled";
   });
+  // Only a stored plan can be fetched again: no plan_id for the others.
+  if (cut_short) plan.clear_plan_id();
   if (cache_ != nullptr && !cut_short) {
     auto stored = std::make_shared<const v1::StoredPlan>(MakeStoredPlan(key, canonical, prepared.graph, plan, options));
     cache_->Store(stored, cache_id, check_shared);
@@ -180,7 +182,9 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   return plan;
 }
 
-absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id, const std::string& tenant) {
+absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id, const CallContext& call) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string& tenant = call.tenant;
   if (plan_id.size() != 32 || plan_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return absl::InvalidArgumentError("a plan_id is 32 lowercase hex digits, as returned in Plan.plan_id");
   }
@@ -193,6 +197,15 @@ absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id, 
   if (!prepared.ok()) return not_found;
   const CanonicalGraph canonical = Canonicalize(prepared->graph);
   const PlanKey key = MakePlanKey(canonical, prepared->options);
+  // The job's time and memory, as for Answer.
+  prepared->options.time_limit_seconds = JobTimeLimit(0, call.seconds_left);
+  if (std::isfinite(call.seconds_left)) {
+    prepared->options.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(call.seconds_left * 0.9));
+  }
+  prepared->options.cancelled = call.cancelled;
+  MemoryAccount account(options_.max_job_bytes);
+  prepared->options.memory = &account;
   // A receipt must name the entry its own request leads to.
   if (CachedPlanId(key, tenant, options_.cache_scope) != receipt->cache_id()) return not_found;
   std::optional<PlanCache::Hit> hit = cache_->Get(receipt->cache_id());

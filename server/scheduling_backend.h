@@ -97,13 +97,15 @@ class SchedulingBackend {
   // an arena (the copy is made there).
   bool AnswerRepeat(const v1::PlanRequest& request, bool score_only, const CallContext& call, v1::Plan* reply);
 
-  // The plan behind `plan_id` for `tenant`, in the names of the request
+  // The plan behind `plan_id` for `call.tenant`, in the names of the request
   // that got that plan_id: only that request's tenant gets it. A plan read
   // from Redis is checked against the request's graph first. NotFound when
   // the cache does not hold it, or another tenant asks (the same answer, so
   // a plan_id reveals nothing to another tenant); InvalidArgument for a
   // malformed id.
-  absl::StatusOr<v1::Plan> GetPlan(const std::string& plan_id, const std::string& tenant = "");
+  // The job ends by 90% of `call.seconds_left` (a reordered op list's
+  // baselines are recomputed within it) and holds at most max_job_bytes.
+  absl::StatusOr<v1::Plan> GetPlan(const std::string& plan_id, const CallContext& call = {});
 
  private:
   double JobTimeLimit(double request_limit, double seconds_left) const;

@@ -43,6 +43,13 @@ v1::PlanRequest RequestFor(const GraphSpec& spec) {
 
 Graph BuildFrom(const v1::PlanRequest& request) { return *GraphFromRequest(request); }
 
+CallContext SecondsLeft(double seconds, const std::atomic<bool>* cancelled = nullptr) {
+  CallContext call;
+  call.seconds_left = seconds;
+  call.cancelled = cancelled;
+  return call;
+}
+
 class SchedulingBackendTest : public ::testing::Test {
  protected:
   SchedulingBackendTest()
@@ -127,11 +134,11 @@ TEST_F(SchedulingBackendTest, AnswerRepeatCountsOnlyHits) {
   std::mt19937 rng(9);
   const v1::PlanRequest request = RequestFor(testing::RandomDag(8, rng));
   v1::Plan repeat;
-  EXPECT_FALSE(backend_.AnswerRepeat(request, false, {10}, &repeat));
+  EXPECT_FALSE(backend_.AnswerRepeat(request, false, SecondsLeft(10), &repeat));
   EXPECT_EQ(Lookups("request", "miss"), 0);
   ASSERT_TRUE(backend_.Answer(request, false).ok());
   EXPECT_EQ(Lookups("request", "miss"), 1);
-  ASSERT_TRUE(backend_.AnswerRepeat(request, false, {10}, &repeat));
+  ASSERT_TRUE(backend_.AnswerRepeat(request, false, SecondsLeft(10), &repeat));
   EXPECT_EQ(repeat.stats().cache(), "local");
   EXPECT_EQ(Lookups("request", "hit"), 1);
   EXPECT_EQ(Lookups("request", "miss"), 1);
@@ -299,10 +306,10 @@ TEST_F(SchedulingBackendTest, EnforcesTheServerLimits) {
   absl::StatusOr<v1::Plan> plan = small.Answer(RequestFor(testing::RandomDag(6, rng)), false);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("at most 5"));
-  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, {/*seconds_left=*/0}).status().code(),
+  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, SecondsLeft(0)).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   std::atomic<bool> cancelled{true};
-  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, {10, &cancelled}).status().code(),
+  EXPECT_EQ(small.Answer(RequestFor(testing::RandomDag(3, rng)), false, SecondsLeft(10, &cancelled)).status().code(),
             absl::StatusCode::kCancelled);
   // Without a cache nothing is stored, so GetPlan finds nothing.
   EXPECT_EQ(small.GetPlan(std::string(32, 'a')).status().code(), absl::StatusCode::kNotFound);
@@ -382,6 +389,10 @@ TEST(SchedulingBackendLimitsTest, TheServerCapsTheSearchStatesARequestAsks) {
   EXPECT_EQ(backend.Answer(request, false)->stats().cache(), "local");
   request.mutable_options()->set_max_search_states(10);  // below the cap: its own plan
   EXPECT_EQ(backend.Answer(request, false)->stats().cache(), "miss");
+  // The receipt keeps the cap the plan was made with: GetPlan finds it.
+  absl::StatusOr<v1::Plan> again = backend.GetPlan(greedy->plan_id());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->peak_bytes(), greedy->peak_bytes());
 }
 
 }  // namespace

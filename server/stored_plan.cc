@@ -5,6 +5,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "openssl/evp.h"
+#include "openssl/hmac.h"
 #include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
 #include "core/plan_proto.h"
@@ -53,19 +55,28 @@ std::string CachedPlanId(const PlanKey& key, absl::string_view tenant, CacheScop
 std::string MakePlanId(absl::string_view secret, absl::string_view tenant, const PlanKey& key,
                        const CanonicalGraph& canonical, const Graph& graph) {
   // Lengths before strings: no two different name lists give one text.
-  std::string text = absl::StrCat("plan-id|", secret.size(), ":", secret, "|", tenant.size(), ":", tenant, "|",
-                                  key.id, "|", graph.name().size(), ":", graph.name());
+  std::string text = absl::StrCat("plan-id|", tenant.size(), ":", tenant, "|", key.id, "|", graph.name().size(), ":",
+                                  graph.name());
   for (OpId u : canonical.op_at) {
     absl::StrAppend(&text, "|", u, ":", graph.op(u).name.size(), ":", graph.op(u).name);
   }
   for (TensorId t : canonical.tensor_at) {
     absl::StrAppend(&text, "|", graph.tensor(t).name.size(), ":", graph.tensor(t).name);
   }
-  return StableHash128(text);
+  // HMAC-SHA256 keyed by the secret (a plain hash with the secret in front
+  // could be run backwards from one known id to the state after the
+  // secret), cut to 128 bits.
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_size = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(text.data()),
+       text.size(), mac, &mac_size);
+  std::string id;
+  for (unsigned int i = 0; i < 16 && i < mac_size; ++i) absl::StrAppend(&id, absl::Hex(mac[i], absl::kZeroPad2));
+  return id;
 }
 
 v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id,
-                                const v1::PlanRequest& request, const Graph& graph) {
+                                const v1::PlanRequest& request, const Graph& graph, const PlanOptions& options) {
   v1::PlanReceipt receipt;
   receipt.set_format(kPlanReceiptFormat);
   receipt.set_tenant(std::string(tenant));
@@ -77,6 +88,7 @@ v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cach
   stored.mutable_options()->clear_dim_values();
   stored.mutable_options()->clear_workspace_bytes();
   stored.mutable_options()->clear_time_limit_seconds();
+  stored.mutable_options()->set_max_search_states(options.max_search_states);
   if (request.has_given_order()) *stored.mutable_given_order() = request.given_order();
   v1::Graph& out = *stored.mutable_graph();
   out.set_name(graph.name());

@@ -46,9 +46,10 @@ enum class CacheScope { kTenant, kShared };
 // scope is shared or `tenant` is empty (no tenants), else a hash of both.
 std::string CachedPlanId(const PlanKey& key, absl::string_view tenant, CacheScope scope);
 
-// The plan_id of one request's reply: a hash of `secret`, the tenant, the
-// plan's key and every name the reply carries (model, ops and tensors, and
-// the caller's op order), so it is not derived from the structure alone
+// The plan_id of one request's reply: HMAC-SHA256 keyed by `secret` (cut
+// to 32 hex digits) of the tenant, the plan's key and every name the reply
+// carries (model, ops and tensors, and the caller's op order), so it is
+// not derived from the structure alone, not computable without the secret,
 // and two tenants, or two namings of one structure, get different ids.
 // The same request from the same tenant gets the same id from servers that
 // share `secret`.
@@ -56,9 +57,11 @@ std::string MakePlanId(absl::string_view secret, absl::string_view tenant, const
                        const CanonicalGraph& canonical, const Graph& graph);
 
 // The receipt stored under a plan_id (see v1::PlanReceipt): `request` with
-// its model replaced by `graph` as a Graph message.
+// its model replaced by `graph` as a Graph message, and the state cap the
+// server planned it with (`options.max_search_states`, which may be lower
+// than the request's), so that it leads to the same key again.
 v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id,
-                                const v1::PlanRequest& request, const Graph& graph);
+                                const v1::PlanRequest& request, const Graph& graph, const PlanOptions& options);
 
 // OK when `plan` (already in the caller's terms) is consistent with `graph`
 // under `options`: its order is topological, its peak and step bytes are

@@ -55,6 +55,28 @@ TEST(StoredPlanTest, KeysSeparateOptionsThatChangeTheAnswer) {
   EXPECT_EQ(MakePlanKey(canonical, budget).memory_budget_bytes, 100);
 }
 
+// A plan_id is a MAC of the tenant, the key and the names under the secret:
+// stable, 32 hex digits, and different when any of them changes.
+TEST(StoredPlanTest, PlanIdsDependOnTheSecretTheTenantAndTheNames) {
+  std::mt19937 rng(7);
+  GraphSpec spec = testing::RandomDag(8, rng);
+  const Graph g = *Graph::Build(spec);
+  const CanonicalGraph canonical = Canonicalize(g);
+  const PlanKey key = MakePlanKey(canonical, PlanOptions());
+  const std::string id = MakePlanId("secret-0123456789", "alpha", key, canonical, g);
+  EXPECT_EQ(id.size(), 32u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(MakePlanId("secret-0123456789", "alpha", key, canonical, g), id);
+  EXPECT_NE(MakePlanId("secret-0123456780", "alpha", key, canonical, g), id);
+  EXPECT_NE(MakePlanId("secret-0123456789", "beta", key, canonical, g), id);
+  EXPECT_NE(id, key.id);
+  spec.ops[0].name += "-renamed";
+  const Graph renamed = *Graph::Build(spec);
+  const CanonicalGraph renamed_canonical = Canonicalize(renamed);
+  ASSERT_EQ(MakePlanKey(renamed_canonical, PlanOptions()).id, key.id);  // same structure
+  EXPECT_NE(MakePlanId("secret-0123456789", "alpha", key, renamed_canonical, renamed), id);
+}
+
 TEST(StoredPlanTest, AnswersOnlyMatchingCompleteAndSufficientlySearchedEntries) {
   PlanKey key{"id", "graph", "options"};
   v1::StoredPlan optimal = Entry(10, v1::CERTIFICATE_OPTIMAL, true, 1);

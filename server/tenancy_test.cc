@@ -105,8 +105,8 @@ TEST_P(TenancyTest, TenantsSeeOnlyTheirOwnNames) {
   EXPECT_TRUE(testing::VerifyPlan(*GraphFromRequest(beta_request), *beta).ok());
 
   // Each tenant's plan_id, for each tenant.
-  absl::StatusOr<v1::Plan> alpha_get = backend.GetPlan(alpha->plan_id(), "alpha");
-  absl::StatusOr<v1::Plan> beta_get = backend.GetPlan(beta->plan_id(), "beta");
+  absl::StatusOr<v1::Plan> alpha_get = backend.GetPlan(alpha->plan_id(), Tenant("alpha"));
+  absl::StatusOr<v1::Plan> beta_get = backend.GetPlan(beta->plan_id(), Tenant("beta"));
   ASSERT_TRUE(alpha_get.ok() && beta_get.ok()) << alpha_get.status() << beta_get.status();
   EXPECT_TRUE(OnlyNamesWith(*alpha_get, "alpha_private/"));
   EXPECT_TRUE(OnlyNamesWith(*beta_get, "beta_private/"));
@@ -116,7 +116,7 @@ TEST_P(TenancyTest, TenantsSeeOnlyTheirOwnNames) {
   EXPECT_TRUE(testing::VerifyPlan(*GraphFromRequest(beta_request), *beta_get).ok());
   for (const auto& [id, tenant] : {std::pair{alpha->plan_id(), "beta"}, std::pair{beta->plan_id(), "alpha"},
                                    std::pair{alpha->plan_id(), ""}}) {
-    absl::StatusOr<v1::Plan> other = backend.GetPlan(id, tenant);
+    absl::StatusOr<v1::Plan> other = backend.GetPlan(id, Tenant(tenant));
     EXPECT_EQ(other.status().code(), absl::StatusCode::kNotFound) << tenant;
     // The same words as for an id never issued.
     EXPECT_EQ(other.status().message(), absl::StrCat("no stored plan ", id, " (never computed here, or evicted)"));

@@ -263,7 +263,9 @@ TEST(BudgetSearchTest, MemoryAccountStopsTheSearchLikeTheStateCap) {
     EXPECT_EQ(same.optimal, full.optimal);
     EXPECT_FALSE(same.stats.hit_memory_limit);
     EXPECT_EQ(generous.used(), 0);
-    if (same.stats.states > 0) EXPECT_GT(generous.peak(), 0);
+    if (same.stats.states > 0) {
+      EXPECT_GT(generous.peak(), 0);
+    }
   }
   EXPECT_GT(stopped, 0);
 }
