@@ -44,6 +44,7 @@ struct ServerFlags {
   int64_t max_server_mb = 0;
   int64_t max_job_mb = 0;
   int64_t max_jobs_per_connection = 16;
+  int64_t max_jobs_per_tenant = 0;
   int64_t max_streams_per_connection = 100;
   int64_t cache_mb = 256;
   std::string cache_scope;
@@ -136,6 +137,11 @@ int Run(int argc, char** argv) {
                   "Jobs one connection may hold: Plan calls and Score candidates queued or running (a Plan\n"
                   "call beyond gets RESOURCE_EXHAUSTED, a Score stream waits for a slot); also the unwritten\n"
                   "results one Score stream may hold before it stops reading.");
+  flag_set.AddInt("max-jobs-per-tenant", &flags.max_jobs_per_tenant, "N",
+                  "Jobs one tenant may hold over all its connections (Plan, GetPlan and Score candidates,\n"
+                  "queued or running); beyond it RESOURCE_EXHAUSTED, so one tenant cannot fill the queue for\n"
+                  "the others. Only with tenants (--token-file or --tls-client-ca). Default: half of\n"
+                  "--max-queue plus --threads.");
   flag_set.AddInt("max-streams-per-connection", &flags.max_streams_per_connection, "N",
                   "Calls one connection may have open at once (HTTP/2 concurrent streams); the client\n"
                   "holds further calls until one ends. With --max-jobs-per-connection it bounds what one\n"
@@ -229,6 +235,9 @@ int Run(int argc, char** argv) {
   }
   serenity::ServiceOptions service_options;
   service_options.max_jobs_per_connection = flags.max_jobs_per_connection;
+  if (flags.max_jobs_per_tenant < 0) return Fail("--max-jobs-per-tenant must be >= 0");
+  service_options.max_jobs_per_tenant =
+      flags.max_jobs_per_tenant > 0 ? flags.max_jobs_per_tenant : std::max<int64_t>(1, flags.max_queue / 2 + flags.threads);
   if (!flags.token_file.empty()) {
     absl::StatusOr<std::string> text = ReadWholeFile(flags.token_file, "--token-file");
     if (!text.ok()) return Fail(std::string(text.status().message()));

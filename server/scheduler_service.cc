@@ -242,9 +242,14 @@ class PlanCall final : public grpc::ServerUnaryReactor {
                                                 " jobs queued or running (--max-jobs-per-connection)")),
                       "");
     }
+    if (!service_->AcquireTenantSlot(tenant_)) {
+      service_->slots()->Release(peer_);
+      return Complete(service_->TenantBusy(), "");
+    }
     absl::Status queued = service_->runner()->Submit([this] { Run(); });
     if (!queued.ok()) {
       service_->slots()->Release(peer_);
+      service_->ReleaseTenantSlot(tenant_);
       Complete(ToGrpcStatus(queued), "");
     }
   }
@@ -260,6 +265,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   void Run() {
     absl::StatusOr<v1::Plan> plan = Answer();
     service_->slots()->Release(peer_);
+    service_->ReleaseTenantSlot(tenant_);
     if (!plan.ok()) {
       if (plan.status().code() == absl::StatusCode::kInternal) {
         Log("error", "internal_error", {{"request_id", absl::StrCat(request_id_)}, {"detail", plan.status().ToString()}});
@@ -522,8 +528,12 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     // Every candidate is a job, repeats too: answering memoized ones here
     // would serialize them on this stream's reaction (measured: 19k/s as
     // jobs on two threads, 12-14k/s here).
-    absl::Status queued = service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); });
+    const bool tenant_slot = service_->AcquireTenantSlot(tenant_);
+    absl::Status queued = tenant_slot
+                              ? service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); })
+                              : absl::ResourceExhaustedError(service_->TenantBusy().error_message());
     if (!queued.ok()) {
+      if (tenant_slot) service_->ReleaseTenantSlot(tenant_);
       v1::ScoreResult result;
       result.set_id(candidate->id);
       result.set_index(index);
@@ -584,6 +594,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     const Clock::time_point start = Clock::now();
     absl::StatusOr<v1::Plan> plan = Answer(candidate);
     candidate.arrival.Release();
+    service_->ReleaseTenantSlot(tenant_);
     Deliver(ResultOf(candidate, index, std::move(plan), start));
   }
 
@@ -834,7 +845,14 @@ SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend
       backend_(backend),
       metrics_(metrics),
       options_(std::move(options)),
-      slots_(options_.max_jobs_per_connection) {
+      slots_(options_.max_jobs_per_connection),
+      tenant_slots_(options_.max_jobs_per_tenant) {
+}
+
+grpc::Status SchedulerService::TenantBusy() const {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      absl::StrCat("this tenant already has ", options_.max_jobs_per_tenant,
+                                   " jobs queued or running (--max-jobs-per-tenant)"));
 }
 
 grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context, std::string* tenant) const {
@@ -908,18 +926,25 @@ grpc::ServerUnaryReactor* SchedulerService::GetPlan(grpc::CallbackServerContext*
                                      " jobs queued or running (--max-jobs-per-connection)")));
     return reactor;
   }
+  if (!AcquireTenantSlot(tenant)) {
+    slots_.Release(peer);
+    finish(TenantBusy());
+    return reactor;
+  }
   absl::Status queued = runner_->Submit([this, context, request, response, tenant, peer, finish] {
     CallContext call;
     call.seconds_left = SecondsLeft(*context);
     call.tenant = tenant;
     absl::StatusOr<v1::Plan> plan = backend_->GetPlan(request->plan_id(), call);
     slots_.Release(peer);
+    ReleaseTenantSlot(tenant);
     if (!plan.ok()) return finish(ToGrpcStatus(plan.status()));
     *response = std::move(plan).value();
     finish(grpc::Status::OK);
   });
   if (!queued.ok()) {
     slots_.Release(peer);
+    ReleaseTenantSlot(tenant);
     finish(ToGrpcStatus(queued));
   }
   return reactor;

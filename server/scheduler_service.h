@@ -48,6 +48,12 @@ struct ServiceOptions {
   // turns). It also bounds one Score stream's running candidates plus
   // unwritten results.
   int64_t max_jobs_per_connection = 16;
+  // Most jobs one tenant's calls may hold at once, over all its
+  // connections (Plan calls, GetPlan calls and Score candidates, queued or
+  // running); beyond it a call, or a candidate, gets RESOURCE_EXHAUSTED, so
+  // one tenant cannot fill the job queue for the others. Not applied to
+  // the tenant "" (a server without tenants).
+  int64_t max_jobs_per_tenant = 128;
   // When set, every job first waits for its estimated memory
   // (EstimatePlanningBytes of its request, scanned before it is parsed),
   // and its planner draws from the same pool as it grows. Owned by the
@@ -92,6 +98,14 @@ class SchedulerService final
   // The job slots of each connection (keyed by gRPC's peer string for Plan
   // calls, and by ScoreSlotKey(peer) for Score candidates).
   ConnectionSlots* slots() { return &slots_; }
+  // Takes one of `tenant`'s job slots (always for the tenant ""): false
+  // when the tenant holds max_jobs_per_tenant already.
+  bool AcquireTenantSlot(const std::string& tenant) { return tenant.empty() || tenant_slots_.TryAcquire(tenant); }
+  void ReleaseTenantSlot(const std::string& tenant) {
+    if (!tenant.empty()) tenant_slots_.Release(tenant);
+  }
+  // The RESOURCE_EXHAUSTED of a tenant at its limit.
+  grpc::Status TenantBusy() const;
   // Arenas for Plan calls' request and reply messages.
   PlanMessages::Pool* plan_messages() { return &plan_messages_; }
   // A fresh id for a call, used in its log lines and INTERNAL messages.
@@ -105,6 +119,7 @@ class SchedulerService final
   std::atomic<int64_t> next_request_id_{0};
   std::atomic<bool> draining_{false};
   ConnectionSlots slots_;
+  ConnectionSlots tenant_slots_;
   PlanMessages::Pool plan_messages_;
 };
 

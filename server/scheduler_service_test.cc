@@ -697,3 +697,44 @@ TEST(SchedulerServiceTest, RequestsBeyondTheReceivedPoolAreRefusedAtOnce) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// One tenant cannot fill the queue for the others: with two jobs per
+// tenant, alpha's third call (on a third connection) is refused while its
+// two run, and beta's call is answered meanwhile.
+TEST(SchedulerServiceTest, ATenantsJobsAreCappedOverAllItsConnections) {
+  GateBackend backend;
+  ServiceOptions options;
+  options.tokens = *TenantTokens::Parse("alpha alpha-token-1\nbeta beta-token-01\n");
+  options.max_jobs_per_tenant = 2;
+  InProcessServer server(&backend, /*workers=*/4, options);
+  ASSERT_TRUE(server.started());
+  auto call = [](v1::Scheduler::Stub& stub, const std::string& token, const std::string& model) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + token);
+    v1::PlanRequest request;
+    request.set_model_name(model);
+    v1::Plan plan;
+    return stub.Plan(&context, request, &plan);
+  };
+  std::vector<std::unique_ptr<v1::Scheduler::Stub>> connections;
+  for (int i = 0; i < 4; ++i) connections.push_back(server.NewConnection());
+  grpc::Status held[2];
+  std::thread first([&] { held[0] = call(*connections[0], "alpha-token-1", "gate0"); });
+  std::thread second([&] { held[1] = call(*connections[1], "alpha-token-1", "gate1"); });
+  ASSERT_TRUE(backend.AwaitHeld(2));
+  const grpc::Status third = call(*connections[2], "alpha-token-1", "plan");
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(third.error_message(), HasSubstr("--max-jobs-per-tenant"));
+  EXPECT_TRUE(call(*connections[3], "beta-token-01", "plan").ok());
+  backend.Open();
+  first.join();
+  second.join();
+  EXPECT_TRUE(held[0].ok() && held[1].ok());
+  EXPECT_TRUE(call(*connections[2], "alpha-token-1", "plan").ok());  // its slots came back
+}
+
+}  // namespace
+}  // namespace serenity
