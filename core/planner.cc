@@ -373,6 +373,9 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
       if (result.stats.hit_memory_limit && !result.optimal) {
         fall_back("search", "memory_limit", "best order found before the limit");
       }
+      if (result.stats.lower_bound_cut) {
+        fall_back("lower_bound", "time_limit", "cone bounds for the ops the closure bound did not reach");
+      }
       if (!options.given_order.empty()) {
         // Report the caller's order; Serenity's becomes the reference (its
         // arenas come with the baselines').

@@ -127,7 +127,9 @@ TEST_P(TenancyTest, TenantsSeeOnlyTheirOwnNames) {
   absl::StatusOr<v1::Plan> alpha_bytes_from_beta = backend.Answer(alpha_request, false, Tenant("beta"));
   ASSERT_TRUE(alpha_bytes_from_beta.ok());
   EXPECT_NE(alpha_bytes_from_beta->plan_id(), alpha->plan_id());
-  if (scope == CacheScope::kTenant) EXPECT_EQ(alpha_bytes_from_beta->stats().cache(), "local");  // beta's own plan
+  if (scope == CacheScope::kTenant) {
+    EXPECT_EQ(alpha_bytes_from_beta->stats().cache(), "local");  // beta's own plan
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Scopes, TenancyTest, ::testing::Values(CacheScope::kTenant, CacheScope::kShared),

@@ -86,7 +86,8 @@ class MaxFlow {
 
 }  // namespace
 
-std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach) {
+std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach,
+                                            std::chrono::steady_clock::time_point deadline, bool* cut) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
   const std::vector<ActivationBuffer>& all = buffers.buffers();
@@ -104,8 +105,13 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
   std::vector<Side> side(n);
   std::vector<int> node_of(n);
   const int source = 0, sink = 1;
+  const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   for (OpId u : by_bound) {
     if (work > kWorkBudget) break;
+    if (timed && std::chrono::steady_clock::now() >= deadline) {
+      if (cut != nullptr) *cut = true;
+      break;
+    }
     int nodes = 2;
     for (OpId v = 0; v < n; ++v) {
       side[v] = reach.IsAncestor(v, u) ? kBefore : (v == u || reach.IsDescendant(v, u)) ? kAfter : kFree;

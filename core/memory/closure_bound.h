@@ -12,6 +12,7 @@
 #ifndef SERENITY_CORE_MEMORY_CLOSURE_BOUND_H_
 #define SERENITY_CORE_MEMORY_CLOSURE_BOUND_H_
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -24,8 +25,13 @@ namespace serenity {
 // corresponding StepLowerBounds entry. One max-flow per op, taken in order of
 // decreasing StepLowerBounds while a fixed work budget lasts (counted, so
 // deterministic): graphs of a few hundred ops get it for every op, the rest
-// of a larger graph keeps its StepLowerBounds entries.
-std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach);
+// of a larger graph keeps its StepLowerBounds entries. Also stops at
+// `deadline` (then sets `*cut`, when given): the ops not reached keep their
+// StepLowerBounds entries, so every entry is still a bound.
+std::vector<int64_t> ClosureStepLowerBounds(
+    const BufferModel& buffers, const Reachability& reach,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+    bool* cut = nullptr);
 
 }  // namespace serenity
 

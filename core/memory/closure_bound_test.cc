@@ -63,3 +63,28 @@ TEST(ClosureBoundTest, BoundsEveryOrderWithConcatsInPlace) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// Past its deadline the closure bound stops and says so: every op keeps its
+// cone bound, which is still a bound. With time it is not cut.
+TEST(ClosureBoundTest, StopsAtItsDeadlineWithTheConeBounds) {
+  std::mt19937 rng(31);
+  Graph g = *Graph::Build(testing::RandomDag(12, rng));
+  const Reachability reach(g);
+  BufferModel buffers(g, MemoryModel{});
+  bool cut = false;
+  const std::vector<int64_t> past =
+      ClosureStepLowerBounds(buffers, reach, std::chrono::steady_clock::now() - std::chrono::seconds(1), &cut);
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(past, StepLowerBounds(buffers, reach));
+  cut = false;
+  const std::vector<int64_t> timely =
+      ClosureStepLowerBounds(buffers, reach, std::chrono::steady_clock::now() + std::chrono::hours(1), &cut);
+  EXPECT_FALSE(cut);
+  EXPECT_EQ(timely, ClosureStepLowerBounds(buffers, reach));
+}
+
+}  // namespace
+}  // namespace serenity

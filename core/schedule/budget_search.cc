@@ -465,7 +465,15 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     MemoryTracker tracker(buffers);
     for (OpId u : initial_order) step_of[u] = tracker.Run(u);
   }
-  const std::vector<int64_t> op_bounds = ClosureStepLowerBounds(buffers, Reachability(graph));
+  // The per-op bounds take at most half the time limit (the search needs
+  // the rest); the ops not reached keep their cone bounds.
+  bool bounds_cut = false;
+  const Clock::time_point bounds_deadline =
+      deadline == Clock::time_point::max()
+          ? deadline
+          : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
+  const std::vector<int64_t> op_bounds =
+      ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut);
   std::vector<int> position(graph.num_ops());
   for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
 
@@ -498,6 +506,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   };
 
   MinimizeResult result;
+  result.stats.lower_bound_cut = bounds_cut;
   auto peak = [&] {
     int64_t p = 0;
     for (const Segment& s : segments) p = std::max(p, s.best_peak);

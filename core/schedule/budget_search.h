@@ -87,6 +87,7 @@ struct SearchStats {
   int checks = 0;              // feasibility checks run
   bool hit_limit = false;      // a check ended on a limit
   bool hit_memory_limit = false;  // a check ended because the memory account refused its memo
+  bool lower_bound_cut = false;   // the per-op closure bounds stopped at half the time limit
 };
 
 enum class Feasibility { kFeasible, kInfeasible, kUnknown };
