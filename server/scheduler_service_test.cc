@@ -18,7 +18,9 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "core/plan_proto.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
+#include "tests/testing/test_graph.h"
 
 namespace serenity {
 namespace {
@@ -565,21 +567,7 @@ namespace {
 v1::PlanRequest ChainRequest(int ops, const std::string& name) {
   v1::PlanRequest request;
   request.set_model_name(name);
-  v1::Graph& graph = *request.mutable_graph();
-  for (int i = 0; i <= ops; ++i) {
-    v1::Tensor* t = graph.add_tensors();
-    t->set_name(absl::StrCat("t", i));
-    t->add_shape(4);
-  }
-  for (int i = 0; i < ops; ++i) {
-    v1::Op* op = graph.add_ops();
-    op->set_name(absl::StrCat("o", i));
-    op->set_type("Relu");
-    op->add_inputs(absl::StrCat("t", i));
-    op->add_outputs(absl::StrCat("t", i + 1));
-  }
-  graph.add_inputs("t0");
-  graph.add_outputs(absl::StrCat("t", ops));
+  *request.mutable_graph() = GraphSpecToProto(testing::ReluChain(ops));
   return request;
 }
 

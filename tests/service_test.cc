@@ -422,24 +422,10 @@ TEST(ServiceLimitsTest, GraphsAboveTheOpLimitAreRefusedByName) {
 }
 
 // The serialized PlanRequest of a chain of `ops` Relus (a Graph message of
-// about 45 bytes per op).
+// about 50 bytes per op).
 std::string ChainRequestBytes(int ops) {
   v1::PlanRequest request;
-  v1::Graph& graph = *request.mutable_graph();
-  for (int i = 0; i <= ops; ++i) {
-    v1::Tensor* t = graph.add_tensors();
-    t->set_name(absl::StrCat("t", i));
-    t->add_shape(64);
-  }
-  for (int i = 0; i < ops; ++i) {
-    v1::Op* op = graph.add_ops();
-    op->set_name(absl::StrCat("o", i));
-    op->set_type("Relu");
-    op->add_inputs(absl::StrCat("t", i));
-    op->add_outputs(absl::StrCat("t", i + 1));
-  }
-  graph.add_inputs("t0");
-  graph.add_outputs(absl::StrCat("t", ops));
+  *request.mutable_graph() = GraphSpecToProto(testing::ReluChain(ops, 64));
   return request.SerializeAsString();
 }
 

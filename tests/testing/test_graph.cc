@@ -142,6 +142,29 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats) {
   return g.spec();
 }
 
+GraphSpec ReluChain(int ops, int64_t dim) {
+  GraphSpec spec;
+  spec.tensors.reserve(static_cast<size_t>(ops) + 1);
+  spec.ops.reserve(static_cast<size_t>(ops));
+  for (int i = 0; i <= ops; ++i) {
+    TensorSpec t;
+    t.name = absl::StrCat("t", i);
+    t.shape = {dim};
+    spec.tensors.push_back(std::move(t));
+  }
+  for (int i = 0; i < ops; ++i) {
+    OpSpec op;
+    op.name = absl::StrCat("o", i);
+    op.type = "Relu";
+    op.inputs = {absl::StrCat("t", i)};
+    op.outputs = {absl::StrCat("t", i + 1)};
+    spec.ops.push_back(std::move(op));
+  }
+  spec.inputs = {"t0"};
+  spec.outputs = {absl::StrCat("t", ops)};
+  return spec;
+}
+
 GraphSpec FanOutConcat(int relus, int64_t bytes) {
   GraphSpec spec;
   spec.name = absl::StrCat("fanout_", relus);

@@ -45,6 +45,11 @@ class TestGraph {
 // Without, the same graphs as ever for a given seed.
 GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats = false);
 
+// A chain of `ops` Relus: tensors t0 (the input) .. t<ops> (the output) of
+// shape {dim}, float32 (sizes from the shape), ops o0 .. o<ops-1>; short
+// names, so that a million ops serialize to under 64 MB.
+GraphSpec ReluChain(int ops, int64_t dim = 4);
+
 // A wide fan-out: one input "x" of `bytes`, `relus` Relus each reading x
 // (output `bytes`), and one Concat of all their outputs (the graph output).
 // relus + 1 ops. Shapes are {1, bytes} ({1, relus * bytes} for the Concat).
