@@ -440,6 +440,9 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       }
     }
     candidate->bytes.Swap(&incoming_);
+    // While the server drains, a stream already open gets no new work: each
+    // further candidate fails alone, at once.
+    if (readable.ok() && service_->draining()) readable = absl::UnavailableError("the server is shutting down");
     if (!readable.ok()) return Refuse(readable, candidate->id);
     bool parked;
     {

@@ -726,3 +726,36 @@ TEST(SchedulerServiceTest, ATenantsJobsAreCappedOverAllItsConnections) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// A Score stream open when the server starts draining runs no new
+// candidate: each fails alone with UNAVAILABLE, and the stream still ends
+// cleanly when the client half-closes.
+TEST(SchedulerServiceTest, AStreamOpenDuringTheDrainRunsNoNewCandidates) {
+  CountingBackend backend;
+  InProcessServer server(&backend);
+  ASSERT_TRUE(server.started());
+  grpc::ClientContext context;
+  auto stream = server.stub().Score(&context);
+  v1::ScoreRequest candidate;
+  *candidate.mutable_request() = ChainRequest(3, "before");
+  ASSERT_TRUE(stream->Write(candidate));
+  v1::ScoreResult result;
+  ASSERT_TRUE(stream->Read(&result));
+  EXPECT_EQ(result.code(), 0);
+  server.service().StartDraining();
+  candidate.set_id("late");
+  ASSERT_TRUE(stream->Write(candidate));
+  ASSERT_TRUE(stream->Read(&result));
+  EXPECT_EQ(result.id(), "late");
+  EXPECT_EQ(result.code(), static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&result));
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(backend.answers.load(), 1);
+}
+
+}  // namespace
+}  // namespace serenity
