@@ -48,6 +48,7 @@ struct ServerFlags {
   int64_t max_streams_per_connection = 100;
   int64_t cache_mb = 256;
   std::string cache_scope;
+  int64_t cache_mb_per_tenant = 0;
   std::string plan_id_secret_file;
   int64_t max_search_states = serenity::SearchOptions().max_states;
   std::string redis;
@@ -153,6 +154,10 @@ int Run(int argc, char** argv) {
                      "--token-file or --tls-client-ca): a request is answered only from its own tenant's plans, so\n"
                      "stats.cache reveals nothing across tenants. 'shared': any tenant's plan of the same\n"
                      "structure answers (renamed; names never cross), and a hit shows the structure was planned.");
+  flag_set.AddInt("cache-mb-per-tenant", &flags.cache_mb_per_tenant, "MB",
+                  "Most of the in-process cache the plans and receipts one tenant stored may take; beyond\n"
+                  "it that tenant's own least recently used entries go first, so one tenant cannot flush\n"
+                  "the others' (default: half of --cache-mb with tenants, all of it without).");
   flag_set.AddString("plan-id-secret-file", &flags.plan_id_secret_file, "PATH",
                      "A secret mixed into every plan_id, so that replicas sharing it (and Redis) give one\n"
                      "request the same plan_id (default: a random secret per process).");
@@ -295,7 +300,12 @@ int Run(int argc, char** argv) {
   }
   // An eighth of --cache-mb keeps replies to byte-identical requests.
   const int64_t cache_bytes = flags.cache_mb * 1024 * 1024;
-  serenity::PlanCache cache(cache_bytes - cache_bytes / 8, std::move(redis), &metrics);
+  if (flags.cache_mb_per_tenant < 0) return Fail("--cache-mb-per-tenant must be >= 0");
+  const int64_t plan_bytes = cache_bytes - cache_bytes / 8;
+  const int64_t per_tenant_bytes = flags.cache_mb_per_tenant > 0 ? flags.cache_mb_per_tenant * 1024 * 1024
+                                   : tenants                    ? plan_bytes / 2
+                                                                : 0;
+  serenity::PlanCache cache(plan_bytes, std::move(redis), &metrics, per_tenant_bytes);
   serenity::RequestMemo memo(cache_bytes / 8);
   serenity::ThreadPool pool(static_cast<int>(flags.threads));
   backend_options.max_ops = flags.max_ops;

@@ -1,5 +1,7 @@
 #include "server/plan_cache.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,8 +9,12 @@
 
 namespace serenity {
 
-PlanCache::PlanCache(int64_t max_bytes, std::unique_ptr<RedisStore> shared, ServerMetrics* metrics)
-    : max_bytes_(max_bytes), shared_(std::move(shared)), metrics_(metrics) {}
+PlanCache::PlanCache(int64_t max_bytes, std::unique_ptr<RedisStore> shared, ServerMetrics* metrics,
+                     int64_t max_bytes_per_owner)
+    : max_bytes_(max_bytes),
+      max_bytes_per_owner_(max_bytes_per_owner > 0 ? std::min(max_bytes_per_owner, max_bytes) : max_bytes),
+      shared_(std::move(shared)),
+      metrics_(metrics) {}
 
 void PlanCache::Record(const char* tier, const char* result) {
   if (metrics_ != nullptr) metrics_->RecordCacheLookup(tier, result);
@@ -41,26 +47,37 @@ std::shared_ptr<const v1::StoredPlan> PlanCache::LocalEntry(const std::string& i
   return std::static_pointer_cast<const v1::StoredPlan>(LocalGet(id));
 }
 
-void PlanCache::LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value) {
+void PlanCache::EraseLocked(std::list<Entry>::iterator it) {
+  bytes_ -= it->bytes;
+  auto owner = owner_bytes_.find(it->owner);
+  if (owner != owner_bytes_.end() && (owner->second -= it->bytes) <= 0) owner_bytes_.erase(owner);
+  index_.erase(it->key);
+  lru_.erase(it);
+}
+
+void PlanCache::LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value,
+                         const std::string& owner) {
   const int64_t bytes = LocalEntryBytes(key, *value);
-  if (bytes > max_bytes_) return;  // larger than the whole tier
+  if (bytes > max_bytes_per_owner_) return;  // larger than the owner's whole share
   int64_t total, entries;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = index_.find(key);
-    if (it != index_.end()) {
-      bytes_ -= it->second->bytes;
-      lru_.erase(it->second);
-      index_.erase(it);
-    }
-    lru_.push_front(Entry{key, std::move(value), bytes});
+    if (it != index_.end()) EraseLocked(it->second);
+    lru_.push_front(Entry{key, std::move(value), bytes, owner});
     index_[key] = lru_.begin();
     bytes_ += bytes;
-    while (bytes_ > max_bytes_ && !lru_.empty()) {
-      bytes_ -= lru_.back().bytes;
-      index_.erase(lru_.back().key);
-      lru_.pop_back();
+    owner_bytes_[owner] += bytes;
+    // The owner's own least recently used entries go first while it holds
+    // more than its share (the scan from the back passes others' entries;
+    // the new entry, at the front, stays).
+    auto victim = std::prev(lru_.end());
+    while (owner_bytes_[owner] > max_bytes_per_owner_ && victim != lru_.begin()) {
+      auto next = std::prev(victim);
+      if (victim->owner == owner) EraseLocked(victim);
+      victim = next;
     }
+    while (bytes_ > max_bytes_ && !lru_.empty()) EraseLocked(std::prev(lru_.end()));
     total = bytes_;
     entries = static_cast<int64_t>(lru_.size());
   }
@@ -104,7 +121,8 @@ void PlanCache::LogSharedError(const char* event, const std::string& detail) {
 }
 
 std::optional<PlanCache::Hit> PlanCache::Lookup(const std::string& id, const PlanKey& key, bool need_complete,
-                                                double time_limit_seconds, const SharedCheck& check) {
+                                                double time_limit_seconds, const SharedCheck& check,
+                                                const std::string& owner) {
   if (max_bytes_ > 0) {
     std::shared_ptr<const v1::StoredPlan> local = LocalEntry(id);
     if (local != nullptr && StoredPlanAnswers(*local, key, need_complete, time_limit_seconds)) {
@@ -130,15 +148,16 @@ std::optional<PlanCache::Hit> PlanCache::Lookup(const std::string& id, const Pla
     return std::nullopt;
   }
   Record("shared", "hit");
-  if (max_bytes_ > 0) LocalPut(id, shared);
+  if (max_bytes_ > 0) LocalPut(id, shared, owner);
   return Hit{std::move(shared), "shared"};
 }
 
-void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id, const SharedCheck& check) {
+void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id, const SharedCheck& check,
+                      const std::string& owner) {
   if (max_bytes_ > 0) {
     std::shared_ptr<const v1::StoredPlan> current = LocalEntry(id);
     if (current == nullptr || current->graph() != stored->graph() || StoredPlanIsBetter(*stored, *current)) {
-      LocalPut(id, stored);
+      LocalPut(id, stored, owner);
     }
   }
   if (shared_ != nullptr) {
@@ -168,7 +187,7 @@ void PlanCache::PutReceipt(const std::string& plan_id, std::shared_ptr<const v1:
   const std::string key = kReceiptPrefix + plan_id;
   if (max_bytes_ > 0) {
     if (LocalGet(key) != nullptr) return;
-    LocalPut(key, receipt);
+    LocalPut(key, receipt, receipt->tenant());
   }
   if (shared_ != nullptr) {
     absl::Status put = shared_->Put(key, receipt->SerializeAsString());
@@ -201,6 +220,12 @@ std::shared_ptr<const v1::PlanReceipt> PlanCache::GetReceipt(const std::string& 
 int64_t PlanCache::local_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_;
+}
+
+int64_t PlanCache::local_bytes_of(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = owner_bytes_.find(owner);
+  return it == owner_bytes_.end() ? 0 : it->second;
 }
 
 int64_t PlanCache::local_entries() const {

@@ -31,8 +31,12 @@ namespace serenity {
 class PlanCache {
  public:
   // `max_bytes` bounds the in-process tier (0 disables it); `shared` may be
-  // null; `metrics` may be null.
-  PlanCache(int64_t max_bytes, std::unique_ptr<RedisStore> shared, ServerMetrics* metrics);
+  // null; `metrics` may be null. `max_bytes_per_owner` (0: max_bytes)
+  // bounds what the entries one tenant stored hold in the in-process tier:
+  // beyond it that tenant's own least recently used entries go first, so
+  // one tenant cannot flush the others' plans and receipts.
+  PlanCache(int64_t max_bytes, std::unique_ptr<RedisStore> shared, ServerMetrics* metrics,
+            int64_t max_bytes_per_owner = 0);
 
   struct Hit {
     std::shared_ptr<const v1::StoredPlan> stored;
@@ -47,13 +51,15 @@ class PlanCache {
   // The entry stored under `id` if it answers the request with `key`
   // (StoredPlanAnswers), from the local tier first, then the shared one (a
   // shared hit that `check` accepts is copied into the local tier).
+  // `owner` (the caller's tenant) owns a shared hit copied locally.
   std::optional<Hit> Lookup(const std::string& id, const PlanKey& key, bool need_complete,
-                            double time_limit_seconds, const SharedCheck& check);
+                            double time_limit_seconds, const SharedCheck& check, const std::string& owner = "");
 
   // Stores `stored` under `id` in both tiers unless an entry at least as
   // good is there. A shared entry that `check` refuses does not count (an
   // edited entry claiming a lower peak must not block the true one).
-  void Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id, const SharedCheck& check = {});
+  void Store(std::shared_ptr<const v1::StoredPlan> stored, const std::string& id, const SharedCheck& check = {},
+             const std::string& owner = "");
 
   // The in-process tier's entry for `id` (marked recently used), or null.
   std::shared_ptr<const v1::StoredPlan> LocalEntry(const std::string& id);
@@ -62,8 +68,9 @@ class PlanCache {
   // answers (GetPlan), or nullopt. A shared entry is not copied locally.
   std::optional<Hit> Get(const std::string& id);
 
-  // Keeps `receipt` under `plan_id` in both tiers; the shared tier is
-  // written only when the local one did not already hold it.
+  // Keeps `receipt` under `plan_id` in both tiers (owned locally by its
+  // tenant); the shared tier is written only when the local one did not
+  // already hold it.
   void PutReceipt(const std::string& plan_id, std::shared_ptr<const v1::PlanReceipt> receipt);
 
   // The receipt of `plan_id` from either tier (parsed, of the current
@@ -72,16 +79,22 @@ class PlanCache {
 
   int64_t local_bytes() const;
   int64_t local_entries() const;
+  // Bytes the in-process tier holds for `owner`.
+  int64_t local_bytes_of(const std::string& owner) const;
 
  private:
   struct Entry {
     std::string key;  // the id, or "receipt:" and the plan_id
     std::shared_ptr<const google::protobuf::Message> value;
     int64_t bytes = 0;
+    std::string owner;  // the tenant that stored it
   };
 
   std::shared_ptr<const google::protobuf::Message> LocalGet(const std::string& key);
-  void LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value);
+  void LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value,
+                const std::string& owner);
+  // Drops one entry; mu_ held.
+  void EraseLocked(std::list<Entry>::iterator it);
   // The shared tier's entry, or null with `outcome` "miss" (absent) or
   // "error" (unavailable, or garbage).
   std::shared_ptr<const v1::StoredPlan> SharedGet(const std::string& id, const char** outcome);
@@ -89,12 +102,14 @@ class PlanCache {
   void Record(const char* tier, const char* result);
 
   const int64_t max_bytes_;
+  const int64_t max_bytes_per_owner_;
   const std::unique_ptr<RedisStore> shared_;
   ServerMetrics* const metrics_;
   mutable std::mutex mu_;
   std::list<Entry> lru_;  // most recently used first
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_;
   int64_t bytes_ = 0;
+  absl::flat_hash_map<std::string, int64_t> owner_bytes_;
   absl::Time last_shared_log_ = absl::InfinitePast();
   int64_t unlogged_shared_errors_ = 0;
 };

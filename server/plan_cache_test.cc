@@ -76,3 +76,31 @@ TEST(PlanCacheTest, ReceiptsAreKeptApartFromPlans) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// One tenant storing far more than its share evicts its own entries, not
+// another tenant's: the other's plan stays while the heavy one churns.
+TEST(PlanCacheTest, ATenantBeyondItsShareEvictsItsOwnEntries) {
+  constexpr int64_t kMaxBytes = 4 << 20;
+  PlanCache cache(kMaxBytes, nullptr, nullptr, /*max_bytes_per_owner=*/kMaxBytes / 2);
+  cache.Store(BigEntry(400, 0), "quiet-plan", {}, "quiet");
+  ASSERT_NE(cache.LocalEntry("quiet-plan"), nullptr);
+  for (int i = 0; i < 200; ++i) cache.Store(BigEntry(400, i + 1), absl::StrCat("noisy", i), {}, "noisy");
+  EXPECT_NE(cache.LocalEntry("quiet-plan"), nullptr);  // never evicted
+  EXPECT_LE(cache.local_bytes_of("noisy"), kMaxBytes / 2);
+  EXPECT_GT(cache.local_bytes_of("noisy"), kMaxBytes / 4);
+  EXPECT_GT(cache.local_bytes_of("quiet"), 0);
+  EXPECT_EQ(cache.local_bytes(), cache.local_bytes_of("noisy") + cache.local_bytes_of("quiet"));
+  EXPECT_NE(cache.LocalEntry("noisy199"), nullptr);  // its newest stays
+  EXPECT_EQ(cache.LocalEntry("noisy0"), nullptr);
+  // Without a share, the same stream of stores flushes the quiet entry.
+  PlanCache shared(kMaxBytes, nullptr, nullptr);
+  shared.Store(BigEntry(400, 0), "quiet-plan", {}, "quiet");
+  for (int i = 0; i < 200; ++i) shared.Store(BigEntry(400, i + 1), absl::StrCat("noisy", i), {}, "noisy");
+  EXPECT_EQ(shared.LocalEntry("quiet-plan"), nullptr);
+}
+
+}  // namespace
+}  // namespace serenity

@@ -141,7 +141,7 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   };
   if (cache_ != nullptr) {
     std::optional<PlanCache::Hit> hit =
-        cache_->Lookup(cache_id, key, /*need_complete=*/!score_only, limit, check_shared);
+        cache_->Lookup(cache_id, key, /*need_complete=*/!score_only, limit, check_shared, call.tenant);
     if (hit.has_value()) {
       absl::StatusOr<v1::Plan> plan = RemapStoredPlan(*hit->stored, canonical, prepared.graph, options);
       if (plan.ok()) {
@@ -173,7 +173,7 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   if (cut_short) plan.clear_plan_id();
   if (cache_ != nullptr && !cut_short) {
     auto stored = std::make_shared<const v1::StoredPlan>(MakeStoredPlan(key, canonical, prepared.graph, plan, options));
-    cache_->Store(stored, cache_id, check_shared);
+    cache_->Store(stored, cache_id, check_shared, call.tenant);
     // Only when the cache kept this plan (it keeps a better one it had).
     remember(plan, cache_->LocalEntry(cache_id) == stored ? stored : nullptr);
   }
