@@ -109,9 +109,12 @@ struct JobMemory {
 JobMemory MemoryOf(const RequestShape& shape) { return {EstimatePlanningBytes(shape), EstimateBuildBytes(shape)}; }
 
 // The call's deadline as an absl::Time (InfiniteFuture when it has none).
+// The time a job may wait for memory: 90% of the call's time left, so that
+// a refusal (RESOURCE_EXHAUSTED, retry later) reaches the caller before its
+// deadline does.
 absl::Time AbslDeadline(const grpc::CallbackServerContext& context) {
   const double left = SecondsLeft(context);
-  return std::isfinite(left) ? absl::Now() + absl::Seconds(left) : absl::InfiniteFuture();
+  return std::isfinite(left) ? absl::Now() + absl::Seconds(std::max(0.0, left * 0.9)) : absl::InfiniteFuture();
 }
 
 // Takes the bytes of a request as received from the pool of received
@@ -531,9 +534,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     // Every candidate is a job, repeats too: answering memoized ones here
     // would serialize them on this stream's reaction (measured: 19k/s as
     // jobs on two threads, 12-14k/s here).
-    const bool tenant_slot = service_->AcquireTenantSlot(tenant_);
-    absl::Status queued = tenant_slot
-                              ? service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); })
+    // A candidate parked before the drain began does not start after it.
+    const bool tenant_slot = !service_->draining() && service_->AcquireTenantSlot(tenant_);
+    absl::Status queued = tenant_slot ? service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); })
+                          : service_->draining()
+                              ? absl::UnavailableError("the server is shutting down")
                               : absl::ResourceExhaustedError(service_->TenantBusy().error_message());
     if (!queued.ok()) {
       if (tenant_slot) service_->ReleaseTenantSlot(tenant_);
@@ -789,6 +794,103 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
   grpc::Status finish_status_;  // as passed to Finish
 };
 
+// One GetPlan call: a job like a Plan call's (it rebuilds the request's
+// graph and may recompute its baselines), holding one of the connection's
+// Plan slots and one of its tenant's, a place in the job queue and a job's
+// full memory (--max-job-mb), ending by the call's deadline and stopping
+// when the call is cancelled.
+class GetPlanCall final : public grpc::ServerUnaryReactor {
+ public:
+  GetPlanCall(SchedulerService* service, grpc::CallbackServerContext* context, const v1::GetPlanRequest* request,
+              v1::Plan* response)
+      : service_(service),
+        context_(context),
+        request_(request),
+        response_(response),
+        peer_(context->peer()),
+        request_id_(service->NextRequestId()),
+        start_(Clock::now()) {}
+
+  void Start() {
+    grpc::Status status = service_->draining()
+                              ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
+                              : service_->Authenticate(*context_, &tenant_);
+    if (!status.ok()) return Complete(status);
+    if (!service_->slots()->TryAcquire(peer_)) {
+      return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                   absl::StrCat("this connection already has ",
+                                                service_->options().max_jobs_per_connection,
+                                                " jobs queued or running (--max-jobs-per-connection)")));
+    }
+    if (!service_->AcquireTenantSlot(tenant_)) {
+      service_->slots()->Release(peer_);
+      return Complete(service_->TenantBusy());
+    }
+    absl::Status queued = service_->runner()->Submit([this] { Run(); });
+    if (!queued.ok()) {
+      service_->slots()->Release(peer_);
+      service_->ReleaseTenantSlot(tenant_);
+      Complete(ToGrpcStatus(queued));
+    }
+  }
+
+  void OnCancel() override { cancelled_.store(true); }
+  void OnDone() override { delete this; }
+
+ private:
+  void Run() {
+    absl::StatusOr<v1::Plan> plan = Answer();
+    service_->slots()->Release(peer_);
+    service_->ReleaseTenantSlot(tenant_);
+    if (!plan.ok()) {
+      if (plan.status().code() == absl::StatusCode::kInternal) {
+        Log("error", "internal_error", {{"request_id", absl::StrCat(request_id_)}, {"detail", plan.status().ToString()}});
+      }
+      return Complete(ReplyStatus(plan.status(), request_id_));
+    }
+    *response_ = std::move(plan).value();
+    Complete(grpc::Status::OK);
+  }
+
+  absl::StatusOr<v1::Plan> Answer() {
+    MemoryAdmission* admission = service_->options().admission;
+    MemoryAdmission::Ticket ticket;
+    if (admission != nullptr) {
+      ASSIGN_OR_RETURN(ticket, admission->Admit(admission->max_job_bytes(), AbslDeadline(*context_), &cancelled_));
+    }
+    CallContext call;
+    call.seconds_left = SecondsLeft(*context_);
+    call.cancelled = &cancelled_;
+    call.tenant = tenant_;
+    try {
+      return service_->backend()->GetPlan(request_->plan_id(), call);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat("exception: ", e.what()));
+    } catch (...) {
+      return absl::InternalError("unknown exception");
+    }
+  }
+
+  // Logs, counts and finishes the call; `this` may be gone afterwards.
+  void Complete(const grpc::Status& status) {
+    const char* code = GrpcCodeName(status.error_code());
+    if (service_->metrics() != nullptr) service_->metrics()->RecordCall("GetPlan", "unary", code, SecondsSince(start_));
+    Log("info", "get_plan",
+        {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"plan_id", request_->plan_id()}, {"code", code}});
+    Finish(status);
+  }
+
+  SchedulerService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const v1::GetPlanRequest* const request_;
+  v1::Plan* const response_;
+  const std::string peer_;
+  const int64_t request_id_;
+  const Clock::time_point start_;
+  std::string tenant_;  // set by Start
+  std::atomic<bool> cancelled_{false};
+};
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -899,58 +1001,9 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SchedulerService::S
 
 grpc::ServerUnaryReactor* SchedulerService::GetPlan(grpc::CallbackServerContext* context,
                                                     const v1::GetPlanRequest* request, v1::Plan* response) {
-  const Clock::time_point start = Clock::now();
-  const int64_t request_id = NextRequestId();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const std::string peer = context->peer();
-  // Logs, counts and finishes the call; the request and context stay valid
-  // until then.
-  auto finish = [this, reactor, context, request, start, request_id, peer](const grpc::Status& status) {
-    const char* code = GrpcCodeName(status.error_code());
-    if (metrics_ != nullptr) metrics_->RecordCall("GetPlan", "unary", code, SecondsSince(start));
-    Log("info", "get_plan",
-        {{"request_id", absl::StrCat(request_id)}, {"peer", peer}, {"plan_id", request->plan_id()}, {"code", code}});
-    (void)context;
-    reactor->Finish(status);
-  };
-  std::string tenant;
-  grpc::Status status = draining() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
-                                   : Authenticate(*context, &tenant);
-  if (!status.ok()) {
-    finish(status);
-    return reactor;
-  }
-  // A job like a Plan call's (it rebuilds the request's graph and may
-  // recompute its baselines): it takes one of the connection's Plan slots
-  // and a place in the job queue, and ends by the call's deadline.
-  if (!slots_.TryAcquire(peer)) {
-    finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("this connection already has ", options_.max_jobs_per_connection,
-                                     " jobs queued or running (--max-jobs-per-connection)")));
-    return reactor;
-  }
-  if (!AcquireTenantSlot(tenant)) {
-    slots_.Release(peer);
-    finish(TenantBusy());
-    return reactor;
-  }
-  absl::Status queued = runner_->Submit([this, context, request, response, tenant, peer, finish] {
-    CallContext call;
-    call.seconds_left = SecondsLeft(*context);
-    call.tenant = tenant;
-    absl::StatusOr<v1::Plan> plan = backend_->GetPlan(request->plan_id(), call);
-    slots_.Release(peer);
-    ReleaseTenantSlot(tenant);
-    if (!plan.ok()) return finish(ToGrpcStatus(plan.status()));
-    *response = std::move(plan).value();
-    finish(grpc::Status::OK);
-  });
-  if (!queued.ok()) {
-    slots_.Release(peer);
-    ReleaseTenantSlot(tenant);
-    finish(ToGrpcStatus(queued));
-  }
-  return reactor;
+  auto* call = new GetPlanCall(this, context, request, response);
+  call->Start();
+  return call;
 }
 
 }  // namespace serenity

@@ -759,3 +759,37 @@ TEST(SchedulerServiceTest, AStreamOpenDuringTheDrainRunsNoNewCandidates) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// GetPlan is a job: it waits for a job's memory like a Plan call, so while
+// running jobs hold the server's memory it is refused (RESOURCE_EXHAUSTED,
+// before its deadline) instead of planning beside them.
+TEST(SchedulerServiceTest, GetPlanWaitsForAJobsMemory) {
+  CountingBackend backend;
+  MemoryAdmission admission(1000, /*max_job_bytes=*/1000);
+  ServiceOptions options;
+  options.admission = &admission;
+  InProcessServer server(&backend, /*workers=*/1, options);
+  ASSERT_TRUE(server.started());
+  auto get_plan = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    v1::GetPlanRequest request;
+    request.set_plan_id(std::string(32, 'a'));
+    v1::Plan plan;
+    return server.stub().GetPlan(&context, request, &plan);
+  };
+  {
+    absl::StatusOr<MemoryAdmission::Ticket> held = admission.Admit(1000, absl::InfiniteFuture());
+    ASSERT_TRUE(held.ok());
+    const grpc::Status busy = get_plan();
+    EXPECT_EQ(busy.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << busy.error_message();
+  }
+  EXPECT_EQ(get_plan().error_code(), grpc::StatusCode::NOT_FOUND);  // no cache behind this backend
+  EXPECT_EQ(admission.held(), 0);
+}
+
+}  // namespace
+}  // namespace serenity

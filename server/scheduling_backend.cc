@@ -193,6 +193,9 @@ absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id, 
   std::shared_ptr<const v1::PlanReceipt> receipt = cache_ != nullptr ? cache_->GetReceipt(plan_id) : nullptr;
   // Another tenant's plan_id gets the same answer as an unknown one.
   if (receipt == nullptr || receipt->tenant() != tenant) return not_found;
+  // A receipt edited in Redis must not make this job plan a graph above
+  // the server's limit.
+  if (receipt->request().graph().ops_size() > options_.max_ops) return not_found;
   absl::StatusOr<PreparedRequest> prepared = PrepareRequest(receipt->request());
   if (!prepared.ok()) return not_found;
   const CanonicalGraph canonical = Canonicalize(prepared->graph);
