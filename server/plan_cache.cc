@@ -40,6 +40,8 @@ std::shared_ptr<const google::protobuf::Message> PlanCache::LocalGet(const std::
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
+  Owner& owner = owners_[it->second->owner];
+  owner.order.splice(owner.order.begin(), owner.order, it->second->owner_position);
   return it->second->value;
 }
 
@@ -49,8 +51,10 @@ std::shared_ptr<const v1::StoredPlan> PlanCache::LocalEntry(const std::string& i
 
 void PlanCache::EraseLocked(std::list<Entry>::iterator it) {
   bytes_ -= it->bytes;
-  auto owner = owner_bytes_.find(it->owner);
-  if (owner != owner_bytes_.end() && (owner->second -= it->bytes) <= 0) owner_bytes_.erase(owner);
+  auto owner = owners_.find(it->owner);
+  owner->second.bytes -= it->bytes;
+  owner->second.order.erase(it->owner_position);
+  if (owner->second.order.empty()) owners_.erase(owner);
   index_.erase(it->key);
   lru_.erase(it);
 }
@@ -64,19 +68,18 @@ void PlanCache::LocalPut(const std::string& key, std::shared_ptr<const google::p
     std::lock_guard<std::mutex> lock(mu_);
     auto it = index_.find(key);
     if (it != index_.end()) EraseLocked(it->second);
-    lru_.push_front(Entry{key, std::move(value), bytes, owner});
+    lru_.push_front(Entry{key, std::move(value), bytes, owner, {}});
     index_[key] = lru_.begin();
     bytes_ += bytes;
-    owner_bytes_[owner] += bytes;
+    Owner& mine = owners_[owner];
+    mine.order.push_front(lru_.begin());
+    lru_.begin()->owner_position = mine.order.begin();
+    mine.bytes += bytes;
     // The owner's own least recently used entries go first while it holds
-    // more than its share (the scan from the back passes others' entries;
-    // the new entry, at the front, stays).
-    auto victim = std::prev(lru_.end());
-    while (owner_bytes_[owner] > max_bytes_per_owner_ && victim != lru_.begin()) {
-      auto next = std::prev(victim);
-      if (victim->owner == owner) EraseLocked(victim);
-      victim = next;
-    }
+    // more than its share (the new entry, at the front of its order, stays;
+    // `mine` stays valid: the map's nodes do not move, and it keeps one
+    // entry).
+    while (mine.bytes > max_bytes_per_owner_ && mine.order.size() > 1) EraseLocked(mine.order.back());
     while (bytes_ > max_bytes_ && !lru_.empty()) EraseLocked(std::prev(lru_.end()));
     total = bytes_;
     entries = static_cast<int64_t>(lru_.size());
@@ -224,8 +227,8 @@ int64_t PlanCache::local_bytes() const {
 
 int64_t PlanCache::local_bytes_of(const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = owner_bytes_.find(owner);
-  return it == owner_bytes_.end() ? 0 : it->second;
+  auto it = owners_.find(owner);
+  return it == owners_.end() ? 0 : it->second.bytes;
 }
 
 int64_t PlanCache::local_entries() const {

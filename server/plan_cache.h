@@ -21,6 +21,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/time/time.h"
 #include "server/metrics.h"
 #include "server/redis_store.h"
@@ -83,11 +84,19 @@ class PlanCache {
   int64_t local_bytes_of(const std::string& owner) const;
 
  private:
+  struct Entry;
+  using EntryList = std::list<Entry>;
   struct Entry {
     std::string key;  // the id, or "receipt:" and the plan_id
     std::shared_ptr<const google::protobuf::Message> value;
     int64_t bytes = 0;
     std::string owner;  // the tenant that stored it
+    std::list<EntryList::iterator>::iterator owner_position;  // in its owner's order
+  };
+  // One owner's entries, most recently used first, and what they hold.
+  struct Owner {
+    std::list<EntryList::iterator> order;
+    int64_t bytes = 0;
   };
 
   std::shared_ptr<const google::protobuf::Message> LocalGet(const std::string& key);
@@ -109,7 +118,7 @@ class PlanCache {
   std::list<Entry> lru_;  // most recently used first
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_;
   int64_t bytes_ = 0;
-  absl::flat_hash_map<std::string, int64_t> owner_bytes_;
+  absl::node_hash_map<std::string, Owner> owners_;  // node map: stable references
   absl::Time last_shared_log_ = absl::InfinitePast();
   int64_t unlogged_shared_errors_ = 0;
 };

@@ -104,3 +104,24 @@ TEST(PlanCacheTest, ATenantBeyondItsShareEvictsItsOwnEntries) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// Within its share a tenant's entries leave in least-recently-used order:
+// one it keeps reading stays while its others go.
+TEST(PlanCacheTest, ATenantsShareEvictsItsLeastRecentlyUsedFirst) {
+  const int64_t entry = static_cast<int64_t>(BigEntry(100, 0)->SpaceUsedLong());
+  PlanCache cache(100 * entry, nullptr, nullptr, /*max_bytes_per_owner=*/5 * entry);
+  for (int i = 0; i < 12; ++i) {
+    cache.Store(BigEntry(100, i), absl::StrCat("p", i), {}, "t");
+    ASSERT_NE(cache.LocalEntry("p0"), nullptr) << i;  // read after every store
+  }
+  EXPECT_EQ(cache.LocalEntry("p1"), nullptr);
+  EXPECT_NE(cache.LocalEntry("p11"), nullptr);
+  EXPECT_LE(cache.local_bytes_of("t"), 5 * entry);
+  EXPECT_LT(cache.local_entries(), 6);
+}
+
+}  // namespace
+}  // namespace serenity
