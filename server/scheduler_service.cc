@@ -117,14 +117,63 @@ absl::Time AbslDeadline(const grpc::CallbackServerContext& context) {
   return std::isfinite(left) ? absl::Now() + absl::Seconds(std::max(0.0, left * 0.9)) : absl::InfiniteFuture();
 }
 
+// The bytes of one request as received, held from its arrival until its
+// job ends: a ticket of the pool of received requests, counted in its
+// tenant's share of that pool. Move-only; gives both back when released.
+class ReceivedBytes {
+ public:
+  ReceivedBytes() = default;
+  ReceivedBytes(SchedulerService* service, std::string tenant, MemoryAdmission::Ticket ticket)
+      : service_(service), tenant_(std::move(tenant)), ticket_(std::move(ticket)) {}
+  ReceivedBytes(ReceivedBytes&& other) noexcept
+      : service_(std::exchange(other.service_, nullptr)),
+        tenant_(std::move(other.tenant_)),
+        ticket_(std::move(other.ticket_)) {}
+  ReceivedBytes& operator=(ReceivedBytes&& other) noexcept {
+    if (this != &other) {
+      Release();
+      service_ = std::exchange(other.service_, nullptr);
+      tenant_ = std::move(other.tenant_);
+      ticket_ = std::move(other.ticket_);
+    }
+    return *this;
+  }
+  ~ReceivedBytes() { Release(); }
+
+  void Release() {
+    if (service_ != nullptr) service_->ReturnReceived(tenant_, ticket_.bytes());
+    service_ = nullptr;
+    ticket_.Release();
+  }
+
+ private:
+  SchedulerService* service_ = nullptr;
+  std::string tenant_;
+  MemoryAdmission::Ticket ticket_;
+};
+
 // Takes the bytes of a request as received from the pool of received
-// requests, at once or not at all (RESOURCE_EXHAUSTED: it is full), so
-// that requests waiting for a thread are counted too. A pool of its own:
-// jobs waiting for memory then wait only for running jobs, never for
-// requests that wait for them. With no pool, an empty ticket.
-absl::StatusOr<MemoryAdmission::Ticket> AdmitArrival(MemoryAdmission* received, const RequestShape& shape) {
-  if (received == nullptr) return MemoryAdmission::Ticket();
-  return received->TryAdmit(shape.wire_bytes);
+// requests, at once or not at all (RESOURCE_EXHAUSTED: it, or the tenant's
+// half of it, is full), so that requests waiting for a thread are counted
+// too. A pool of its own: jobs waiting for memory then wait only for
+// running jobs, never for requests that wait for them. With no pool,
+// nothing is held.
+absl::StatusOr<ReceivedBytes> AdmitArrival(SchedulerService* service, const std::string& tenant,
+                                           const RequestShape& shape) {
+  MemoryAdmission* received = service->options().received;
+  if (received == nullptr) return ReceivedBytes();
+  if (absl::Status fits = received->CheckFits(shape.wire_bytes); !fits.ok()) return fits;
+  if (!service->TakeReceived(tenant, shape.wire_bytes)) {
+    return absl::ResourceExhaustedError(
+        "the server is busy: this tenant's requests already fill its share of the server's memory for received "
+        "requests; retry later");
+  }
+  absl::StatusOr<MemoryAdmission::Ticket> ticket = received->TryAdmit(shape.wire_bytes);
+  if (!ticket.ok()) {
+    service->ReturnReceived(tenant, shape.wire_bytes);
+    return ticket.status();
+  }
+  return ReceivedBytes(service, tenant, std::move(ticket).value());
 }
 
 // Waits (on this job's thread) for the job's memory; with no admission,
@@ -158,7 +207,7 @@ struct ScoreCandidate {
   std::string id;          // ScoreRequest.id
   bool full_plan = false;  // ScoreRequest.full_plan
   JobMemory memory;
-  MemoryAdmission::Ticket arrival;  // the bytes as received
+  ReceivedBytes arrival;  // the bytes as received
 };
 
 // Reads ScoreRequest.id and .full_plan off the wire (skipping the request
@@ -224,7 +273,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
       fits = service_->options().admission->CheckFits(memory_.estimate);
     }
     if (fits.ok()) {
-      absl::StatusOr<MemoryAdmission::Ticket> arrival = AdmitArrival(service_->options().received, *shape);
+      absl::StatusOr<ReceivedBytes> arrival = AdmitArrival(service_, tenant_, *shape);
       if (arrival.ok()) arrival_ = std::move(arrival).value();
       fits = arrival.status();
     }
@@ -360,7 +409,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   v1::Plan* const response_;
   bool parsed_ = false;
   JobMemory memory_;                  // set by Start
-  MemoryAdmission::Ticket arrival_;  // the request's bytes as received; set by Start
+  ReceivedBytes arrival_;  // the request's bytes as received; set by Start
   const std::string peer_;
   const int64_t request_id_;
   const Clock::time_point start_;
@@ -434,7 +483,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
         readable = service_->options().admission->CheckFits(candidate->memory.estimate);
       }
       if (readable.ok()) {
-        absl::StatusOr<MemoryAdmission::Ticket> arrival = AdmitArrival(service_->options().received, *shape);
+        absl::StatusOr<ReceivedBytes> arrival = AdmitArrival(service_, tenant_, *shape);
         if (arrival.ok()) candidate->arrival = std::move(arrival).value();
         readable = arrival.status();
       }
@@ -952,6 +1001,26 @@ SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend
       options_(std::move(options)),
       slots_(options_.max_jobs_per_connection),
       tenant_slots_(options_.max_jobs_per_tenant) {
+}
+
+bool SchedulerService::TakeReceived(const std::string& tenant, int64_t bytes) {
+  if (tenant.empty() || options_.received == nullptr) return true;
+  const int64_t share = options_.received->capacity() / 2;
+  std::lock_guard<std::mutex> lock(received_mu_);
+  int64_t& held = received_by_tenant_[tenant];
+  if (held > share - bytes) {
+    if (held == 0) received_by_tenant_.erase(tenant);
+    return false;
+  }
+  held += bytes;
+  return true;
+}
+
+void SchedulerService::ReturnReceived(const std::string& tenant, int64_t bytes) {
+  if (tenant.empty() || options_.received == nullptr) return;
+  std::lock_guard<std::mutex> lock(received_mu_);
+  auto it = received_by_tenant_.find(tenant);
+  if (it != received_by_tenant_.end() && (it->second -= bytes) <= 0) received_by_tenant_.erase(it);
 }
 
 grpc::Status SchedulerService::TenantBusy() const {

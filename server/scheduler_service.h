@@ -7,10 +7,12 @@
 #define SERENITY_SERVER_SCHEDULER_SERVICE_H_
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <cstdint>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "common/job_runner.h"
 #include "grpcpp/grpcpp.h"
@@ -60,8 +62,9 @@ struct ServiceOptions {
   // caller; must outlive the service.
   MemoryAdmission* admission = nullptr;
   // When set, the bytes of each request as received are taken from this
-  // pool (at once, or RESOURCE_EXHAUSTED) until its job ends. Owned by the
-  // caller; must outlive the service.
+  // pool (at once, or RESOURCE_EXHAUSTED) until its job ends; one tenant's
+  // requests may hold half of it at most. Owned by the caller; must outlive
+  // the service.
   MemoryAdmission* received = nullptr;
 };
 
@@ -106,6 +109,11 @@ class SchedulerService final
   }
   // The RESOURCE_EXHAUSTED of a tenant at its limit.
   grpc::Status TenantBusy() const;
+  // Counts `bytes` of received requests against `tenant`'s share of the
+  // received pool (half of it; always true for the tenant "" or without a
+  // pool): false, counting nothing, when they would exceed it.
+  bool TakeReceived(const std::string& tenant, int64_t bytes);
+  void ReturnReceived(const std::string& tenant, int64_t bytes);
   // Arenas for Plan calls' request and reply messages.
   PlanMessages::Pool* plan_messages() { return &plan_messages_; }
   // A fresh id for a call, used in its log lines and INTERNAL messages.
@@ -120,6 +128,8 @@ class SchedulerService final
   std::atomic<bool> draining_{false};
   ConnectionSlots slots_;
   ConnectionSlots tenant_slots_;
+  std::mutex received_mu_;
+  absl::flat_hash_map<std::string, int64_t> received_by_tenant_;  // guarded by received_mu_
   PlanMessages::Pool plan_messages_;
 };
 

@@ -793,3 +793,49 @@ TEST(SchedulerServiceTest, GetPlanWaitsForAJobsMemory) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// One tenant's held requests fill at most half the pool of received
+// requests: its next request is refused (RESOURCE_EXHAUSTED) while another
+// tenant's is admitted.
+TEST(SchedulerServiceTest, ATenantFillsAtMostHalfTheReceivedPool) {
+  GateBackend backend;
+  MemoryAdmission received(4000);
+  ServiceOptions options;
+  options.tokens = *TenantTokens::Parse("alpha alpha-token-1\nbeta beta-token-01\n");
+  options.received = &received;
+  InProcessServer server(&backend, /*workers=*/4, options);
+  ASSERT_TRUE(server.started());
+  auto request = [](const std::string& model) {
+    v1::PlanRequest r = ChainRequest(25, model);
+    return r;
+  };
+  const int64_t size = static_cast<int64_t>(request("gate0").ByteSizeLong());
+  ASSERT_GT(size, 700);
+  ASSERT_LT(size, 1000);
+  auto call = [&](const std::string& token, const std::string& model) {
+    auto stub = server.NewConnection();
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + token);
+    v1::Plan plan;
+    return stub->Plan(&context, request(model), &plan);
+  };
+  grpc::Status held[2];
+  std::thread first([&] { held[0] = call("alpha-token-1", "gate0"); });
+  std::thread second([&] { held[1] = call("alpha-token-1", "gate1"); });
+  ASSERT_TRUE(backend.AwaitHeld(2));
+  const grpc::Status third = call("alpha-token-1", "plan");
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(third.error_message(), HasSubstr("this tenant's requests"));
+  EXPECT_TRUE(call("beta-token-01", "plan").ok());
+  backend.Open();
+  first.join();
+  second.join();
+  EXPECT_TRUE(held[0].ok() && held[1].ok());
+  EXPECT_EQ(received.held(), 0);
+}
+
+}  // namespace
+}  // namespace serenity
