@@ -73,6 +73,15 @@ grpc::Status ReplyStatus(const absl::Status& status, int64_t request_id) {
   return reply;
 }
 
+// ReplyStatus of a unary call's failure, with an internal one's details
+// logged under the request id.
+grpc::Status LoggedReplyStatus(const absl::Status& status, int64_t request_id) {
+  if (status.code() == absl::StatusCode::kInternal) {
+    Log("error", "internal_error", {{"request_id", absl::StrCat(request_id)}, {"detail", status.ToString()}});
+  }
+  return ReplyStatus(status, request_id);
+}
+
 // The slot key of a connection's Score candidates: apart from its Plan
 // calls' (the peer string), so that a stream holding every one of its
 // slots never makes the connection's Plan calls fail.
@@ -287,21 +296,10 @@ class PlanCall final : public grpc::ServerUnaryReactor {
         return Reply();
       }
     }
-    if (!service_->slots()->TryAcquire(peer_)) {
-      return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                   absl::StrCat("this connection already has ",
-                                                service_->options().max_jobs_per_connection,
-                                                " jobs queued or running (--max-jobs-per-connection)")),
-                      "");
-    }
-    if (!service_->AcquireTenantSlot(tenant_)) {
-      service_->slots()->Release(peer_);
-      return Complete(service_->TenantBusy(), "");
-    }
+    if (grpc::Status slots = service_->AcquireJobSlots(peer_, tenant_); !slots.ok()) return Complete(slots, "");
     absl::Status queued = service_->runner()->Submit([this] { Run(); });
     if (!queued.ok()) {
-      service_->slots()->Release(peer_);
-      service_->ReleaseTenantSlot(tenant_);
+      service_->ReleaseJobSlots(peer_, tenant_);
       Complete(ToGrpcStatus(queued), "");
     }
   }
@@ -316,14 +314,8 @@ class PlanCall final : public grpc::ServerUnaryReactor {
  private:
   void Run() {
     absl::StatusOr<v1::Plan> plan = Answer();
-    service_->slots()->Release(peer_);
-    service_->ReleaseTenantSlot(tenant_);
-    if (!plan.ok()) {
-      if (plan.status().code() == absl::StatusCode::kInternal) {
-        Log("error", "internal_error", {{"request_id", absl::StrCat(request_id_)}, {"detail", plan.status().ToString()}});
-      }
-      return Complete(ReplyStatus(plan.status(), request_id_), "");
-    }
+    service_->ReleaseJobSlots(peer_, tenant_);
+    if (!plan.ok()) return Complete(LoggedReplyStatus(plan.status(), request_id_), "");
     *response_ = std::move(plan).value();
     Reply();
   }
@@ -865,20 +857,10 @@ class GetPlanCall final : public grpc::ServerUnaryReactor {
                               ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
                               : service_->Authenticate(*context_, &tenant_);
     if (!status.ok()) return Complete(status);
-    if (!service_->slots()->TryAcquire(peer_)) {
-      return Complete(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                   absl::StrCat("this connection already has ",
-                                                service_->options().max_jobs_per_connection,
-                                                " jobs queued or running (--max-jobs-per-connection)")));
-    }
-    if (!service_->AcquireTenantSlot(tenant_)) {
-      service_->slots()->Release(peer_);
-      return Complete(service_->TenantBusy());
-    }
+    if (grpc::Status slots = service_->AcquireJobSlots(peer_, tenant_); !slots.ok()) return Complete(slots);
     absl::Status queued = service_->runner()->Submit([this] { Run(); });
     if (!queued.ok()) {
-      service_->slots()->Release(peer_);
-      service_->ReleaseTenantSlot(tenant_);
+      service_->ReleaseJobSlots(peer_, tenant_);
       Complete(ToGrpcStatus(queued));
     }
   }
@@ -889,14 +871,8 @@ class GetPlanCall final : public grpc::ServerUnaryReactor {
  private:
   void Run() {
     absl::StatusOr<v1::Plan> plan = Answer();
-    service_->slots()->Release(peer_);
-    service_->ReleaseTenantSlot(tenant_);
-    if (!plan.ok()) {
-      if (plan.status().code() == absl::StatusCode::kInternal) {
-        Log("error", "internal_error", {{"request_id", absl::StrCat(request_id_)}, {"detail", plan.status().ToString()}});
-      }
-      return Complete(ReplyStatus(plan.status(), request_id_));
-    }
+    service_->ReleaseJobSlots(peer_, tenant_);
+    if (!plan.ok()) return Complete(LoggedReplyStatus(plan.status(), request_id_));
     *response_ = std::move(plan).value();
     Complete(grpc::Status::OK);
   }
@@ -1001,6 +977,24 @@ SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend
       options_(std::move(options)),
       slots_(options_.max_jobs_per_connection),
       tenant_slots_(options_.max_jobs_per_tenant) {
+}
+
+grpc::Status SchedulerService::AcquireJobSlots(const std::string& peer, const std::string& tenant) {
+  if (!slots_.TryAcquire(peer)) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("this connection already has ", options_.max_jobs_per_connection,
+                                     " jobs queued or running (--max-jobs-per-connection)"));
+  }
+  if (!AcquireTenantSlot(tenant)) {
+    slots_.Release(peer);
+    return TenantBusy();
+  }
+  return grpc::Status::OK;
+}
+
+void SchedulerService::ReleaseJobSlots(const std::string& peer, const std::string& tenant) {
+  slots_.Release(peer);
+  ReleaseTenantSlot(tenant);
 }
 
 bool SchedulerService::TakeReceived(const std::string& tenant, int64_t bytes) {

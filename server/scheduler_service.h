@@ -107,6 +107,10 @@ class SchedulerService final
   void ReleaseTenantSlot(const std::string& tenant) {
     if (!tenant.empty()) tenant_slots_.Release(tenant);
   }
+  // A unary job's slots: one of connection `peer`'s Plan slots and one of
+  // `tenant`'s, both or neither (RESOURCE_EXHAUSTED naming the limit).
+  grpc::Status AcquireJobSlots(const std::string& peer, const std::string& tenant);
+  void ReleaseJobSlots(const std::string& peer, const std::string& tenant);
   // The RESOURCE_EXHAUSTED of a tenant at its limit.
   grpc::Status TenantBusy() const;
   // Counts `bytes` of received requests against `tenant`'s share of the
