@@ -65,29 +65,14 @@ absl::StatusOr<ArenaPlan> TfliteStyle(absl::Span<const ArenaBuffer> buffers, int
   return PlanArenaGreedyBySize(buffers, alignment);
 }
 
-// Ours without the skyline search, so that five baselines stay cheap.
-absl::StatusOr<ArenaPlan> OursGreedy(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
-  return PlanArena(buffers, alignment, /*skyline_nodes=*/0);
-}
-
-
-absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<OpId> order,
-                                       int64_t alignment, bool peak_only = false, bool with_steps = false) {
+// `order` with its peak, and its per-step bytes when `with_steps`; the
+// arenas come later (PlanOrderArenas).
+absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<OpId> order, bool with_steps) {
   OrderSummary summary;
   ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, order));
-  if (peak_only) {
-    summary.order = std::move(order);
-    summary.peak_bytes = profile.peak_bytes;
-    if (with_steps) summary.step_bytes = std::move(profile.step_bytes);
-    return summary;
-  }
-  ASSIGN_OR_RETURN(ArenaPlan arena, PlanProfileArena(profile, alignment, TfliteStyle));
-  ASSIGN_OR_RETURN(ArenaPlan ours, PlanProfileArena(profile, alignment, OursGreedy));
-  summary.arena_bytes_ours = ours.size_bytes;
   summary.order = std::move(order);
   summary.peak_bytes = profile.peak_bytes;
-  summary.step_bytes = profile.step_bytes;
-  summary.arena_bytes = arena.size_bytes;
+  if (with_steps) summary.step_bytes = std::move(profile.step_bytes);
   return summary;
 }
 
@@ -140,39 +125,6 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
 
 namespace {
 
-// With `arenas` false, no arenas even for a full plan (PlanGraph plans them
-// after the search), but the per-step bytes unless options.score_only.
-absl::StatusOr<BaselineReport> SummarizeBaselines(const BufferModel& buffers, const PlanOptions& options,
-                                                  bool with_traffic, bool arenas = true,
-                                                  const ListScheduleLimits& list_limits = {}) {
-  const Graph& graph = buffers.graph();
-  const bool peak_only = options.score_only || !arenas;
-  const bool steps = !options.score_only;
-  const int64_t align = options.alignment;
-  BaselineReport report;
-  ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), align, peak_only, steps));
-  ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), align, peak_only, steps));
-  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers, list_limits), align, peak_only, steps));
-  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers, list_limits), align, peak_only, steps));
-  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers, list_limits), align, peak_only, steps));
-  if (with_traffic && !peak_only && !options.onchip_bytes.empty()) {
-    const std::pair<const char*, const std::vector<OpId>*> orders[] = {
-        {"file_order", &report.file_order.order}, {"kahn", &report.kahn.order},
-        {"greedy", &report.greedy.order},         {"inductor", &report.inductor.order},
-        {"xla", &report.xla.order}};
-    for (const auto& [name, order] : orders) {
-      std::vector<TrafficResult> points;
-      for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, *order, onchip));
-      report.traffic.emplace_back(name, std::move(points));
-    }
-  }
-  return report;
-}
-
-}  // namespace
-
-namespace {
-
 Clock::time_point After(Clock::time_point start, double seconds) {
   if (!(seconds < 1e9)) return Clock::time_point::max();
   return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
@@ -195,9 +147,10 @@ std::vector<ArenaBuffer> ActivationBuffers(const MemoryProfile& profile) {
 // time lasts before `end`; the order that does not fit the time (by the
 // placement's estimate) and the rest keep 0, and `fall_back` names the
 // phase. Cancelled when options.cancelled became true.
+using FallBack = std::function<void(const std::string& phase, const std::string& reason, const std::string& used)>;
+
 absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
-                             const std::vector<OrderSummary*>& orders,
-                             const std::function<void(const std::string&, const std::string&, const std::string&)>& fall_back) {
+                             const std::vector<OrderSummary*>& orders, const FallBack& fall_back) {
   for (OrderSummary* summary : orders) {
     if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
       return absl::CancelledError("the call was cancelled");
@@ -228,6 +181,49 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
   return absl::OkStatus();
 }
 
+// The five baseline orders with their peaks (and per-step bytes unless
+// score-only), no arenas; the list schedules stop choosing at `deadline`
+// (then `fall_back` names the phase).
+absl::StatusOr<BaselineReport> BaselineOrders(const BufferModel& buffers, const PlanOptions& options,
+                                              Clock::time_point deadline, const FallBack& fall_back) {
+  bool cut = false;
+  ListScheduleLimits list_limits;
+  list_limits.deadline = deadline;
+  list_limits.cut = &cut;
+  const Graph& graph = buffers.graph();
+  const bool steps = !options.score_only;
+  BaselineReport report;
+  ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), steps));
+  ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), steps));
+  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers, list_limits), steps));
+  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers, list_limits), steps));
+  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers, list_limits), steps));
+  if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
+  return report;
+}
+
+// Appends to `traffic` each named order's off-chip traffic at
+// options.onchip_bytes while time lasts before `end` (then `fall_back`
+// names the phase). Cancelled when options.cancelled became true.
+absl::Status OrderTraffic(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
+                          absl::Span<const std::pair<const char*, const std::vector<OpId>*>> orders,
+                          const FallBack& fall_back,
+                          std::vector<std::pair<std::string, std::vector<TrafficResult>>>* traffic) {
+  for (const auto& [name, order] : orders) {
+    if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("the call was cancelled");
+    }
+    if (SecondsLeft(end) <= 0) {
+      fall_back("traffic", "time_limit", traffic->empty() ? "skipped" : "skipped for the later orders");
+      break;
+    }
+    std::vector<TrafficResult> points;
+    for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, *order, onchip));
+    traffic->emplace_back(name, std::move(points));
+  }
+  return absl::OkStatus();
+}
+
 // Times the phases of one PlanGraph into plan->phase_ms.
 class PhaseTimer {
  public:
@@ -248,36 +244,25 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Plan
   const double time_limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
   const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
   BufferModel buffers(graph, options.memory_model);
-  bool cut = false;
-  ListScheduleLimits list_limits;
-  list_limits.deadline = std::min(end, After(start, time_limit / 2));
-  list_limits.cut = &cut;
-  ASSIGN_OR_RETURN(BaselineReport report,
-                   SummarizeBaselines(buffers, options, /*with_traffic=*/false, /*arenas=*/false, list_limits));
+  std::vector<PhaseFallback> fallbacks;
   auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
-    report.fallbacks.push_back({phase, reason, used});
+    fallbacks.push_back({phase, reason, used});
   };
-  if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
-  const std::pair<const char*, OrderSummary*> orders[] = {{"file_order", &report.file_order},
-                                                          {"kahn", &report.kahn},
-                                                          {"greedy", &report.greedy},
-                                                          {"inductor", &report.inductor},
-                                                          {"xla", &report.xla}};
+  ASSIGN_OR_RETURN(BaselineReport report,
+                   BaselineOrders(buffers, options, std::min(end, After(start, time_limit / 2)), fall_back));
   if (!options.score_only) {
-    std::vector<OrderSummary*> summaries;
-    for (const auto& [name, summary] : orders) summaries.push_back(summary);
-    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, summaries, fall_back));
-    for (const auto& [name, summary] : orders) {
-      if (options.onchip_bytes.empty()) break;
-      if (SecondsLeft(end) <= 0) {
-        fall_back("traffic", "time_limit", report.traffic.empty() ? "skipped" : "skipped for the later orders");
-        break;
-      }
-      std::vector<TrafficResult> points;
-      for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, summary->order, onchip));
-      report.traffic.emplace_back(name, std::move(points));
+    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end,
+                                    {&report.file_order, &report.kahn, &report.greedy, &report.inductor, &report.xla},
+                                    fall_back));
+    if (!options.onchip_bytes.empty()) {
+      const std::pair<const char*, const std::vector<OpId>*> orders[] = {
+          {"file_order", &report.file_order.order}, {"kahn", &report.kahn.order},
+          {"greedy", &report.greedy.order},         {"inductor", &report.inductor.order},
+          {"xla", &report.xla.order}};
+      RETURN_IF_ERROR(OrderTraffic(buffers, options, end, orders, fall_back, &report.traffic));
     }
   }
+  report.fallbacks = std::move(fallbacks);
   return report;
 }
 
@@ -308,13 +293,8 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
     // The list schedules (greedy, inductor, xla) choose among all ready ops
     // at every step: on a wide graph they may stop choosing at half the
     // time limit (fallback "baselines").
-    bool cut = false;
-    ListScheduleLimits list_limits;
-    list_limits.deadline = std::min(search_end, After(start, time_limit / 2));
-    list_limits.cut = &cut;
-    ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(buffers, options, /*with_traffic=*/false,
-                                                               /*arenas=*/false, list_limits));
-    if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
+    ASSIGN_OR_RETURN(BaselineReport report,
+                     BaselineOrders(buffers, options, std::min(search_end, After(start, time_limit / 2)), fall_back));
     plan.file_order = std::move(report.file_order);
     plan.kahn = std::move(report.kahn);
     plan.greedy = std::move(report.greedy);
@@ -379,7 +359,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
       if (!options.given_order.empty()) {
         // Report the caller's order; Serenity's becomes the reference (its
         // arenas come with the baselines').
-        ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, options.alignment, /*peak_only=*/true));
+        ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, /*with_steps=*/false));
         plan.serenity = std::move(serenity);
         plan.order = options.given_order;
         plan.algorithm = "given";
@@ -481,16 +461,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
         {"file_order", &plan.file_order.order},
         {"kahn", &plan.kahn.order},
         {"greedy", &plan.greedy.order},     {"inductor", &plan.inductor.order},     {"xla", &plan.xla.order}};
-    for (const auto& [name, order] : orders) {
-      if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-      if (SecondsLeft(end) <= 0) {
-        fall_back("traffic", "time_limit", plan.traffic.empty() ? "skipped" : "skipped for the later orders");
-        break;
-      }
-      std::vector<TrafficResult> points;
-      for (int64_t onchip : options.onchip_bytes) points.push_back(SimulateTraffic(buffers, *order, onchip));
-      plan.traffic.emplace_back(name, std::move(points));
-    }
+    RETURN_IF_ERROR(OrderTraffic(buffers, options, end, orders, fall_back, &plan.traffic));
   }
   plan.total_ms = MillisSince(start);
   return plan;

@@ -87,24 +87,35 @@ void PlanCache::LocalPut(const std::string& key, std::shared_ptr<const google::p
   if (metrics_ != nullptr) metrics_->SetLocalCacheSize(total, entries);
 }
 
-std::shared_ptr<const v1::StoredPlan> PlanCache::SharedGet(const std::string& id, const char** outcome) {
+template <typename Message>
+std::shared_ptr<const Message> PlanCache::SharedRead(const std::string& key, uint32_t format, const char** outcome) {
   *outcome = "miss";
   if (shared_ == nullptr) return nullptr;
-  absl::StatusOr<std::optional<std::string>> bytes = shared_->Get(id);
+  absl::StatusOr<std::optional<std::string>> bytes = shared_->Get(key);
   if (!bytes.ok()) {
     *outcome = "error";
     LogSharedError("cache_shared_unavailable", std::string(bytes.status().message()));
     return nullptr;
   }
   if (!bytes->has_value()) return nullptr;
-  auto stored = std::make_shared<v1::StoredPlan>();
-  if (!stored->ParseFromString(**bytes) || stored->format() != kStoredPlanFormat) {
+  auto message = std::make_shared<Message>();
+  if (!message->ParseFromString(**bytes) || message->format() != format) {
     *outcome = "error";
-    LogSharedError("cache_shared_garbage", absl::StrCat("unreadable entry for plan ", id));
+    LogSharedError("cache_shared_garbage", absl::StrCat("unreadable entry ", key));
     return nullptr;
   }
   *outcome = "hit";
-  return stored;
+  return message;
+}
+
+std::shared_ptr<const v1::StoredPlan> PlanCache::SharedGet(const std::string& id, const char** outcome) {
+  return SharedRead<v1::StoredPlan>(id, kStoredPlanFormat, outcome);
+}
+
+void PlanCache::SharedPut(const std::string& key, const google::protobuf::Message& value) {
+  absl::Status put = shared_->Put(key, value.SerializeAsString());
+  if (!put.ok()) LogSharedError("cache_shared_unavailable", std::string(put.message()));
+  if (metrics_ != nullptr) metrics_->RecordSharedWrite(put.ok());
 }
 
 void PlanCache::LogSharedError(const char* event, const std::string& detail) {
@@ -168,9 +179,7 @@ void PlanCache::Store(std::shared_ptr<const v1::StoredPlan> stored, const std::s
     std::shared_ptr<const v1::StoredPlan> current = SharedGet(id, &outcome);
     if (current == nullptr || current->graph() != stored->graph() || current->options() != stored->options() ||
         StoredPlanIsBetter(*stored, *current) || (check && !check(*current))) {
-      absl::Status put = shared_->Put(id, stored->SerializeAsString());
-      if (!put.ok()) LogSharedError("cache_shared_unavailable", std::string(put.message()));
-      if (metrics_ != nullptr) metrics_->RecordSharedWrite(put.ok());
+      SharedPut(id, *stored);
     }
   }
 }
@@ -192,11 +201,7 @@ void PlanCache::PutReceipt(const std::string& plan_id, std::shared_ptr<const v1:
     if (LocalGet(key) != nullptr) return;
     LocalPut(key, receipt, receipt->tenant());
   }
-  if (shared_ != nullptr) {
-    absl::Status put = shared_->Put(key, receipt->SerializeAsString());
-    if (!put.ok()) LogSharedError("cache_shared_unavailable", std::string(put.message()));
-    if (metrics_ != nullptr) metrics_->RecordSharedWrite(put.ok());
-  }
+  if (shared_ != nullptr) SharedPut(key, *receipt);
 }
 
 std::shared_ptr<const v1::PlanReceipt> PlanCache::GetReceipt(const std::string& plan_id) {
@@ -205,19 +210,8 @@ std::shared_ptr<const v1::PlanReceipt> PlanCache::GetReceipt(const std::string& 
     std::shared_ptr<const google::protobuf::Message> local = LocalGet(key);
     if (local != nullptr) return std::static_pointer_cast<const v1::PlanReceipt>(local);
   }
-  if (shared_ == nullptr) return nullptr;
-  absl::StatusOr<std::optional<std::string>> bytes = shared_->Get(key);
-  if (!bytes.ok()) {
-    LogSharedError("cache_shared_unavailable", std::string(bytes.status().message()));
-    return nullptr;
-  }
-  if (!bytes->has_value()) return nullptr;
-  auto receipt = std::make_shared<v1::PlanReceipt>();
-  if (!receipt->ParseFromString(**bytes) || receipt->format() != kPlanReceiptFormat) {
-    LogSharedError("cache_shared_garbage", absl::StrCat("unreadable receipt for plan ", plan_id));
-    return nullptr;
-  }
-  return receipt;
+  const char* outcome;
+  return SharedRead<v1::PlanReceipt>(key, kPlanReceiptFormat, &outcome);
 }
 
 int64_t PlanCache::local_bytes() const {

@@ -107,6 +107,12 @@ class PlanCache {
   // The shared tier's entry, or null with `outcome` "miss" (absent) or
   // "error" (unavailable, or garbage).
   std::shared_ptr<const v1::StoredPlan> SharedGet(const std::string& id, const char** outcome);
+  // The shared tier's `Message` under `key` if it parses and has `format`;
+  // null otherwise, with `outcome` as for SharedGet.
+  template <typename Message>
+  std::shared_ptr<const Message> SharedRead(const std::string& key, uint32_t format, const char** outcome);
+  // Writes `value` to the shared tier, logging and counting the outcome.
+  void SharedPut(const std::string& key, const google::protobuf::Message& value);
   void LogSharedError(const char* event, const std::string& detail);
   void Record(const char* tier, const char* result);
 

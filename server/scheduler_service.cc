@@ -117,7 +117,6 @@ struct JobMemory {
 
 JobMemory MemoryOf(const RequestShape& shape) { return {EstimatePlanningBytes(shape), EstimateBuildBytes(shape)}; }
 
-// The call's deadline as an absl::Time (InfiniteFuture when it has none).
 // The time a job may wait for memory: 90% of the call's time left, so that
 // a refusal (RESOURCE_EXHAUSTED, retry later) reaches the caller before its
 // deadline does.
@@ -185,6 +184,20 @@ absl::StatusOr<ReceivedBytes> AdmitArrival(SchedulerService* service, const std:
   return ReceivedBytes(service, tenant, std::move(ticket).value());
 }
 
+// Everything a request must pass before it is parsed: its graph within
+// --max-ops, its estimated memory within a job's, and its bytes taken from
+// the pool of received requests. Sets `memory` and `arrival` when it does.
+absl::Status AdmitRequest(SchedulerService* service, const std::string& tenant, const RequestShape& shape,
+                          JobMemory* memory, ReceivedBytes* arrival) {
+  RETURN_IF_ERROR(CheckShape(shape, service->backend()->options().max_ops));
+  *memory = MemoryOf(shape);
+  if (service->options().admission != nullptr) {
+    RETURN_IF_ERROR(service->options().admission->CheckFits(memory->estimate));
+  }
+  ASSIGN_OR_RETURN(*arrival, AdmitArrival(service, tenant, shape));
+  return absl::OkStatus();
+}
+
 // Waits (on this job's thread) for the job's memory; with no admission,
 // an empty ticket at once.
 absl::StatusOr<MemoryAdmission::Ticket> AdmitJob(MemoryAdmission* admission, const JobMemory& memory,
@@ -212,7 +225,7 @@ CallContext JobCall(const grpc::CallbackServerContext& context, const std::atomi
 // A Score candidate as read: its bytes, parsed only by its job once its
 // memory is admitted, and the fields its result needs before that.
 struct ScoreCandidate {
-  grpc::ByteBuffer bytes;
+  grpc::Slice bytes;  // in one piece (Contiguous)
   std::string id;          // ScoreRequest.id
   bool full_plan = false;  // ScoreRequest.full_plan
   JobMemory memory;
@@ -273,22 +286,12 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     grpc::Status auth = service_->Authenticate(*context_, &tenant_);
     if (!auth.ok()) return Complete(auth, "");
     // Refuse before building: the request's size is read off the wire.
-    grpc::Slice slice;
-    absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &slice);
+    absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &request_slice_);
     absl::StatusOr<RequestShape> shape = bytes.ok() ? ScanPlanRequest(*bytes) : bytes.status();
-    absl::Status fits = shape.ok() ? CheckShape(*shape, service_->backend()->options().max_ops) : shape.status();
-    if (fits.ok()) memory_ = MemoryOf(*shape);
-    if (fits.ok() && service_->options().admission != nullptr) {
-      fits = service_->options().admission->CheckFits(memory_.estimate);
-    }
-    if (fits.ok()) {
-      absl::StatusOr<ReceivedBytes> arrival = AdmitArrival(service_, tenant_, *shape);
-      if (arrival.ok()) arrival_ = std::move(arrival).value();
-      fits = arrival.status();
-    }
+    absl::Status fits = shape.ok() ? AdmitRequest(service_, tenant_, *shape, &memory_, &arrival_) : shape.status();
     if (!fits.ok()) return Complete(ToGrpcStatus(fits), "");
     if (shape->wire_bytes <= kParseInlineBytes) {
-      if (!Parse(*bytes)) return Complete(NotARequest(), "");
+      if (!Parse()) return Complete(NotARequest(), "");
       // A repeat of a memoized request is answered here, without a job.
       // Copied straight into the response, which lives on the call's arena.
       if (RepeatSafely(service_->backend(), *request_, false, JobCall(*context_, &cancelled_, tenant_, nullptr, {}),
@@ -325,19 +328,14 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   absl::StatusOr<v1::Plan> Answer() {
     ASSIGN_OR_RETURN(MemoryAdmission::Ticket ticket,
                      AdmitJob(service_->options().admission, memory_, *context_, &cancelled_));
-    if (!parsed_) {
-      grpc::Slice slice;
-      absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &slice);
-      if (!bytes.ok() || !Parse(*bytes)) return absl::InvalidArgumentError(NotARequest().error_message());
-    }
-    absl::StatusOr<v1::Plan> plan = AnswerSafely(service_->backend(), *request_, /*score_only=*/false,
-                                                 JobCall(*context_, &cancelled_, tenant_, &ticket, memory_));
-    arrival_.Release();
-    return plan;
+    if (!parsed_ && !Parse()) return absl::InvalidArgumentError(NotARequest().error_message());
+    return AnswerSafely(service_->backend(), *request_, /*score_only=*/false,
+                        JobCall(*context_, &cancelled_, tenant_, &ticket, memory_));
   }
 
-  bool Parse(absl::string_view bytes) {
-    parsed_ = request_->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  // Parses the request from the bytes Start made contiguous.
+  bool Parse() {
+    parsed_ = request_->ParseFromArray(request_slice_.begin(), static_cast<int>(request_slice_.size()));
     return parsed_;
   }
 
@@ -395,6 +393,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   SchedulerService* const service_;
   grpc::CallbackServerContext* const context_;
   const grpc::ByteBuffer* const request_bytes_;
+  grpc::Slice request_slice_;  // the request in one piece; set by Start
   grpc::ByteBuffer* const response_bytes_;
   PlanMessages* const messages_;
   v1::PlanRequest* const request_;  // parsed once the scan let it through
@@ -466,24 +465,15 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     auto candidate = std::make_shared<ScoreCandidate>();
     absl::Status readable;
     {
-      grpc::Slice slice;
-      absl::StatusOr<absl::string_view> bytes = Contiguous(incoming_, &slice);
+      absl::StatusOr<absl::string_view> bytes = Contiguous(incoming_, &candidate->bytes);
       absl::StatusOr<RequestShape> shape = bytes.ok() ? ScanScoreRequest(*bytes) : bytes.status();
-      readable = shape.ok() ? CheckShape(*shape, service_->backend()->options().max_ops) : shape.status();
-      if (readable.ok()) candidate->memory = MemoryOf(*shape);
-      if (readable.ok() && service_->options().admission != nullptr) {
-        readable = service_->options().admission->CheckFits(candidate->memory.estimate);
-      }
-      if (readable.ok()) {
-        absl::StatusOr<ReceivedBytes> arrival = AdmitArrival(service_, tenant_, *shape);
-        if (arrival.ok()) candidate->arrival = std::move(arrival).value();
-        readable = arrival.status();
-      }
+      readable = shape.ok() ? AdmitRequest(service_, tenant_, *shape, &candidate->memory, &candidate->arrival)
+                            : shape.status();
       if (shape.ok() && !ReadScoreHead(*bytes, candidate.get()) && readable.ok()) {
         readable = absl::InvalidArgumentError("the candidate is not a valid serenity.v1.ScoreRequest message");
       }
     }
-    candidate->bytes.Swap(&incoming_);
+    incoming_.Clear();
     // While the server drains, a stream already open gets no new work: each
     // further candidate fails alone, at once.
     if (readable.ok() && service_->draining()) readable = absl::UnavailableError("the server is shutting down");
@@ -652,9 +642,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     ASSIGN_OR_RETURN(MemoryAdmission::Ticket ticket,
                      AdmitJob(service_->options().admission, candidate.memory, *context_, &cancelled_));
     v1::ScoreRequest request;
-    grpc::Slice slice;
-    absl::StatusOr<absl::string_view> bytes = Contiguous(candidate.bytes, &slice);
-    if (!bytes.ok() || !request.ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
+    if (!request.ParseFromArray(candidate.bytes.begin(), static_cast<int>(candidate.bytes.size()))) {
       return absl::InvalidArgumentError("the candidate is not a valid serenity.v1.ScoreRequest message");
     }
     return AnswerSafely(service_->backend(), request.request(), !request.full_plan(),

@@ -20,6 +20,14 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The end of a job started at `start`: 90% of the caller's time left (the
+// rest is for the reply); none without a deadline.
+std::chrono::steady_clock::time_point JobDeadline(std::chrono::steady_clock::time_point start, double seconds_left) {
+  if (!std::isfinite(seconds_left)) return std::chrono::steady_clock::time_point::max();
+  return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(seconds_left * 0.9));
+}
+
 }  // namespace
 
 // The search time limit of one job: the request's (or the default), capped
@@ -88,12 +96,8 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   PlanOptions& options = prepared.options;
   options.score_only = score_only;
   options.cancelled = call.cancelled;
-  // The job's time and memory. The whole job ends a little before the
-  // caller's deadline (the rest is for the reply).
-  if (std::isfinite(call.seconds_left)) {
-    options.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                   std::chrono::duration<double>(call.seconds_left * 0.9));
-  }
+  // The job's time and memory.
+  options.deadline = JobDeadline(start, call.seconds_left);
   std::optional<MemoryAccount> account;
   if (call.grow_memory) {
     account.emplace(options_.max_job_bytes, call.granted_bytes, call.grow_memory);
@@ -134,16 +138,23 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
     memo_->Put(std::move(entry));
   };
   // An entry from Redis came from outside the process: check it against the
-  // graph before using it.
+  // graph before using it (the remapped plan is kept for a hit).
+  const v1::StoredPlan* checked_entry = nullptr;
+  v1::Plan checked_plan;
   auto check_shared = [&](const v1::StoredPlan& stored) {
     absl::StatusOr<v1::Plan> plan = RemapStoredPlan(stored, canonical, prepared.graph, options);
-    return plan.ok() && CheckPlanAgainstGraph(*plan, prepared.graph, options).ok();
+    if (!plan.ok() || !CheckPlanAgainstGraph(*plan, prepared.graph, options).ok()) return false;
+    checked_entry = &stored;
+    checked_plan = std::move(plan).value();
+    return true;
   };
   if (cache_ != nullptr) {
     std::optional<PlanCache::Hit> hit =
         cache_->Lookup(cache_id, key, /*need_complete=*/!score_only, limit, check_shared, call.tenant);
     if (hit.has_value()) {
-      absl::StatusOr<v1::Plan> plan = RemapStoredPlan(*hit->stored, canonical, prepared.graph, options);
+      absl::StatusOr<v1::Plan> plan = checked_entry == hit->stored.get()
+                                          ? absl::StatusOr<v1::Plan>(std::move(checked_plan))
+                                          : RemapStoredPlan(*hit->stored, canonical, prepared.graph, options);
       if (plan.ok()) {
         plan->set_plan_id(plan_id);
         // A full entry answering a score: send and keep only the score's part.
@@ -202,10 +213,7 @@ absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id, 
   const PlanKey key = MakePlanKey(canonical, prepared->options);
   // The job's time and memory, as for Answer.
   prepared->options.time_limit_seconds = JobTimeLimit(0, call.seconds_left);
-  if (std::isfinite(call.seconds_left)) {
-    prepared->options.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                             std::chrono::duration<double>(call.seconds_left * 0.9));
-  }
+  prepared->options.deadline = JobDeadline(start, call.seconds_left);
   prepared->options.cancelled = call.cancelled;
   MemoryAccount account(options_.max_job_bytes);
   prepared->options.memory = &account;
