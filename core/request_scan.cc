@@ -118,11 +118,21 @@ class Scanner {
   bool OnnxValueInfo();
   bool OnnxTensor();
   bool Packed(int64_t* count);
+  // A repeated varint field's entry under `tag`, packed or not: counts its
+  // values in `count` (a wrong wire type is an unknown field, skipped).
+  bool RepeatedVarint(uint32_t tag, int64_t* count);
 
   CodedInputStream input_;
   RequestShape* shape_;
   std::string why_;
 };
+
+bool Scanner::RepeatedVarint(uint32_t tag, int64_t* count) {
+  if (Delimited(tag)) return Packed(count);
+  // An unpacked value is one entry.
+  if (WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) ++*count;
+  return Skip(tag);
+}
 
 // A packed repeated varint field: counts the values (bytes without the
 // continuation bit).
@@ -261,13 +271,7 @@ bool Scanner::GraphTensor() {
     const int field = WireFormatLite::GetTagFieldNumber(tag);
     bool ok;
     if (field == v1::Tensor::kShapeFieldNumber) {
-      if (Delimited(tag)) {
-        ok = Packed(&shape_->shape_dims);
-      } else {
-        ok = Skip(tag);
-        // An unpacked value is one dim; a wrong wire type is an unknown field.
-        if (WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) ++shape_->shape_dims;
-      }
+      ok = RepeatedVarint(tag, &shape_->shape_dims);
     } else if (field == v1::Tensor::kNameFieldNumber && Delimited(tag)) {
       ok = SkipBytes(&shape_->name_bytes);
     } else {
@@ -299,12 +303,7 @@ bool Scanner::GivenOrder() {
     const int field = WireFormatLite::GetTagFieldNumber(tag);
     bool ok;
     if (field == v1::GivenOrder::kIndicesFieldNumber) {
-      if (Delimited(tag)) {
-        ok = Packed(&shape_->given_order);
-      } else {
-        ok = Skip(tag);
-        if (WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) ++shape_->given_order;
-      }
+      ok = RepeatedVarint(tag, &shape_->given_order);
     } else if (field == v1::GivenOrder::kNamesFieldNumber && Delimited(tag)) {
       ++shape_->given_order;
       ok = SkipBytes(&shape_->name_bytes);
