@@ -170,10 +170,8 @@ class OffsetSearch {
   // (offset, rank) not below (`last_offset`, `last_rank`). On success their
   // offsets are in solution_.
   bool Explore(int lo, int hi, int64_t last_offset, int64_t last_rank) {
-    if (++nodes_ > max_nodes_ || ((nodes_ & 255) == 1 && OutOfTime())) {
-      gave_up_ = true;
-      return false;
-    }
+    if (++nodes_ > max_nodes_) gave_up_ = true;
+    if (GivingUp()) return false;
     int64_t lowest_end = INT64_MAX;
     bool any = false;
     for (size_t i : open_) {
@@ -204,6 +202,8 @@ class OffsetSearch {
     int64_t checked_at = -1;
     int failing_first = 0, failing_last = -1;
     for (const auto& [at, i] : candidates) {
+      // A node may try hundreds of candidates, each placing a whole group.
+      if (GivingUp()) return false;
       if (at != checked_at) {
         checked_at = at;
         FailingSections(lo, hi, at, &failing_first, &failing_last);
@@ -333,6 +333,16 @@ class OffsetSearch {
     return unplaced_bytes_[s] > 0 && (at > Headroom(s) || witness_[s] == kNone);
   }
 
+  // True once the search has given up (node cap, deadline, cancel): every
+  // open node then unwinds at once. The clock is read every 64 steps (a
+  // node or a candidate tried), not every 256 nodes: one node can place
+  // hundreds of buffers (a Concat's slices) per candidate, and 256 of them
+  // ran for seconds past the deadline (fuzz_graph_structure).
+  bool GivingUp() {
+    if (!gave_up_ && (++steps_ & 63) == 0 && OutOfTime()) gave_up_ = true;
+    return gave_up_;
+  }
+
   bool OutOfTime() const {
     return (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) ||
            std::chrono::steady_clock::now() >= deadline_;
@@ -432,6 +442,7 @@ class OffsetSearch {
   bool any_group_ = false;
   std::vector<size_t> member_marks_;
   int64_t nodes_ = 0;
+  int64_t steps_ = 0;
   bool gave_up_ = false;
 };
 
