@@ -69,7 +69,10 @@ class SkylineSearch {
       for (auto it = raised.rbegin(); it != raised.rend(); ++it) height_[it->first] = it->second;
     };
     while (true) {
-      if (++nodes_ > max_nodes_ || ((nodes_ & 255) == 1 && std::chrono::steady_clock::now() >= deadline_)) {
+      // Once given up, every open node unwinds at once (without the first
+      // test a refused node only sent its caller to the next choice).
+      if (gave_up_ || ++nodes_ > max_nodes_ ||
+          ((nodes_ & 255) == 1 && std::chrono::steady_clock::now() >= deadline_)) {
         gave_up_ = true;
         give_back();
         return false;
