@@ -6,6 +6,7 @@
 #include "client/arena_command.h"
 #include "client/plan_command.h"
 #include "client/score_command.h"
+#include "common/version.h"
 
 namespace serenity {
 namespace {
@@ -25,7 +26,8 @@ constexpr char kTopHelp[] =
     "  arena CSV...    plan arena offsets for bare instances (MiniMalloc CSV),\n"
     "                  in this process\n"
     "\n"
-    "Run 'serenity-client COMMAND --help' for the flags of a command.\n";
+    "Run 'serenity-client COMMAND --help' for the flags of a command, and\n"
+    "'serenity-client --version' for the version.\n";
 
 }  // namespace
 }  // namespace serenity
@@ -35,6 +37,10 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << serenity::kTopHelp;
     return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    std::cout << serenity::VersionLine("serenity-client") << "\n";
+    return 0;
   }
   const std::string command = args[0];
   args.erase(args.begin());

@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev libhiredis-dev redis-server openssl libssl-dev prometheus
   clang libclang-rt-14-dev
+  python3-jsonschema
 )
 
 missing=()
