@@ -12,6 +12,7 @@ PACKAGES=(
   prometheus-cpp-dev libhiredis-dev redis-server openssl libssl-dev prometheus
   clang libclang-rt-14-dev
   python3-jsonschema
+  python3-pip python3-setuptools python3-grpcio python3-protobuf python3-onnx python3-pytest
 )
 
 missing=()

@@ -1,0 +1,66 @@
+"""Keyword options of plan/score/peak_bytes, checked once, into PlanOptions."""
+
+from ._sizes import parse_size
+from .v1 import scheduler_pb2
+
+# Python name -> PlanOptions field (aliases included).
+_NUMBERS = {
+    "time_limit": "time_limit_seconds", "time_limit_seconds": "time_limit_seconds",
+    "step_time_limit": "step_time_limit_seconds", "step_time_limit_seconds": "step_time_limit_seconds",
+    "max_states": "max_search_states", "max_search_states": "max_search_states",
+}
+_STRINGS = ("algorithm", "objective")
+_MEMORY_MODEL = ("alias_views", "count_weights", "in_place", "concat_in_place")
+_DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "workspace_bytes",
+          "workspace_bytes": "workspace_bytes"}
+OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
+                       "order", "fast"])
+
+
+def plan_options(budget=None, **options):
+    """(PlanOptions, GivenOrder) for `budget` and the keyword options.
+
+    budget: bytes (int) or a size string ("2MiB"); None or 0: none.
+    fast=True: the best baseline order (algorithm "baseline"), milliseconds.
+    order: a list of op indices or of op names to evaluate instead of
+    searching. TypeError for an unknown option, ValueError for a bad value."""
+    out = scheduler_pb2.PlanOptions()
+    given = scheduler_pb2.GivenOrder()
+    if budget is not None:
+        out.memory_budget_bytes = parse_size(budget, "budget")
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name in _NUMBERS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a non-negative number, not {value!r}")
+            setattr(out, _NUMBERS[name], value)
+        elif name in _STRINGS:
+            setattr(out, name, str(value))
+        elif name in _MEMORY_MODEL:
+            setattr(out.memory_model, name, bool(value))
+        elif name in _DICTS:
+            target = getattr(out, _DICTS[name])
+            for key, size in dict(value).items():
+                target[str(key)] = parse_size(size, f"{name}[{key!r}]")
+        elif name == "alignment":
+            out.alignment = parse_size(value, "alignment")
+        elif name in ("onchip", "onchip_bytes"):
+            sizes = [value] if isinstance(value, (int, str)) else list(value)
+            out.onchip_bytes.extend(parse_size(s, "onchip") for s in sizes)
+        elif name == "order":
+            items = list(value)
+            if all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+                given.indices.extend(items)
+            elif all(isinstance(i, str) for i in items):
+                given.names.extend(items)
+            else:
+                raise ValueError("order is a list of op indices or a list of op names")
+        elif name == "fast":
+            if value:
+                if options.get("algorithm") not in (None, "baseline"):
+                    raise ValueError("fast=True means algorithm='baseline'; give one or the other")
+                out.algorithm = "baseline"
+        else:
+            raise TypeError(f"unknown option {name!r}; options: {', '.join(OPTION_NAMES)}")
+    return out, given
