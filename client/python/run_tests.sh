@@ -20,4 +20,4 @@ rm -rf "$work/src/client/python/build" "$work/src/client/python/"*.egg-info
   --root-user-action=ignore --target "$work/site" "$work/src/client/python"
 cd "$here/tests"
 SERENITY_BUILD_DIR="$build" PYTHONPATH="$work/site" PYTHONDONTWRITEBYTECODE=1 \
-  exec /usr/bin/python3 -m pytest -q -p no:cacheprovider "$@" .
+  exec /usr/bin/python3 -m pytest -q -p no:cacheprovider "${@:-.}"
