@@ -13,6 +13,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3-jsonschema
   python3-pip python3-setuptools python3-grpcio python3-protobuf python3-onnx python3-pytest
+  python3-torch python3-optuna
 )
 
 missing=()
