@@ -49,7 +49,9 @@ def _score_result(result, label):
 class Client:
     """A connection to serenity-server.
 
-    address: "host:port". TLS by default: ca (PEM file of the server's CA;
+    address: "host:port", or any gRPC target ("dns:///serenity:50051", "ipv4:10.0.0.1:50051,10.0.0.2:50051").
+    balance=True spreads calls over every address the target resolves to (round_robin; for a headless
+    Kubernetes Service, whose name resolves to every ready pod) instead of one connection. TLS by default: ca (PEM file of the server's CA;
     None: the system roots), cert and key (PEM files) for mTLS;
     plaintext=True for an unencrypted channel (loopback, tests). token: a
     bearer token (sent as "authorization: Bearer <token>"); refused over
@@ -60,7 +62,7 @@ class Client:
     their own, so a long stream never starves plan() calls."""
 
     def __init__(self, address, *, plaintext=False, ca=None, cert=None, key=None, token=None, timeout=None,
-                 retries=4, backoff=0.1, max_backoff=5.0, allow_insecure_token=False, workers=8):
+                 retries=4, backoff=0.1, max_backoff=5.0, allow_insecure_token=False, workers=8, balance=False):
         if (cert is None) != (key is None):
             raise ValueError("give cert and key together (mTLS)")
         if plaintext and (ca or cert):
@@ -78,6 +80,10 @@ class Client:
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         args = [("grpc.max_receive_message_length", _MESSAGE_LIMIT),
                 ("grpc.max_send_message_length", _MESSAGE_LIMIT)]
+        if balance:
+            args.append(("grpc.lb_policy_name", "round_robin"))
+            if ":///" not in address and not address.startswith(("ipv4:", "ipv6:", "unix:")):
+                address = "dns:///" + address
         if plaintext:
             make = lambda extra: grpc.insecure_channel(address, options=args + extra)  # noqa: E731
         else:

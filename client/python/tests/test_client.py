@@ -165,3 +165,21 @@ def test_given_order_is_evaluated(client):
 def test_token_over_plaintext_is_refused_locally():
     with pytest.raises(ValueError):
         serenity.Client("127.0.0.1:1", plaintext=True, token="secret")
+
+
+def test_balance_spreads_calls_over_replicas():
+    from conftest import Server
+    replicas = [Server(), Server()]
+    try:
+        target = "ipv4:" + ",".join(f"127.0.0.1:{r.port}" for r in replicas)
+        g = diamond_graph("balanced")
+        with serenity.Client(target, plaintext=True, balance=True) as balanced:
+            caches = [balanced.plan(g).stats.cache for _ in range(4)]
+        # Round robin: each replica plans it once (a miss), then answers from its own cache.
+        assert caches.count("miss") == 2, caches
+        with serenity.Client(target, plaintext=True) as pinned:
+            caches = [pinned.plan(diamond_graph("pinned", branches=5)).stats.cache for _ in range(4)]
+        assert caches.count("miss") == 1, caches  # pick_first: one connection, one replica
+    finally:
+        for r in replicas:
+            r.stop()
