@@ -12,7 +12,7 @@ deploy="$(dirname "$here")"
 build="${1:?usage: run.sh BUILD_DIR}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-yamllint -c "$deploy/.yamllint" --strict "$deploy"
+yamllint -c "$deploy/.yamllint" --strict "$deploy/base"
 "$build/server/serenity-server" --help > "$work/help.txt"
 if command -v kubectl >/dev/null && kubectl kustomize "$deploy/base" > "$work/rendered.yaml" 2>"$work/kustomize.err"; then
   echo "rendered with kubectl kustomize"
