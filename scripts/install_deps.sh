@@ -23,13 +23,13 @@ BUILD_PACKAGES=(
   prometheus-cpp-dev libhiredis-dev openssl libssl-dev
 )
 # Tests: the sanitizer and fuzz builds (clang), Redis and Prometheus for the
-# integration tests, the Python client's suite, the JSON schemas, the
-# manifests' lint.
+# integration tests, the Python client's suite (and nginx for its topology
+# test), the JSON schemas, the manifests' lint.
 TEST_PACKAGES=(
   redis-server prometheus clang libclang-rt-14-dev
   python3-jsonschema
   python3-pip python3-setuptools python3-grpcio python3-protobuf python3-onnx python3-pytest
-  python3-torch python3-optuna yamllint
+  python3-torch python3-optuna yamllint nginx-light
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "$mode" = all ]; then

@@ -21,6 +21,18 @@ from .v1 import scheduler_pb2, scheduler_pb2_grpc
 # Never retried: INVALID_ARGUMENT, FAILED_PRECONDITION and the rest, which
 # would fail again.
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
+
+
+def _retryable(error):
+    """UNAVAILABLE, RESOURCE_EXHAUSTED, or a stream a proxy reset when its replica went away.
+
+    gRPC reports an HTTP/2 RST_STREAM as INTERNAL ("Received RST_STREAM with
+    error code 2"): nginx resets a stream whose upstream died after the reply
+    began. The server never sends that, and Plan and Score are idempotent, so
+    it is retried like UNAVAILABLE."""
+    if error.code() in RETRYABLE:
+        return True
+    return error.code() == grpc.StatusCode.INTERNAL and "RST_STREAM" in (error.details() or "")
 _MESSAGE_LIMIT = 256 * 1024 * 1024
 
 
@@ -118,7 +130,7 @@ class Client:
             try:
                 return method(request, timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError as error:
-                if error.code() in RETRYABLE and attempt < self.retries:
+                if _retryable(error) and attempt < self.retries:
                     self._sleep(attempt)
                     continue
                 raise from_rpc_error(error, label) from None
@@ -196,7 +208,7 @@ class Client:
                         yield local_errors.popleft()
                     yield record
             except grpc.RpcError as error:
-                if error.code() in RETRYABLE and attempt < self.retries:
+                if _retryable(error) and attempt < self.retries:
                     self._sleep(attempt)
                     attempt += 1
                     continue
