@@ -15,6 +15,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -329,6 +330,13 @@ class CliJsonTest(unittest.TestCase):
                 self.assertEqual(line["error"]["code"], "UNAVAILABLE")
 
     # --- the schema is strict ----------------------------------------------
+
+    def test_documented_examples_are_valid_lines(self):
+        text = read_text(os.path.join(REPO, "docs", "json-format.md"))
+        examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.S)]
+        self.assertEqual(len(examples), 3)
+        for example, line_type in zip(examples, ("plan_line", "score_line", "error_line")):
+            self.check(example, line_type)
 
     def test_schema_rejects_renamed_retyped_and_missing_fields(self):
         (line,) = parse_lines(self.run_client("plan", self.diamond, "--local", "--json").stdout)
