@@ -292,6 +292,8 @@ class CliJsonTest(unittest.TestCase):
         combined = parse_lines(self.run_client("score", self.diamond, "--from-file", listing, "--server", address,
                                                "--json").stdout)
         self.assertEqual(len(combined), 3)
+        for line in combined:
+            self.check(line, "score_line")
         self.run_client("score", "--from-file", os.path.join(self.dir, "no_such_list"), "--server", address,
                         expect=2)
 
