@@ -17,7 +17,7 @@ for f in ../shared/bench/models/*.onnx; do
   python3 - "$dir/copy.json" "$dir/slices.json" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
-slices = sum(1 for buffer in b["arena"]["buffers"] if "slice_of" in buffer)
+slices = sum(1 for buffer in b["arena"]["buffers"] if buffer["slice_of"])
 print(f"| {a['model']} | {a['peak_bytes']:,} | {b['peak_bytes']:,} | {a['arena']['size_bytes']:,} | "
       f"{b['arena']['size_bytes']:,} | {slices} | {a['certificate']} / {b['certificate']} |")
 PY

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "client/arena_command.h"
+#include "client/get_command.h"
 #include "client/plan_command.h"
 #include "client/score_command.h"
 #include "common/version.h"
@@ -23,6 +24,8 @@ constexpr char kTopHelp[] =
     "  score MODEL...  score many models in one streaming call to a server: peak,\n"
     "                  feasibility and slack against --budget, one line per model\n"
     "                  as results arrive (for NAS pipelines)\n"
+    "  get PLAN_ID     print a plan the server stored, by the plan_id of a plan or\n"
+    "                  score reply (GetPlan)\n"
     "  arena CSV...    plan arena offsets for bare instances (MiniMalloc CSV),\n"
     "                  in this process\n"
     "\n"
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "plan") return serenity::RunPlan(args);
   if (command == "arena") return serenity::RunArena(args);
   if (command == "score") return serenity::RunScore(args);
+  if (command == "get") return serenity::RunGet(args);
   std::cerr << "serenity-client: unknown command '" << command << "'\n\n" << serenity::kTopHelp;
   return 2;
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/connection.h"
+#include "client/json_format.h"
 #include "client/memory_plot.h"
 #include "client/model_file.h"
 #include "client/plan_output.h"
@@ -38,6 +39,7 @@ struct PlanFlags {
   RequestFlags request;
   bool local = false;
   bool json = false;
+  bool pretty = false;
   std::string order_file;
   std::string export_path;
   std::string plot_path;
@@ -115,7 +117,11 @@ int RunPlan(const std::vector<std::string>& args) {
                   "With --local: the largest graph planned, in ops (as serenity-server's --max-ops; planning\n"
                   "keeps about n^2/32 bytes of reachability).");
   flag_set.AddBool("json", &flags.json,
-                   "Print the JSON plan (one object; one per line for several models).");
+                   "Print one JSON object per line and model: schema_version, source (the MODEL\n"
+                   "argument), then every field of the serenity.v1.Plan message; a failed model gives\n"
+                   "{schema_version, source, model, error: {code, message}} (docs/json-format.md,\n"
+                   "schema/serenity-output.schema.json).");
+  flag_set.AddBool("pretty", &flags.pretty, "The --json objects indented (implies --json).");
   AddRequestFlags(flag_set, &flags.request, /*with_outputs=*/true);
   flag_set.AddString("order", &flags.order_file, "FILE",
                      "Evaluate this order instead of searching: a JSON list of op indices or op\n"
@@ -135,6 +141,7 @@ int RunPlan(const std::vector<std::string>& args) {
     std::cerr << "serenity-client plan: " << parsed.message() << "\n";
     return 2;
   }
+  flags.json = flags.json || flags.pretty;
   if (flag_set.positionals().empty()) {
     std::cerr << "serenity-client plan: give at least one MODEL file (see --help)\n";
     return 2;
@@ -180,17 +187,24 @@ int RunPlan(const std::vector<std::string>& args) {
   const bool several = flag_set.positionals().size() > 1;
   std::vector<v1::Plan> plans;
   int failures = 0;
+  // A failed model: its error line under --json, else a message on stderr.
+  auto fail = [&](const std::string& path, const absl::Status& status) {
+    ++failures;
+    if (flags.json) {
+      std::cout << FormatJsonLine(ErrorLine(path, status), flags.pretty) << std::endl;
+    } else {
+      std::cerr << path << ": " << status.message() << "\n";
+    }
+  };
   for (const std::string& path : flag_set.positionals()) {
     absl::StatusOr<v1::Plan> plan = PlanModel(path, options, given, flags, stub.get(), connection);
     if (!plan.ok()) {
-      std::cerr << path << ": " << plan.status().message() << "\n";
-      ++failures;
+      fail(path, plan.status());
       continue;
     }
     if (!flags.export_path.empty()) {
       if (absl::Status s = ExportModel(path, *plan, flags.export_path); !s.ok()) {
-        std::cerr << path << ": " << s.message() << "\n";
-        ++failures;
+        fail(path, s);
         continue;
       }
     }
@@ -198,13 +212,12 @@ int RunPlan(const std::vector<std::string>& args) {
       std::ofstream svg(flags.plot_path);
       svg << MemoryPlotSvg(*plan);
       if (!svg.good()) {
-        std::cerr << path << ": cannot write '" << flags.plot_path << "'\n";
-        ++failures;
+        fail(path, absl::UnavailableError(absl::StrCat("cannot write '", flags.plot_path, "'")));
         continue;
       }
     }
     if (flags.json) {
-      std::cout << (several ? PlanToJson(*plan).dump() : PlanToJson(*plan).dump(2)) << std::endl;
+      std::cout << FormatJsonLine(PlanJsonLine(path, *plan), flags.pretty) << std::endl;
     } else if (!several) {
       std::cout << PlanSummary(*plan);
     }

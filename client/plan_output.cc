@@ -4,40 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/json_format.h"
 
 namespace serenity {
 
-const char* CertificateText(v1::Certificate certificate) {
-  switch (certificate) {
-    case v1::CERTIFICATE_OPTIMAL:
-      return "optimal";
-    case v1::CERTIFICATE_BEST_FOUND:
-      return "best_found";
-    default:
-      return "baseline";
-  }
-}
-
 namespace {
-
-const char* KindText(v1::BufferKind kind) {
-  switch (kind) {
-    case v1::BUFFER_KIND_WORKSPACE:
-      return "workspace";
-    case v1::BUFFER_KIND_WEIGHT:
-      return "weight";
-    default:
-      return "tensor";
-  }
-}
-
-nlohmann::ordered_json SummaryJson(const v1::OrderSummary& s) {
-  nlohmann::ordered_json j;
-  j["peak_bytes"] = s.peak_bytes();
-  j["arena_bytes"] = s.arena_bytes();
-  j["arena_bytes_ours"] = s.arena_bytes_ours();
-  return j;
-}
 
 // Ratio of `value` to `reference` as "1.23x".
 std::string Ratio(int64_t value, int64_t reference) {
@@ -57,104 +28,11 @@ std::string WithCommas(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
-nlohmann::ordered_json PlanToJson(const v1::Plan& plan) {
-  nlohmann::ordered_json j;
-  j["model"] = plan.model();
-  j["nodes"] = plan.nodes();
-  j["order"] = std::vector<int32_t>(plan.order().begin(), plan.order().end());
-  j["order_names"] = std::vector<std::string>(plan.order_names().begin(), plan.order_names().end());
-  j["peak_bytes"] = plan.peak_bytes();
-  j["lower_bound_bytes"] = plan.lower_bound_bytes();
-  j["weight_bytes"] = plan.weight_bytes();
-  j["macs"] = plan.macs();
-  j["certificate"] = CertificateText(plan.certificate());
-  j["memory_model"] = {{"alias_views", plan.memory_model().alias_views()},
-                       {"count_weights", plan.memory_model().count_weights()},
-                       {"in_place", plan.memory_model().in_place()},
-                       {"concat_in_place", plan.memory_model().concat_in_place()}};
-  nlohmann::ordered_json buffers = nlohmann::ordered_json::array();
-  for (const v1::ArenaBuffer& b : plan.arena().buffers()) {
-    nlohmann::ordered_json jb;
-    jb["tensor"] = b.tensor();
-    jb["kind"] = KindText(b.kind());
-    jb["offset"] = b.offset();
-    jb["size"] = b.size();
-    jb["first_step"] = b.first_step();
-    jb["last_step"] = b.last_step();
-    jb["aliases"] = std::vector<std::string>(b.aliases().begin(), b.aliases().end());
-    if (!b.slice_of().empty()) {
-      jb["slice_of"] = b.slice_of();
-      jb["slice_offset"] = b.slice_offset();
-    }
-    buffers.push_back(std::move(jb));
-  }
-  j["arena"] = {{"size_bytes", plan.arena().size_bytes()},
-                {"tflite_size_bytes", plan.arena().tflite_size_bytes()},
-                {"alignment", plan.arena().alignment()},
-                {"buffers", std::move(buffers)}};
-  j["baselines"] = {{"file_order", SummaryJson(plan.baselines().file_order())},
-                    {"kahn", SummaryJson(plan.baselines().kahn())},
-                    {"greedy", SummaryJson(plan.baselines().greedy())},
-                    {"inductor", SummaryJson(plan.baselines().inductor())},
-                    {"xla", SummaryJson(plan.baselines().xla())}};
-  if (plan.baselines().has_serenity()) j["baselines"]["serenity"] = SummaryJson(plan.baselines().serenity());
-  j["memory_budget_bytes"] = plan.memory_budget_bytes();
-  j["feasible"] = plan.feasible();
-  j["headroom_bytes"] = plan.headroom_bytes();
-  j["arena_fits_budget"] = plan.arena_fits_budget();
-  nlohmann::ordered_json moves = nlohmann::ordered_json::array();
-  for (const v1::Move& m : plan.moves()) {
-    moves.push_back({{"tensor", m.tensor()},
-                     {"kind", KindText(m.kind())},
-                     {"before_step", m.before_step()},
-                     {"from_offset", m.from_offset()},
-                     {"to_offset", m.to_offset()},
-                     {"bytes", m.bytes()}});
-  }
-  j["moves"] = std::move(moves);
-  j["moved_bytes"] = plan.moved_bytes();
-  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-  auto placements = [](const google::protobuf::RepeatedPtrField<v1::TensorPlacement>& list) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const v1::TensorPlacement& p : list) out.push_back({{"tensor", p.tensor()}, {"offset", p.offset()}});
-    return out;
-  };
-  for (const v1::Step& s : plan.steps()) {
-    steps.push_back({{"op", s.op()},
-                     {"inputs", placements(s.inputs())},
-                     {"outputs", placements(s.outputs())},
-                     {"workspace", {{"offset", s.workspace().offset()}, {"size", s.workspace().size()}}}});
-  }
-  j["steps"] = std::move(steps);
-  nlohmann::ordered_json traffic = nlohmann::ordered_json::array();
-  for (const v1::OrderTraffic& t : plan.traffic()) {
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (const v1::TrafficPoint& p : t.points()) {
-      points.push_back({{"onchip_bytes", p.onchip_bytes()},
-                        {"read_bytes", p.read_bytes()},
-                        {"write_bytes", p.write_bytes()},
-                        {"feasible", p.feasible()},
-                        {"infeasible_op", p.infeasible_op()}});
-    }
-    traffic.push_back({{"order", t.order()}, {"points", std::move(points)}});
-  }
-  j["traffic"] = std::move(traffic);
-  nlohmann::ordered_json fallbacks = nlohmann::ordered_json::array();
-  for (const v1::PhaseFallback& f : plan.fallbacks()) {
-    fallbacks.push_back({{"phase", f.phase()}, {"reason", f.reason()}, {"used", f.used()}});
-  }
-  j["fallbacks"] = std::move(fallbacks);
-  nlohmann::ordered_json phase_ms = nlohmann::ordered_json::object();
-  for (const auto& [phase, ms] : plan.stats().phase_ms()) phase_ms[phase] = ms;
-  j["stats"] = {{"solve_ms", plan.stats().solve_ms()},
-                {"total_ms", plan.stats().total_ms()},
-                {"algorithm", plan.stats().algorithm()},
-                {"states_explored", plan.stats().states_explored()},
-                {"search_memory_bytes", plan.stats().search_memory_bytes()},
-                {"cache", plan.stats().cache()},
-                {"phase_ms", std::move(phase_ms)}};
-  j["plan_id"] = plan.plan_id();
-  return j;
+nlohmann::ordered_json PlanJsonLine(absl::string_view source, const v1::Plan& plan) {
+  nlohmann::ordered_json line = JsonLineHeader(source);
+  nlohmann::ordered_json fields = MessageToJson(plan);
+  for (auto it = fields.begin(); it != fields.end(); ++it) line[it.key()] = std::move(it.value());
+  return line;
 }
 
 std::string PlanSummary(const v1::Plan& plan) {
@@ -164,7 +42,7 @@ std::string PlanSummary(const v1::Plan& plan) {
   int64_t lb = plan.lower_bound_bytes();
   double gap = lb > 0 ? 100.0 * static_cast<double>(plan.peak_bytes() - lb) / static_cast<double>(lb) : 0;
   absl::StrAppend(&out, "order        ", plan.stats().algorithm(), ", certificate ",
-                  CertificateText(plan.certificate()), "\n");
+                  EnumShortName(plan.certificate()), "\n");
   absl::StrAppend(&out, "peak         ", WithCommas(plan.peak_bytes()), " bytes (lower bound ",
                   WithCommas(lb), absl::StrFormat(", gap %.1f%%)\n", gap));
   absl::StrAppend(&out, "arena        ", WithCommas(plan.arena().size_bytes()), " bytes, ",
@@ -252,7 +130,7 @@ std::string PlanTable(const std::vector<v1::Plan>& plans) {
                     WithCommas(p.baselines().kahn().peak_bytes()), WithCommas(p.baselines().greedy().peak_bytes()),
                     WithCommas(p.baselines().inductor().peak_bytes()), WithCommas(p.baselines().xla().peak_bytes()),
                     WithCommas(p.arena().size_bytes()), WithCommas(p.lower_bound_bytes()),
-                    CertificateText(p.certificate()), absl::StrFormat("%.1f", p.stats().total_ms())});
+                    EnumShortName(p.certificate()), absl::StrFormat("%.1f", p.stats().total_ms())});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {

@@ -38,12 +38,51 @@ TEST(PlanOutputTest, FallbacksAndPhaseTimesAreShown) {
   fallback->set_used("greedy placement");
   (*plan.mutable_stats()->mutable_phase_ms())["arena"] = 12.5;
   EXPECT_THAT(PlanSummary(plan), HasSubstr("fell back    arena (time_limit): greedy placement"));
-  const nlohmann::ordered_json j = PlanToJson(plan);
+  const nlohmann::ordered_json j = PlanJsonLine("m.onnx", plan);
   ASSERT_EQ(j["fallbacks"].size(), 1u);
   EXPECT_EQ(j["fallbacks"][0]["phase"], "arena");
   EXPECT_EQ(j["fallbacks"][0]["used"], "greedy placement");
   EXPECT_EQ(j["stats"]["phase_ms"]["arena"], 12.5);
   EXPECT_THAT(PlanSummary(v1::Plan()), Not(HasSubstr("fell back")));
+}
+
+// The JSON line: schema_version and source first, then the Plan's fields,
+// step_bytes and the baselines' step_bytes included.
+TEST(PlanOutputTest, JsonLineFramesThePlanMessage) {
+  v1::Plan plan;
+  plan.set_model("m");
+  plan.set_peak_bytes(300);
+  plan.add_step_bytes(100);
+  plan.add_step_bytes(300);
+  plan.set_certificate(v1::CERTIFICATE_OPTIMAL);
+  plan.mutable_baselines()->mutable_file_order()->add_step_bytes(400);
+  const nlohmann::ordered_json j = PlanJsonLine("-", plan);
+  auto it = j.begin();
+  EXPECT_EQ(it.key(), "schema_version");
+  EXPECT_EQ(it.value(), 1);
+  ++it;
+  EXPECT_EQ(it.key(), "source");
+  EXPECT_EQ(it.value(), "-");
+  ++it;
+  EXPECT_EQ(it.key(), "model");
+  EXPECT_EQ(j["step_bytes"], nlohmann::ordered_json::array({100, 300}));
+  EXPECT_EQ(j["certificate"], "optimal");
+  EXPECT_EQ(j["baselines"]["file_order"]["step_bytes"], nlohmann::ordered_json::array({400}));
+}
+
+// The summary and the table name the certificate as the JSON does.
+TEST(PlanOutputTest, CertificateNamesInSummaryAndTable) {
+  v1::Plan plan;
+  plan.set_model("m");
+  plan.set_certificate(v1::CERTIFICATE_BEST_FOUND);
+  plan.mutable_stats()->set_algorithm("auto");
+  EXPECT_THAT(PlanSummary(plan), HasSubstr("order        auto, certificate best_found\n"));
+  v1::Plan other = plan;
+  other.set_certificate(v1::CERTIFICATE_OPTIMAL);
+  const std::string table = PlanTable({plan, other});
+  EXPECT_THAT(table, HasSubstr("best_found"));
+  EXPECT_THAT(table, HasSubstr("optimal"));
+  EXPECT_THAT(table, Not(HasSubstr("CERTIFICATE")));
 }
 
 }  // namespace

@@ -1,12 +1,20 @@
 #include "client/score_command.h"
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/connection.h"
+#include "client/json_format.h"
 #include "client/model_file.h"
 #include "client/plan_output.h"
 #include "client/request_flags.h"
@@ -17,66 +25,65 @@
 namespace serenity {
 namespace {
 
-std::string CodeName(int32_t code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  if (code < 0 || code > 16) return absl::StrCat("CODE_", code);
-  return kNames[code];
+// Reads the --from-file list at `path` ("-": standard input).
+absl::StatusOr<std::vector<std::string>> ReadModelList(const std::string& path) {
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("--from-file: cannot open '", path, "'"));
+    text << in.rdbuf();
+  }
+  return ParseModelList(text.str());
 }
 
 }  // namespace
 
-nlohmann::ordered_json ScoreResultToJson(const std::string& model, const v1::ScoreResult& result) {
-  nlohmann::ordered_json j;
-  j["model"] = model;
-  j["status"] = CodeName(result.code());
-  if (result.code() != 0) {
-    j["error"] = result.error();
-    return j;
+std::vector<std::string> ParseModelList(absl::string_view text) {
+  std::vector<std::string> models;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    models.emplace_back(line);
   }
-  j["peak_bytes"] = result.peak_bytes();
-  j["feasible"] = result.feasible();
-  j["slack_bytes"] = result.slack_bytes();
-  j["certificate"] = CertificateText(result.certificate());
-  j["cache"] = result.cache();
-  j["lower_bound_bytes"] = result.lower_bound_bytes();
-  j["plan_id"] = result.plan_id();
-  j["ms"] = result.total_ms();
-  return j;
+  return models;
 }
 
-std::string ScoreResultLine(const std::string& model, const v1::ScoreResult& result) {
-  if (result.code() != 0) return absl::StrCat(model, ": ", CodeName(result.code()), ": ", result.error());
+nlohmann::ordered_json ScoreResultJsonLine(absl::string_view source, const v1::ScoreResult& result) {
+  nlohmann::ordered_json line = JsonLineHeader(source);
+  if (result.code() != 0) {
+    line["model"] = std::string(source);
+    line["id"] = result.id();
+    line["index"] = result.index();
+    line["error"] = ErrorJson(result.code(), result.error());
+    return line;
+  }
+  nlohmann::ordered_json fields = MessageToJson(result);
+  for (auto it = fields.begin(); it != fields.end(); ++it) {
+    if (it.key() == "code" || it.key() == "error") continue;
+    line[it.key()] = std::move(it.value());
+  }
+  return line;
+}
+
+std::string ScoreResultLine(absl::string_view model, const v1::ScoreResult& result) {
+  if (result.code() != 0) return absl::StrCat(model, ": ", StatusCodeName(result.code()), ": ", result.error());
   std::string budget;
   if (result.slack_bytes() != 0 || !result.feasible()) {
     budget = absl::StrCat(result.feasible() ? ", fits" : ", does not fit", " (slack ",
                           result.slack_bytes() > 0 ? "+" : "", WithCommas(result.slack_bytes()), " B)");
-  } else if (result.feasible()) {
-    budget = "";
   }
   return absl::StrCat(model, ": OK peak ", WithCommas(result.peak_bytes()), " B", budget, ", ",
-                      CertificateText(result.certificate()), ", cache ", result.cache());
+                      EnumShortName(result.certificate()), ", cache ", result.cache());
 }
 
 int RunScore(const std::vector<std::string>& args) {
   ConnectionFlags connection_flags;
   RequestFlags request_flags;
   bool json = false;
+  bool pretty = false;
+  std::string list_file;
   double timeout = 600;
   FlagSet flag_set(
       "serenity-client score MODEL... [flags]",
@@ -88,9 +95,15 @@ int RunScore(const std::vector<std::string>& args) {
       "Exit status: 0 when every model was scored, 1 when one failed, 2 on usage errors.");
   AddConnectionFlags(flag_set, &connection_flags);
   AddRequestFlags(flag_set, &request_flags, /*with_outputs=*/false);
+  flag_set.AddString("from-file", &list_file, "LIST",
+                     "Also score the models listed in LIST, one path per line (blank lines and lines\n"
+                     "starting with # are skipped; '-' reads the list from standard input).");
   flag_set.AddBool("json", &json,
-                   "One JSON object per line: {\"model\", \"status\", \"peak_bytes\", \"feasible\",\n"
-                   "      \"slack_bytes\", \"certificate\", \"cache\", ...}.");
+                   "One JSON object per line: schema_version, source (the MODEL argument), id, index,\n"
+                   "peak_bytes, feasible, slack_bytes, certificate, ...; a failed model gives\n"
+                   "{schema_version, source, model, id, index, error: {code, message}}\n"
+                   "(docs/json-format.md, schema/serenity-output.schema.json).");
+  flag_set.AddBool("pretty", &pretty, "The --json objects indented (implies --json).");
   flag_set.AddDouble("timeout", &timeout, "SECONDS", "Deadline of the whole streaming call.");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
@@ -101,9 +114,22 @@ int RunScore(const std::vector<std::string>& args) {
     std::cerr << "serenity-client score: " << parsed.message() << "\n";
     return 2;
   }
-  const std::vector<std::string>& models = flag_set.positionals();
+  json = json || pretty;
+  std::vector<std::string> models = flag_set.positionals();
+  if (!list_file.empty()) {
+    if (list_file == "-" && std::find(models.begin(), models.end(), "-") != models.end()) {
+      std::cerr << "serenity-client score: --from-file - and the model '-' cannot both read standard input\n";
+      return 2;
+    }
+    absl::StatusOr<std::vector<std::string>> listed = ReadModelList(list_file);
+    if (!listed.ok()) {
+      std::cerr << "serenity-client score: " << listed.status().message() << "\n";
+      return 2;
+    }
+    models.insert(models.end(), listed->begin(), listed->end());
+  }
   if (models.empty()) {
-    std::cerr << "serenity-client score: give at least one MODEL file (see --help)\n";
+    std::cerr << "serenity-client score: give at least one MODEL file, or --from-file (see --help)\n";
     return 2;
   }
   v1::PlanOptions options;
@@ -119,13 +145,17 @@ int RunScore(const std::vector<std::string>& args) {
 
   std::mutex print_mu;
   int failures = 0;
-  auto print = [&](const std::string& model, const v1::ScoreResult& result) {
+  std::vector<bool> reported(models.size(), false);
+  // Prints the result for models[i] (i == models.size(): a candidate the
+  // server named by an id the client never gave).
+  auto print = [&](size_t i, const std::string& source, const v1::ScoreResult& result) {
     std::lock_guard<std::mutex> lock(print_mu);
+    if (i < models.size()) reported[i] = true;
     if (result.code() != 0) ++failures;
     if (json) {
-      std::cout << ScoreResultToJson(model, result).dump() << std::endl;
+      std::cout << FormatJsonLine(ScoreResultJsonLine(source, result), pretty) << std::endl;
     } else {
-      std::cout << ScoreResultLine(model, result) << std::endl;
+      std::cout << ScoreResultLine(source, result) << std::endl;
     }
   };
 
@@ -141,10 +171,13 @@ int RunScore(const std::vector<std::string>& args) {
     for (size_t i = 0; i < models.size(); ++i) {
       absl::StatusOr<v1::PlanRequest> request = ReadModelFile(models[i]);
       if (!request.ok()) {
+        // Never sent, so no stream position: index -1.
         v1::ScoreResult failed;
+        failed.set_id(std::to_string(i));
+        failed.set_index(-1);
         failed.set_code(static_cast<int32_t>(request.status().code()));
         failed.set_error(std::string(request.status().message()));
-        print(models[i], failed);
+        print(i, models[i], failed);
         continue;
       }
       v1::ScoreRequest candidate;
@@ -160,14 +193,24 @@ int RunScore(const std::vector<std::string>& args) {
   while (stream->Read(&result)) {
     size_t index = 0;
     const bool known = absl::SimpleAtoi(result.id(), &index) && index < models.size();
-    print(known ? models[index] : absl::StrCat("candidate ", result.index()), result);
+    print(known ? index : models.size(), known ? models[index] : absl::StrCat("candidate ", result.index()), result);
     ++answered;
   }
   writer.join();
   grpc::Status status = stream->Finish();
   if (!status.ok()) {
     std::cerr << "serenity-client score: the call to " << connection_flags.server << " failed after " << answered
-              << " results: " << CodeName(status.error_code()) << ": " << status.error_message() << "\n";
+              << " results: " << StatusCodeName(status.error_code()) << ": " << status.error_message() << "\n";
+    // Under --json every model still gets its line: the call's error.
+    for (size_t i = 0; json && i < models.size(); ++i) {
+      if (reported[i]) continue;
+      v1::ScoreResult unanswered;
+      unanswered.set_id(std::to_string(i));
+      unanswered.set_index(-1);
+      unanswered.set_code(static_cast<int32_t>(status.error_code()));
+      unanswered.set_error(status.error_message());
+      print(i, models[i], unanswered);
+    }
     return 1;
   }
   return failures == 0 ? 0 : 1;

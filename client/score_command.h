@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "serenity/v1/scheduler.pb.h"
 
@@ -15,14 +16,18 @@ namespace serenity {
 // errors.
 int RunScore(const std::vector<std::string>& args);
 
-// The JSON line of one result: {"model", "status", "peak_bytes", "feasible",
-// "slack_bytes", "certificate", "cache", "lower_bound_bytes", "plan_id",
-// "ms"}, or {"model", "status", "error"} for a failure. `status` is "OK" or
-// the gRPC code name.
-nlohmann::ordered_json ScoreResultToJson(const std::string& model, const v1::ScoreResult& result);
+// The model paths of a --from-file list: one per line, surrounding spaces
+// trimmed; blank lines and lines starting with '#' skipped.
+std::vector<std::string> ParseModelList(absl::string_view text);
+
+// The JSON line of one result (docs/json-format.md): schema_version, source
+// (the model argument), then the result's fields as MessageToJson writes
+// them except `code` and `error`; a failed candidate instead gives
+// schema_version, source, model, id, index and error {code, message}.
+nlohmann::ordered_json ScoreResultJsonLine(absl::string_view source, const v1::ScoreResult& result);
 
 // The same as one text line: "model: OK peak 1,234 B, fits (slack -56 B), optimal, cache miss".
-std::string ScoreResultLine(const std::string& model, const v1::ScoreResult& result);
+std::string ScoreResultLine(absl::string_view model, const v1::ScoreResult& result);
 
 }  // namespace serenity
 

@@ -189,7 +189,7 @@ TEST(SecurityTest, TheClientSendsATokenInTheClearOnlyWithPlaintext) {
   EXPECT_THAT(output, HasSubstr("--plaintext"));
   EXPECT_THAT(output, Not(HasSubstr("peak_bytes")));
   EXPECT_EQ(RunShell(call + " --plaintext", &output), 0) << output;
-  EXPECT_THAT(output, HasSubstr("\"peak_bytes\": 1769472"));
+  EXPECT_THAT(output, HasSubstr("\"peak_bytes\":1769472"));
 }
 
 // A three-op chain whose every name starts with `prefix`.

@@ -200,14 +200,18 @@ TEST_F(ServiceTest, ScoreCommandPrintsOneLinePerModelAndGoesOnPastBadFiles) {
   std::istringstream in(r.output);
   for (std::string line; std::getline(in, line);) {
     nlohmann::json j = nlohmann::json::parse(line);
-    lines[j.at("model").get<std::string>()] = j;
+    lines[j.at("source").get<std::string>()] = j;
   }
   ASSERT_EQ(lines.size(), 3u) << r.output;
-  EXPECT_NE(lines["/nonexistent/model.onnx"].at("status").get<std::string>(), "OK");
-  EXPECT_THAT(lines["/nonexistent/model.onnx"].at("error").get<std::string>(), HasSubstr("cannot open"));
+  const nlohmann::json& missing = lines["/nonexistent/model.onnx"];
+  EXPECT_EQ(missing.at("model").get<std::string>(), "/nonexistent/model.onnx");
+  EXPECT_EQ(missing.at("error").at("code").get<std::string>(), "NOT_FOUND");
+  EXPECT_THAT(missing.at("error").at("message").get<std::string>(), HasSubstr("cannot open"));
+  EXPECT_FALSE(missing.contains("peak_bytes"));
   for (const std::string& model : {a, b}) {
     const nlohmann::json& j = lines[model];
-    ASSERT_EQ(j.at("status").get<std::string>(), "OK") << j.dump();
+    ASSERT_FALSE(j.contains("error")) << j.dump();
+    EXPECT_EQ(j.at("schema_version").get<int>(), 1);
     const int64_t peak = j.at("peak_bytes").get<int64_t>();
     EXPECT_EQ(peak, model == a ? 1'769'472 : 1'327'104);  // proven optima (shared/bench/README.md)
     EXPECT_EQ(j.at("slack_bytes").get<int64_t>(), peak - 1'500'000);
