@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <tuple>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -34,7 +35,9 @@ absl::StatusOr<Columns> ReadHeader(const std::vector<absl::string_view>& fields)
                   : name == "offset"                                      ? &columns.offset
                                                                           : nullptr;
     if (column == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown column '", name, "': expected ",
+      // Escaped and cut short: a binary file's first "line" can be long.
+      return absl::InvalidArgumentError(absl::StrCat("unknown column '", absl::CHexEscape(name.substr(0, 40)),
+                                                     name.size() > 40 ? "...': expected " : "': expected ",
                                                      kExpectedHeader));
     }
     if (*column != -1) {
