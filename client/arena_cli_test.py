@@ -141,6 +141,12 @@ class ArenaCliTest(unittest.TestCase):
         with open(out) as a, open(again_out) as b:
             self.assertEqual(a.read(), b.read())
 
+    def test_input_flags_come_before_positional_files(self):
+        a, b = self.write("a.csv", NORMAL), self.write("b.csv", PINNED)
+        run = self.run_client("--json", b, f"--input={a}")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual([o["source"] for o in self.json_lines(run.stdout)], [a, b])
+
     def test_usage_errors_exit_2(self):
         path = self.write("normal.csv", NORMAL)
         run = self.run_client("--output", os.path.join(self.dir.name, "o.csv"), path, path)
