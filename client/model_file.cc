@@ -2,12 +2,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
+#include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "nlohmann/json.hpp"
 
 namespace serenity {
@@ -22,30 +26,82 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return bytes.str();
 }
 
+// A text-format parse that reports nothing (binary bytes are expected to
+// fail it).
+class SilentErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+};
+
+bool ParsesAsText(const std::string& bytes, v1::Graph& graph) {
+  SilentErrors errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  return parser.ParseFromString(bytes, &graph);
+}
+
 }  // namespace
 
-absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  if (!bytes.ok()) return bytes.status();
+absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& bytes) {
+  constexpr char kExpected[] = "expected an ONNX model or a serenity.v1.Graph (binary or text format)";
+  if (absl::StripAsciiWhitespace(bytes).empty()) return absl::InvalidArgumentError(absl::StrCat("empty: ", kExpected));
+  if (v1::Graph graph; ParsesAsText(bytes, graph)) return ModelFormat::kGraphText;
+  google::protobuf::UnknownFieldSet fields;
+  if (fields.ParseFromString(bytes) && !fields.empty()) {
+    bool graph_fields = true, onnx_graph = false;
+    for (int i = 0; i < fields.field_count(); ++i) {
+      const google::protobuf::UnknownField& field = fields.field(i);
+      const bool delimited = field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED;
+      graph_fields = graph_fields && delimited && field.number() >= 1 && field.number() <= 5;
+      onnx_graph = onnx_graph || (delimited && field.number() == 7);
+    }
+    if (graph_fields) return ModelFormat::kGraphBinary;
+    if (onnx_graph) return ModelFormat::kOnnx;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("not a model the client can read: ", kExpected));
+}
+
+absl::StatusOr<v1::PlanRequest> ModelFromBytes(std::string bytes, ModelFormat format, const std::string& model_name,
+                                               const std::string& source) {
   v1::PlanRequest request;
-  std::filesystem::path p(path);
-  request.set_model_name(p.stem().string());
-  if (absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".textproto")) {
-    if (!google::protobuf::TextFormat::ParseFromString(*bytes, request.mutable_graph())) {
-      return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a serenity.v1.Graph in text format"));
+  request.set_model_name(model_name);
+  switch (format) {
+    case ModelFormat::kGraphText:
+      if (!google::protobuf::TextFormat::ParseFromString(bytes, request.mutable_graph())) {
+        return absl::InvalidArgumentError(absl::StrCat("'", source, "' is not a serenity.v1.Graph in text format"));
+      }
+      break;
+    case ModelFormat::kGraphBinary:
+      if (!request.mutable_graph()->ParseFromString(bytes)) {
+        return absl::InvalidArgumentError(absl::StrCat("'", source, "' is not a binary serenity.v1.Graph"));
+      }
+      break;
+    case ModelFormat::kOnnx: {
+      absl::StatusOr<std::string> stripped = StripWeightData(bytes);
+      if (!stripped.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("'", source, "': ", stripped.status().message()));
+      }
+      request.set_onnx_model(std::move(stripped).value());
+      break;
     }
-  } else if (absl::EndsWith(path, ".pb")) {
-    if (!request.mutable_graph()->ParseFromString(*bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a binary serenity.v1.Graph"));
-    }
-  } else {
-    absl::StatusOr<std::string> stripped = StripWeightData(*bytes);
-    if (!stripped.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", stripped.status().message()));
-    }
-    request.set_onnx_model(std::move(stripped).value());
   }
   return request;
+}
+
+absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream bytes;
+    bytes << std::cin.rdbuf();
+    absl::StatusOr<ModelFormat> format = DetectModelFormat(bytes.str());
+    if (!format.ok()) return absl::InvalidArgumentError(absl::StrCat("standard input: ", format.status().message()));
+    return ModelFromBytes(bytes.str(), *format, "stdin", "standard input");
+  }
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  const ModelFormat format = absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".textproto") ? ModelFormat::kGraphText
+                             : absl::EndsWith(path, ".pb")                                          ? ModelFormat::kGraphBinary
+                                                                                                    : ModelFormat::kOnnx;
+  return ModelFromBytes(std::move(bytes).value(), format, std::filesystem::path(path).stem().string(), path);
 }
 
 absl::Status ReadOrderFile(const std::string& path, v1::GivenOrder& order) {

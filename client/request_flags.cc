@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/model_file.h"
+#include "common/byte_size.h"
 
 namespace serenity {
 
@@ -19,15 +20,16 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
                    "Let the producers of a Concat's inputs write straight into slices of its output\n"
                    "(channel concats of batch 1 and the like), so the Concat copies nothing.");
   if (with_outputs) {
-    flag_set.AddInt("alignment", &flags->alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
+    flag_set.AddBytes("alignment", &flags->alignment, "BYTES", "Arena offset alignment (16 suits microcontrollers).");
   }
-  flag_set.AddInt("budget", &flags->budget, "BYTES", "Memory budget; the plan reports whether it fits. 0: none.");
+  flag_set.AddBytes("budget", &flags->budget, "BYTES",
+                    "Memory budget, e.g. 2MiB; the plan reports whether it fits (default: 0, no budget).");
   flag_set.AddRepeated("dim", &flags->dims, "NAME=VALUE", "Value of a symbolic ONNX dimension, e.g. batch=1.");
   flag_set.AddString("workspace", &flags->workspace_file, "FILE",
                      "JSON object {\"op name\": bytes} of temporary workspace per ONNX op.");
   flag_set.AddDouble("time-limit", &flags->time_limit, "SECONDS",
                      "Search time limit; when it runs out the best order found so far is returned\n"
-                     "with certificate best_found and a proven lower bound. 0: 10 s.");
+                     "with certificate best_found and a proven lower bound (default: 0, meaning 10 s).");
   flag_set.AddString("algorithm", &flags->algorithm, "NAME",
                      "auto (exact search; certificate optimal when proven), relaxed (the same\n"
                      "search with the patent's \"seemingly good\" transitions: faster, not exact;\n"
@@ -41,7 +43,8 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
   if (with_outputs) {
     flag_set.AddString("onchip", &flags->onchip, "BYTES,...",
                        "On-chip memory sizes for the off-chip traffic estimate of every order\n"
-                       "(Belady eviction; e.g. 65536,131072,262144).");
+                       "(Belady eviction), each with an optional unit, e.g. 64KiB,128KiB,256KiB\n"
+                       "(default: none).");
   }
   flag_set.AddInt("max-states", &flags->max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
@@ -63,12 +66,13 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
   options.set_step_time_limit_seconds(flags.step_time_limit);
   options.set_max_search_states(flags.max_states);
   for (absl::string_view size : absl::StrSplit(flags.onchip, ',', absl::SkipEmpty())) {
-    int64_t bytes = 0;
-    if (!absl::SimpleAtoi(size, &bytes) || bytes <= 0) {
+    absl::StatusOr<int64_t> bytes = ParseByteSize(size);
+    if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat("--onchip: ", bytes.status().message()));
+    if (*bytes <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--onchip takes positive byte counts separated by commas, not '", size, "'"));
     }
-    options.add_onchip_bytes(bytes);
+    options.add_onchip_bytes(*bytes);
   }
   for (const std::string& dim : flags.dims) {
     std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));

@@ -3,11 +3,13 @@
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/byte_size.h"
 
 namespace serenity {
 
@@ -28,6 +30,11 @@ void FlagSet::AddString(const std::string& name, std::string* target, const std:
 void FlagSet::AddInt(const std::string& name, int64_t* target, const std::string& value_name,
                      const std::string& help) {
   Add({name, Kind::kInt, target, value_name, help, absl::StrCat(*target)});
+}
+
+void FlagSet::AddBytes(const std::string& name, int64_t* target, const std::string& value_name,
+                       const std::string& help) {
+  Add({name, Kind::kBytes, target, value_name, help, absl::StrCat(*target)});
 }
 
 void FlagSet::AddDouble(const std::string& name, double* target, const std::string& value_name,
@@ -59,6 +66,12 @@ absl::Status FlagSet::Assign(const Flag& flag, const std::string& value) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag.name, " takes an integer, not '", value, "'"));
       }
       return absl::OkStatus();
+    case Kind::kBytes: {
+      absl::StatusOr<int64_t> bytes = ParseByteSize(value);
+      if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag.name, ": ", bytes.status().message()));
+      *static_cast<int64_t*>(flag.target) = *bytes;
+      return absl::OkStatus();
+    }
     case Kind::kDouble:
       if (!absl::SimpleAtod(value, static_cast<double*>(flag.target))) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag.name, " takes a number, not '", value, "'"));
@@ -123,7 +136,8 @@ std::string FlagSet::Help() const {
     std::vector<absl::string_view> lines = absl::StrSplit(f.help, '\n');
     for (absl::string_view& line : lines) line = absl::StripLeadingAsciiWhitespace(line);
     absl::StrAppend(&out, head, "\n      ", absl::StrJoin(lines, "\n      "));
-    if (!f.default_text.empty()) absl::StrAppend(&out, " (default: ", f.default_text, ")");
+    // A help text that states its default in words keeps it alone.
+    if (!f.default_text.empty() && !absl::StrContains(f.help, "(default")) absl::StrAppend(&out, " (default: ", f.default_text, ")");
     if (f.kind == Kind::kRepeated) absl::StrAppend(&out, " (repeatable)");
     absl::StrAppend(&out, "\n");
   }

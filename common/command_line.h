@@ -1,6 +1,12 @@
 // A small command-line flag parser for the serenity binaries: long flags
 // (--name value or --name=value), positional arguments, and generated --help
 // text that lists every flag with its default.
+//
+// Defaults in --help: each flag's entry ends with "(default: X)", X the
+// target's value at registration (none for an empty string or a repeated
+// flag), unless its help text already contains "(default": a help text can
+// so state a default in words ("(default: the core count)", "(default: 0,
+// none)") without it being printed twice.
 #ifndef SERENITY_COMMON_COMMAND_LINE_H_
 #define SERENITY_COMMON_COMMAND_LINE_H_
 
@@ -26,6 +32,11 @@ class FlagSet {
                  const std::string& help);
   void AddInt(const std::string& name, int64_t* target, const std::string& value_name,
               const std::string& help);
+  // A byte count: a plain integer or one with a unit suffix, as
+  // ParseByteSize (common/byte_size.h) reads it ("2MiB", "64KB"); the
+  // default in --help is in bytes.
+  void AddBytes(const std::string& name, int64_t* target, const std::string& value_name,
+                const std::string& help);
   void AddDouble(const std::string& name, double* target, const std::string& value_name,
                  const std::string& help);
   void AddRepeated(const std::string& name, std::vector<std::string>* target, const std::string& value_name,
@@ -42,7 +53,7 @@ class FlagSet {
   std::string Help() const;
 
  private:
-  enum class Kind { kBool, kString, kInt, kDouble, kRepeated };
+  enum class Kind { kBool, kString, kInt, kBytes, kDouble, kRepeated };
   struct Flag {
     std::string name;
     Kind kind;

@@ -74,5 +74,53 @@ TEST(FlagSetTest, HelpIndentsEveryLineOfAFlagsText) {
   EXPECT_THAT(set.Help(), HasSubstr("  --count N\n      one\n      two (default: 0)\n"));
 }
 
+TEST(FlagSetTest, BytesTakeUnitSuffixes) {
+  int64_t budget = 0, alignment = 64;
+  FlagSet set("prog", "");
+  set.AddBytes("budget", &budget, "BYTES", "A budget.");
+  set.AddBytes("alignment", &alignment, "BYTES", "An alignment.");
+  ASSERT_TRUE(set.Parse({"--budget", "2MiB", "--alignment=1K"}).ok());
+  EXPECT_EQ(budget, 2 * 1024 * 1024);
+  EXPECT_EQ(alignment, 1024);
+  ASSERT_TRUE(set.Parse({"--budget=3MB"}).ok());
+  EXPECT_EQ(budget, 3000000);
+  ASSERT_TRUE(set.Parse({"--budget", "123"}).ok());
+  EXPECT_EQ(budget, 123);
+  absl::Status bad = set.Parse({"--budget", "2XB"});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("--budget: '2XB' is not a byte size"));
+  EXPECT_THAT(bad.message(), HasSubstr("KiB"));
+  EXPECT_THAT(set.Parse({"--budget", "-5"}).message(), HasSubstr("negative"));
+}
+
+// The default shown for a bytes flag is its value in bytes, as the flag's
+// registration found it.
+TEST(FlagSetTest, BytesDefaultShownInBytes) {
+  int64_t budget = 2 * 1024 * 1024;
+  FlagSet set("prog", "");
+  set.AddBytes("budget", &budget, "BYTES", "A budget.");
+  EXPECT_THAT(set.Help(), HasSubstr("  --budget BYTES\n      A budget. (default: 2097152)\n"));
+}
+
+// A help text that states its own default keeps it alone: no generated
+// "(default: X)" after it, in either spelling.
+TEST(FlagSetTest, HelpDoesNotDoubleADefaultStatedInTheText) {
+  double ratio = 0.9;
+  int64_t threads = 2, budget = 0;
+  std::string mode = "fast";
+  FlagSet set("prog", "");
+  set.AddDouble("ratio", &ratio, "R", "A ratio (default 0.9).");
+  set.AddInt("threads", &threads, "N", "Worker threads (default: the core count).");
+  set.AddBytes("budget", &budget, "BYTES", "A budget (default: 0, none).");
+  set.AddString("mode", &mode, "M", "A mode.");
+  const std::string help = set.Help();
+  EXPECT_THAT(help, HasSubstr("  --ratio R\n      A ratio (default 0.9).\n"));
+  EXPECT_THAT(help, HasSubstr("  --threads N\n      Worker threads (default: the core count).\n"));
+  EXPECT_THAT(help, HasSubstr("  --budget BYTES\n      A budget (default: 0, none).\n"));
+  EXPECT_THAT(help, HasSubstr("  --mode M\n      A mode. (default: fast)\n"));
+  EXPECT_THAT(help, ::testing::Not(HasSubstr("(default: 0.9)")));
+  EXPECT_THAT(help, ::testing::Not(HasSubstr("(default: 2)")));
+}
+
 }  // namespace
 }  // namespace serenity

@@ -368,6 +368,41 @@ TEST(ArenaCsvTest, NamesTheBadLine) {
   EXPECT_THAT(ParseArenaCsv("id,lower,upper,size\n0,1,2,-3\n").status().message(), HasSubstr("negative"));
 }
 
+// MiniMalloc reads columns by name: any order, its aliases (start/begin,
+// an inclusive end, buffer/buffer_id), and an optional offset column (an
+// empty field: not pinned).
+TEST(ArenaCsvTest, ReadsColumnsByNameAndTheOffsetColumn) {
+  absl::StatusOr<ArenaInstance> instance = ParseArenaCsv("size,offset,upper,id,lower\n100,0,3,a,0\n50,,4,b,2\n");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(instance->ids, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(instance->buffers[1].size, 50);
+  EXPECT_EQ(instance->buffers[1].first_step, 2);
+  EXPECT_EQ(instance->buffers[1].last_step, 3);
+  EXPECT_EQ(instance->offsets, (std::vector<int64_t>{0, -1}));
+  instance = ParseArenaCsv("buffer_id,start,end,size\nx,1,4,7\n");
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(instance->buffers[0].first_step, 1);
+  EXPECT_EQ(instance->buffers[0].last_step, 4);  // end is inclusive
+  EXPECT_TRUE(instance->offsets.empty());
+  EXPECT_THAT(ParseArenaCsv("id,lower,upper,size,gaps\n").status().message(),
+              HasSubstr("line 1: unknown column 'gaps'"));
+  EXPECT_THAT(ParseArenaCsv("\nid,lower,upper,size,size\n").status().message(),
+              HasSubstr("line 2: column 'size' given twice"));
+  EXPECT_THAT(ParseArenaCsv("id,lower,size\n").status().message(), HasSubstr("id, lower, upper, size"));
+  EXPECT_THAT(ParseArenaCsv("id,lower,upper,size,offset\na,0,1,5,-2\n").status().message(),
+              HasSubstr("line 2: offset must be a non-negative integer"));
+  EXPECT_THAT(ParseArenaCsv("id,lower,upper,size,offset\na,0,1,5\n").status().message(),
+              HasSubstr("line 2: expected 5 fields, found 4"));
+}
+
+// The output is MiniMalloc's: its header, the input's rows in order, half-
+// open intervals, and the offsets.
+TEST(ArenaCsvTest, WritesMiniMallocsSolutionFormat) {
+  absl::StatusOr<ArenaInstance> instance = ParseArenaCsv("id,start,end,size\nb,2,3,50\na,0,2,100\n");
+  ASSERT_TRUE(instance.ok());
+  EXPECT_EQ(WriteArenaCsv(*instance, {100, 0}), "id,lower,upper,size,offset\nb,2,4,50,100\na,0,3,100,0\n");
+}
+
 // Sizes whose sum at one step overflows 64 bits made ArenaLowerBound and the
 // planners overflow (UBSan, fuzz/fuzz_arena_csv); no arena can hold them, so
 // the parser refuses them, naming the line that tips the sum over.
