@@ -6,10 +6,11 @@ scripts/quickstart.sh plan, so that a fresh clone has something to run.
 
 Needs the `onnx` Python package (Debian 12: python3-onnx); no network.
 Every model is float32 at batch 1 with static shapes. Weights are
-initializers with a name, a data type and dims but no data: the scheduler
-needs only shapes, and weights are not activations, so each file stays a few
-KB. (Tools that want weight values, such as onnxruntime or onnx.checker,
-will not accept these files; Serenity's importer does.)
+initializers with a name, a data type and dims whose data is "external" in
+a file that does not exist (weights.not_shipped): the scheduler needs only
+shapes, and weights are not activations, so each file stays a few KB. Load
+them in Python with onnx.load(path, load_external_data=False); tools that
+need weight values (onnxruntime) cannot run them.
 
   inception_cell.onnx  an Inception-style cell: four branches of 1x1, 3x3 and
                        pooling convolutions joined by a Concat, written in the
@@ -33,6 +34,8 @@ import onnx
 from onnx import TensorProto, helper
 
 FLOAT = TensorProto.FLOAT
+# Where the weights would be; never written.
+WEIGHTS_FILE = "weights.not_shipped"
 
 
 class Builder:
@@ -55,11 +58,18 @@ class Builder:
         self.outputs.append(helper.make_tensor_value_info(name, FLOAT, self.shapes[name]))
 
     def weight(self, name, dims):
-        # Dims but no data: the importer sizes weights from their dims.
+        # Dims but no data: the importer sizes weights from their dims. The
+        # data is marked external, in a file that is not shipped (as in the
+        # benchmark models), so that onnx.checker, which serenity-client
+        # --export-ordered runs, accepts the tensor without its values.
         t = TensorProto()
         t.name = name
         t.data_type = FLOAT
         t.dims.extend(dims)
+        t.data_location = TensorProto.EXTERNAL
+        entry = t.external_data.add()
+        entry.key = "location"
+        entry.value = WEIGHTS_FILE
         self.inits.append(t)
         return name
 
