@@ -2,6 +2,9 @@
 # The ablation of the paper's Table 2: each algorithm on the shared cells and
 # RandWire stages, with the same time limit. Prints a markdown table.
 # Usage: bench/ablation.sh [TIME_LIMIT_SECONDS]
+# The models come from ../shared/bench/models: the benchmark models placed
+# beside this checkout, not part of the repository (SERENITY_MODELS_DIR
+# points elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIMIT=${1:-10}

@@ -4,6 +4,8 @@
 # cache key each) and prints the cache's own count of its bytes
 # (serenity_cache_local_bytes) beside the process's VmRSS and VmHWM.
 #   bench/cache_rss.sh [BUILD_DIR] [REQUESTS] [CACHE_MB...]
+# The models come from ../shared/bench/models: the benchmark models placed
+# beside this checkout, not part of the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}

@@ -3,6 +3,8 @@
 # order and the arena, without and with the switch, and how many Concat slices
 # the arena lays out back to back. Prints a markdown table.
 # Usage: bench/concat_in_place.sh [TIME_LIMIT_SECONDS]   (10)
+# The models come from ../shared/bench/models: the benchmark models placed
+# beside this checkout, not part of the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIMIT=${1:-10}

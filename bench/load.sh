@@ -5,6 +5,9 @@
 # warm.
 # Usage: bench/load.sh [BUILD_DIR]   (default build; the server runs with
 # --threads $(nproc)). Prints one line per run.
+# The models come from ../shared/bench/models: the benchmark models placed
+# beside this checkout, not part of the repository (SERENITY_MODELS_DIR
+# points elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}

@@ -9,7 +9,8 @@ to higher index. A node sums its predecessors' outputs with learned weights
 convolution (depthwise, then pointwise). Nodes without predecessors read
 Relu(input) with stride 2; the stage output is the mean of the nodes without
 successors. This mirrors the structure of ../shared/bench/models/randwire_*
-(activations only: weights are not needed to schedule).
+(the benchmark models placed beside this checkout, not part of the
+repository; activations only: weights are not needed to schedule).
 
   bench/make_randwire.py OUT_DIR [--seeds 1,2,3] [--nodes 32] [--channels 78]
                          [--size 32] [--k 4] [--p 0.75]

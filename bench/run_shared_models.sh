@@ -6,6 +6,9 @@
 # order under the TFLite-style planner over Serenity's arena (the paper's
 # headline ratio).
 # Usage: bench/run_shared_models.sh [TIME_LIMIT_SECONDS] [extra serenity-client flags]
+# The models come from ../shared/bench/models: the benchmark models placed
+# beside this checkout, not part of the repository (SERENITY_MODELS_DIR
+# points elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIMIT=${1:-10}

@@ -6,6 +6,9 @@
 # cores. Usage: bench/server_cpu.sh [BUILD_DIR [LOAD_BUILD_DIR]]  (default
 # build for both; give a second build's serenity-load to compare servers
 # with the same client). Prints one line: rate and microseconds per call.
+# The models come from ../shared/bench/models: the benchmark models placed
+# beside this checkout, not part of the repository (SERENITY_MODELS_DIR
+# points elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}

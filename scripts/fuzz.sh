@@ -8,7 +8,8 @@
 # Environment:
 #   SERENITY_FUZZ_BUILD_DIR  build directory (default build-fuzz)
 #   SERENITY_FUZZ_TARGETS    targets to run (default: all five)
-#   SERENITY_SHARED_DIR      shared data (default ../shared)
+#   SERENITY_SHARED_DIR      the benchmark data placed beside this checkout, not
+#                            part of the repository (default ../shared)
 #   SERENITY_FUZZ_SEED_MAX   largest ONNX model used as a seed, bytes (default 65536)
 #   SERENITY_FUZZ_ARGS       extra libFuzzer flags, e.g. "-jobs=2"
 #   SERENITY_FUZZ_CC/_CXX    compilers (default clang/clang++; CC and CXX are ignored)

@@ -2,7 +2,8 @@
 # The whole test suite: installs missing packages, builds, and runs every
 # test through ctest (unit tests and the integration tests that start the
 # real server), then again under the sanitizers. Needs ../shared/ beside this
-# repository.
+# checkout: the benchmark models and arena instances that many tests read
+# (not part of this repository).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
@@ -39,7 +40,8 @@ if [ "${SERENITY_SKIP_SANITIZERS:-0}" != 1 ]; then
 fi
 
 # The libFuzzer targets (clang, ASan+UBSan, in build-fuzz) for a bounded time
-# each on seed corpora built from ../shared and fuzz/regressions; fails when
+# each on seed corpora built from the benchmark models in ../shared and
+# fuzz/regressions; fails when
 # any target crashes. SERENITY_FUZZ_SECONDS sets the time per target
 # (default 20), SERENITY_SKIP_FUZZ=1 skips it. The suite fuzzes from a fixed
 # seed (SERENITY_FUZZ_ARGS, default -seed=1), so that a run is repeatable up
