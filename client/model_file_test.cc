@@ -61,7 +61,9 @@ TEST(DetectModelFormatTest, RefusesEmptyAndUnrecognisedBytes) {
 class StdinTest : public ::testing::Test {
  protected:
   absl::StatusOr<v1::PlanRequest> ReadFromStdin(const std::string& bytes) {
-    const std::string path = ::testing::TempDir() + "/model_file_test_stdin";
+    // One file per test: CTest runs the tests of this binary as parallel processes.
+    const std::string path = ::testing::TempDir() + "/model_file_test_stdin_" +
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::ofstream(path, std::ios::binary) << bytes;
     EXPECT_NE(std::freopen(path.c_str(), "rb", stdin), nullptr);
     std::cin.clear();
@@ -81,7 +83,7 @@ TEST_F(StdinTest, ReadsEachFormat) {
   ASSERT_TRUE(from_text.ok()) << from_text.status();
   EXPECT_EQ(from_text->graph().ops(0).type(), "Relu");
 
-  const std::string path = ::testing::TempDir() + "/model_file_test.onnx";
+  const std::string path = ::testing::TempDir() + "/model_file_test_reads_each_format.onnx";
   std::ofstream(path, std::ios::binary) << OnnxBytes();
   absl::StatusOr<v1::PlanRequest> from_file = ReadModelFile(path);
   ASSERT_TRUE(from_file.ok()) << from_file.status();
