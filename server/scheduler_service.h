@@ -83,7 +83,7 @@ class SchedulerService final
   void StartDraining() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
 
-  // For the reactors (scheduler_service.cc, score_call.cc).
+  // For the reactors (plan_call.cc, score_call.cc, get_plan_call.cc).
   JobRunner* runner() const { return runner_; }
   SchedulingBackend* backend() const { return backend_; }
   ServerMetrics* metrics() const { return metrics_; }
