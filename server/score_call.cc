@@ -83,11 +83,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
                             : service_->Authenticate(*context_, &tenant_);
     if (!auth.ok()) {
       final_status_ = auth;
-      reading_done_ = true;
+      reading_ = Reading::kDone;
       MaybeFinish();
       return;
     }
-    read_outstanding_ = true;
+    reading_ = Reading::kOutstanding;
     StartRead(&incoming_);
   }
 
@@ -98,8 +98,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       if (context_->IsCancelled()) cancelled_.store(true);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        read_outstanding_ = false;
-        reading_done_ = true;
+        reading_ = Reading::kDone;
       }
       MaybeFinish();
       return;
@@ -126,14 +125,13 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     bool parked;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      read_outstanding_ = false;
-      parked = !broken_;
+      reading_ = Reading::kIdle;
+      parked = open();
       if (parked) {
         // Parked before asking for a slot: the grant may come on another
         // thread as soon as we are in line.
         parked_ = std::move(candidate);
         parked_index_ = next_index_++;
-        waiting_ = true;
       }
     }
     if (!parked) return MaybeFinish();
@@ -150,14 +148,12 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     int32_t index = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      read_outstanding_ = false;
-      broken = broken_;
+      reading_ = Reading::kIdle;
+      broken = !open();
       if (!broken) {
         index = next_index_++;
         ++in_flight_;  // until Deliver: the stream cannot finish meanwhile
-        read = HasRoomLocked();
-        read_outstanding_ = read;
-        read_paused_ = !read;
+        read = ReadNextOrPauseLocked();
       }
     }
     if (broken) return MaybeFinish();
@@ -176,16 +172,15 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     bool broken;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      broken = broken_;
+      broken = !open();
     }
     if (broken) {
-      // waiting_ (still true) keeps the stream from finishing meanwhile.
+      // parked_ (still set) keeps the stream from finishing meanwhile.
       slots_->Release(slot_key_);
       grpc::Status status;
       bool finish;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        waiting_ = false;
         parked_.reset();
         finish = TakeFinishLocked(&status);
       }
@@ -199,13 +194,10 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       std::lock_guard<std::mutex> lock(mu_);
       candidate = std::move(parked_);
       index = parked_index_;
-      waiting_ = false;
       ++in_flight_;
-      read = HasRoomLocked();
       // The outstanding read keeps `this` alive; without it, the job may
       // finish the stream as soon as it is submitted.
-      read_outstanding_ = read;
-      read_paused_ = !read;
+      read = ReadNextOrPauseLocked();
     }
     // Every candidate is a job, repeats too: answering memoized ones here
     // would serialize them on this stream's reaction (measured: 19k/s as
@@ -237,17 +229,13 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       if (!ok) {
         // The client went away: drop the rest, stop the running searches,
         // and say so in the log and the metrics even if OnCancel comes later.
-        broken_ = true;
+        BreakLocked();
         cancelled_.store(true);
         if (final_status_.ok()) final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
       }
-      if (broken_) outgoing_.clear();
+      if (!open()) outgoing_.clear();
       if (!outgoing_.empty()) next = &outgoing_.front();
-      writing_ = next != nullptr;
-      if (read_paused_ && !broken_ && HasRoomLocked()) {
-        read_paused_ = false;
-        read_outstanding_ = resume_read = true;
-      }
+      resume_read = ResumeReadingLocked();
     }
     if (resume_read) StartRead(&incoming_);
     if (next != nullptr) {
@@ -262,7 +250,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     cancelled_.store(true);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      broken_ = true;
+      BreakLocked();
     }
     AbandonWaitIfBroken();
     MaybeFinish();
@@ -342,12 +330,10 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
       ++answered_;
-      if (!broken_) {
+      if (open()) {
+        const bool writing = !outgoing_.empty();
         outgoing_.push_back(std::move(serialized));
-        if (!writing_) {
-          writing_ = true;
-          write = &outgoing_.front();
-        }
+        if (!writing) write = &outgoing_.front();
       }
       // Decided here, in the same critical section: this runs on a job
       // thread, which gRPC does not wait for, so once the lock is released
@@ -366,11 +352,10 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
   bool AbandonWaitIfBroken() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!broken_ || !waiting_) return false;
+      if (open() || parked_ == nullptr) return false;
     }
     if (!slots_->CancelWait(slot_key_, this)) return false;
     std::lock_guard<std::mutex> lock(mu_);
-    waiting_ = false;
     parked_.reset();
     return true;
   }
@@ -394,12 +379,42 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     return in_flight_ + static_cast<int64_t>(outgoing_.size()) < slots_->per_connection();
   }
 
-  // Under mu_: true, with the final status, for the one caller that finds
-  // nothing outstanding; that caller must call FinishStream.
+  // The transitions of the stream's state (ScoreCall::Reading and Phase),
+  // all under mu_.
+
+  // Whether the client is still there and the stream not finished.
+  bool open() const { return phase_ == Phase::kOpen; }
+
+  // The client is gone: results are dropped and nothing more is read.
+  void BreakLocked() {
+    if (phase_ == Phase::kOpen) phase_ = Phase::kBroken;
+  }
+
+  // After a candidate was read and handed on: reads the next one when the
+  // stream has room (true: the caller must StartRead), else pauses.
+  bool ReadNextOrPauseLocked() {
+    reading_ = HasRoomLocked() ? Reading::kOutstanding : Reading::kPaused;
+    return reading_ == Reading::kOutstanding;
+  }
+
+  // After a result was written: a paused stream of an open call that has
+  // room again reads on (true: the caller must StartRead).
+  bool ResumeReadingLocked() {
+    if (reading_ != Reading::kPaused || !open() || !HasRoomLocked()) return false;
+    reading_ = Reading::kOutstanding;
+    return true;
+  }
+
+  // True, with the final status, for the one caller that finds nothing
+  // outstanding (no read, job, write or wait for a slot) once reading is
+  // over or the client gone; that caller must call FinishStream.
   bool TakeFinishLocked(grpc::Status* status) {
-    if (finished_ || in_flight_ > 0 || writing_ || waiting_ || read_outstanding_) return false;
-    if (!reading_done_ && !broken_) return false;
-    finished_ = true;
+    if (phase_ == Phase::kFinished || in_flight_ > 0 || !outgoing_.empty() || parked_ != nullptr ||
+        reading_ == Reading::kOutstanding) {
+      return false;
+    }
+    if (reading_ != Reading::kDone && phase_ != Phase::kBroken) return false;
+    phase_ = Phase::kFinished;
     *status = final_status_;
     if (status->ok() && (cancelled_.load() || context_->IsCancelled())) {
       *status = grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
@@ -456,14 +471,33 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
   grpc::ByteBuffer incoming_;  // only touched by the one outstanding read
   int32_t next_index_ = 0;     // likewise
 
+  // The stream's state, under mu_: what its reading side does, whether the
+  // client is still there, and what keeps it from finishing (a read, a
+  // parked candidate in the slot line, a job, an unwritten result). It
+  // changes only through the transitions above (and Begin, before any other
+  // thread sees the stream).
+  enum class Reading {
+    kIdle,         // the candidate just read is being handed on (or waits in parked_)
+    kOutstanding,  // a read is outstanding
+    kPaused,       // no read until the stream has room again (ResumeReadingLocked)
+    kDone,         // no more reads: the client half-closed, or the call was refused
+  };
+  enum class Phase {
+    kOpen,
+    kBroken,    // the client cancelled or went away: results are dropped, nothing more is read
+    kFinished,  // Finish was called (TakeFinishLocked)
+  };
+
   std::mutex mu_;
-  std::deque<grpc::ByteBuffer> outgoing_;  // serialized results; front() is being written
-  std::shared_ptr<ScoreCandidate> parked_;  // read, waiting for a slot
+  Reading reading_ = Reading::kIdle;
+  Phase phase_ = Phase::kOpen;
+  // Serialized results; front() is being written while it is not empty.
+  std::deque<grpc::ByteBuffer> outgoing_;
+  // Read, waiting in the slot line for a slot while it is set.
+  std::shared_ptr<ScoreCandidate> parked_;
   int32_t parked_index_ = 0;
   int64_t in_flight_ = 0;
   int64_t answered_ = 0;
-  bool read_outstanding_ = false, read_paused_ = false, reading_done_ = false, waiting_ = false;
-  bool writing_ = false, broken_ = false, finished_ = false;
   grpc::Status final_status_;
   grpc::Status finish_status_;  // as passed to Finish
 };
