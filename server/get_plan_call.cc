@@ -79,7 +79,7 @@ class GetPlanCall final : public grpc::ServerUnaryReactor {
 
   // Logs, counts and finishes the call; `this` may be gone afterwards.
   void Complete(const grpc::Status& status) {
-    const char* code = GrpcCodeName(status.error_code());
+    const std::string code = GrpcCodeName(status.error_code());
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("GetPlan", "unary", code, SecondsSince(start_));
     Log("info", "get_plan",
         {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"plan_id", request_->plan_id()}, {"code", code}});

@@ -4,6 +4,7 @@
 #define SERENITY_SERVER_GRPC_STATUS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
@@ -15,8 +16,10 @@ namespace serenity {
 // INVALID_ARGUMENT with the same message.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-// Upper-case gRPC code name ("OK", "INVALID_ARGUMENT", ...).
-const char* GrpcCodeName(grpc::StatusCode code);
+// Upper-case gRPC code name ("OK", "INVALID_ARGUMENT", ...; "UNKNOWN" for a
+// value that is no code): absl::StatusCodeToString, as gRPC's codes and
+// absl's share their values and names.
+std::string GrpcCodeName(grpc::StatusCode code);
 
 // ToGrpcStatus, except that an internal failure names the request id that
 // the server log carries, not its details.

@@ -129,7 +129,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
                                   "the call was cancelled (by the caller, or by a shutdown past its grace period) "
                                   "before the reply was sent");
     }
-    const char* code = GrpcCodeName(status.error_code());
+    const std::string code = GrpcCodeName(status.error_code());
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Plan", "unary", code, seconds_);
     if (status.ok()) {
       Log("info", "plan",

@@ -445,7 +445,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       status = grpc::Status(grpc::StatusCode::CANCELLED, "");
       note = "the client cancelled, its deadline passed, or a candidate or result exceeded --max-message-mb";
     }
-    const char* code = GrpcCodeName(status.error_code());
+    const std::string code = GrpcCodeName(status.error_code());
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Score", "bidi_stream", code, seconds);
     const std::string request_id = absl::StrCat(request_id_), candidates = absl::StrCat(answered_),
                       ms = absl::StrCat(seconds * 1000);
