@@ -21,6 +21,7 @@
 #include "common/job_runner.h"
 #include "common/log.h"
 #include "common/thread_pool.h"
+#include "common/version.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -219,6 +220,10 @@ int Run(int argc, char** argv) {
     return 0;
   }
   if (!parsed.ok()) return Fail(parsed.message());
+  if (flags.version) {
+    std::cout << VersionLine("serenity-server") << "\n";
+    return 0;
+  }
   if (!flag_set.positionals().empty()) return Fail("unexpected argument '" + flag_set.positionals()[0] + "'");
   // Only when no --max-server-mb is given: it reads the machine's memory.
   const int64_t default_memory_bytes = flags.max_server_mb == 0 ? DefaultMemoryLimitBytes() : 0;

@@ -88,6 +88,7 @@ void RegisterServerFlags(ServerFlags* flags, FlagSet* flag_set) {
   flag_set->AddString("metrics-port-file", &flags->metrics_port_file, "PATH", "Write the metrics port to PATH.");
   flag_set->AddDouble("shutdown-grace-seconds", &flags->shutdown_grace_seconds, "S",
                      "How long running calls may take to finish after SIGTERM.");
+  flag_set->AddBool("version", &flags->version, "Print the version and exit.");
 }
 
 namespace {

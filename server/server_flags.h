@@ -40,6 +40,7 @@ struct ServerFlags {
   std::string metrics_port_file;
   bool plaintext = false;
   std::string tls_cert, tls_key, tls_client_ca, token_file;
+  bool version = false;  // --version: print VersionLine and exit
 
   ServerFlags();
 

@@ -43,6 +43,9 @@ TEST(RegisterServerFlagsTest, ParsesIntoTheStruct) {
   EXPECT_EQ(flags.token_file, "t.txt");
   EXPECT_EQ(flags.metrics_port, 0);
   EXPECT_EQ(flags.port, 50051);  // untouched: its default
+  EXPECT_FALSE(flags.version);
+  ASSERT_TRUE(flag_set.Parse({"--version"}).ok());
+  EXPECT_TRUE(flags.version);
 }
 
 TEST(RegisterServerFlagsTest, HelpStatesComputedDefaultsInWords) {
