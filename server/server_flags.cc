@@ -53,8 +53,8 @@ void RegisterServerFlags(ServerFlags* flags, FlagSet* flag_set) {
   flag_set->AddInt("max-jobs-per-tenant", &flags->max_jobs_per_tenant, "N",
                   "Jobs one tenant may hold over all its connections (Plan, GetPlan and Score candidates,\n"
                   "queued or running); beyond it RESOURCE_EXHAUSTED, so one tenant cannot fill the queue for\n"
-                  "the others. Only with tenants (--token-file or --tls-client-ca) (default: half of\n"
-                  "--max-queue plus --threads).");
+                  "the others. Only with tenants (--token-file or --tls-client-ca)\n"
+                  "(default: half of --max-queue plus --threads).");
   flag_set->AddInt("max-streams-per-connection", &flags->max_streams_per_connection, "N",
                   "Calls one connection may have open at once (HTTP/2 concurrent streams); the client\n"
                   "holds further calls until one ends. With --max-jobs-per-connection it bounds what one\n"

@@ -56,7 +56,7 @@ TEST(RegisterServerFlagsTest, HelpStatesComputedDefaultsInWords) {
   EXPECT_THAT(help, HasSubstr("(default: the core count)"));
   EXPECT_THAT(help, HasSubstr("(default: off)"));
   EXPECT_THAT(help, HasSubstr("(default: 3/4 of --max-server-mb / --threads)"));
-  EXPECT_THAT(help, HasSubstr("(default: half of\n      --max-queue plus --threads)"));
+  EXPECT_THAT(help, HasSubstr("(default: half of --max-queue plus --threads)"));
 }
 
 TEST(SanitizeServerFlagsTest, FillsInTheComputedDefaults) {
