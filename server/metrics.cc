@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include "common/version.h"
+
 namespace serenity {
 namespace {
 
@@ -77,6 +79,12 @@ ServerMetrics::ServerMetrics()
     for (const char* result : {"hit", "miss", "error"}) cache_lookups_.Add({{"tier", tier}, {"result", result}});
   }
   for (const char* result : {"ok", "error"}) shared_writes_.Add({{"result", result}});
+  prometheus::BuildGauge()
+      .Name("serenity_build_info")
+      .Help("The version and commit of this build, as labels; always 1.")
+      .Register(*registry_)
+      .Add({{"version", SerenityVersion()}, {"commit", SerenityCommit()}})
+      .Set(1);
 }
 
 void ServerMetrics::RecordCall(const std::string& method, const std::string& type, const std::string& code,

@@ -17,6 +17,7 @@ namespace serenity {
 
 class ServerMetrics {
  public:
+  // Also sets serenity_build_info{version, commit} (common/version.h) to 1.
   ServerMetrics();
 
   // The registry to expose (prometheus::Exposer::RegisterCollectable).

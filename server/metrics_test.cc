@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "common/version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -48,6 +50,15 @@ TEST(ServerMetricsTest, ReportsLoadCacheAndSearches) {
   EXPECT_THAT(text, HasSubstr("serenity_search_timeouts_total 1"));
   EXPECT_THAT(text, HasSubstr("serenity_infeasible_budgets_total 1"));
   EXPECT_THAT(text, HasSubstr("serenity_searches_total 2"));
+}
+
+TEST(ServerMetricsTest, ExportsTheBuildsVersionAndCommit) {
+  ServerMetrics metrics;
+  const std::string text = Exposition(metrics);
+  EXPECT_THAT(text, HasSubstr("# TYPE serenity_build_info gauge"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("serenity_build_info{commit=\"", SerenityCommit(), "\",version=\"",
+                                           SerenityVersion(), "\"} 1")));
+  EXPECT_THAT(SerenityVersion(), ::testing::MatchesRegex("[0-9]+\\.[0-9]+\\.[0-9]+"));
 }
 
 }  // namespace

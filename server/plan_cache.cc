@@ -1,7 +1,5 @@
 #include "server/plan_cache.h"
 
-#include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,10 +9,7 @@ namespace serenity {
 
 PlanCache::PlanCache(int64_t max_bytes, std::unique_ptr<RedisStore> shared, ServerMetrics* metrics,
                      int64_t max_bytes_per_owner)
-    : max_bytes_(max_bytes),
-      max_bytes_per_owner_(max_bytes_per_owner > 0 ? std::min(max_bytes_per_owner, max_bytes) : max_bytes),
-      shared_(std::move(shared)),
-      metrics_(metrics) {}
+    : max_bytes_(max_bytes), shared_(std::move(shared)), metrics_(metrics), local_(max_bytes, max_bytes_per_owner) {}
 
 void PlanCache::Record(const char* tier, const char* result) {
   if (metrics_ != nullptr) metrics_->RecordCacheLookup(tier, result);
@@ -37,52 +32,24 @@ int64_t LocalEntryBytes(const std::string& key, const google::protobuf::Message&
 
 std::shared_ptr<const google::protobuf::Message> PlanCache::LocalGet(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = index_.find(key);
-  if (it == index_.end()) return nullptr;
-  lru_.splice(lru_.begin(), lru_, it->second);
-  Owner& owner = owners_[it->second->owner];
-  owner.order.splice(owner.order.begin(), owner.order, it->second->owner_position);
-  return it->second->value;
+  const std::shared_ptr<const google::protobuf::Message>* value = local_.Get(key);
+  return value == nullptr ? nullptr : *value;
 }
 
 std::shared_ptr<const v1::StoredPlan> PlanCache::LocalEntry(const std::string& id) {
   return std::static_pointer_cast<const v1::StoredPlan>(LocalGet(id));
 }
 
-void PlanCache::EraseLocked(std::list<Entry>::iterator it) {
-  bytes_ -= it->bytes;
-  auto owner = owners_.find(it->owner);
-  owner->second.bytes -= it->bytes;
-  owner->second.order.erase(it->owner_position);
-  if (owner->second.order.empty()) owners_.erase(owner);
-  index_.erase(it->key);
-  lru_.erase(it);
-}
-
 void PlanCache::LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value,
                          const std::string& owner) {
   const int64_t bytes = LocalEntryBytes(key, *value);
-  if (bytes > max_bytes_per_owner_) return;  // larger than the owner's whole share
   int64_t total, entries;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = index_.find(key);
-    if (it != index_.end()) EraseLocked(it->second);
-    lru_.push_front(Entry{key, std::move(value), bytes, owner, {}});
-    index_[key] = lru_.begin();
-    bytes_ += bytes;
-    Owner& mine = owners_[owner];
-    mine.order.push_front(lru_.begin());
-    lru_.begin()->owner_position = mine.order.begin();
-    mine.bytes += bytes;
-    // The owner's own least recently used entries go first while it holds
-    // more than its share (the new entry, at the front of its order, stays;
-    // `mine` stays valid: the map's nodes do not move, and it keeps one
-    // entry).
-    while (mine.bytes > max_bytes_per_owner_ && mine.order.size() > 1) EraseLocked(mine.order.back());
-    while (bytes_ > max_bytes_ && !lru_.empty()) EraseLocked(std::prev(lru_.end()));
-    total = bytes_;
-    entries = static_cast<int64_t>(lru_.size());
+    // An entry larger than its owner's whole share is not kept.
+    if (!local_.Put(key, std::move(value), bytes, owner)) return;
+    total = local_.bytes();
+    entries = local_.entries();
   }
   if (metrics_ != nullptr) metrics_->SetLocalCacheSize(total, entries);
 }
@@ -216,18 +183,17 @@ std::shared_ptr<const v1::PlanReceipt> PlanCache::GetReceipt(const std::string& 
 
 int64_t PlanCache::local_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return bytes_;
+  return local_.bytes();
 }
 
 int64_t PlanCache::local_bytes_of(const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = owners_.find(owner);
-  return it == owners_.end() ? 0 : it->second.bytes;
+  return local_.bytes_of(owner);
 }
 
 int64_t PlanCache::local_entries() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(lru_.size());
+  return local_.entries();
 }
 
 }  // namespace serenity

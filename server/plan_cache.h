@@ -14,15 +14,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/node_hash_map.h"
 #include "absl/time/time.h"
+#include "server/byte_lru.h"
 #include "server/metrics.h"
 #include "server/redis_store.h"
 #include "server/stored_plan.h"
@@ -84,26 +82,9 @@ class PlanCache {
   int64_t local_bytes_of(const std::string& owner) const;
 
  private:
-  struct Entry;
-  using EntryList = std::list<Entry>;
-  struct Entry {
-    std::string key;  // the id, or "receipt:" and the plan_id
-    std::shared_ptr<const google::protobuf::Message> value;
-    int64_t bytes = 0;
-    std::string owner;  // the tenant that stored it
-    std::list<EntryList::iterator>::iterator owner_position;  // in its owner's order
-  };
-  // One owner's entries, most recently used first, and what they hold.
-  struct Owner {
-    std::list<EntryList::iterator> order;
-    int64_t bytes = 0;
-  };
-
   std::shared_ptr<const google::protobuf::Message> LocalGet(const std::string& key);
   void LocalPut(const std::string& key, std::shared_ptr<const google::protobuf::Message> value,
                 const std::string& owner);
-  // Drops one entry; mu_ held.
-  void EraseLocked(std::list<Entry>::iterator it);
   // The shared tier's entry, or null with `outcome` "miss" (absent) or
   // "error" (unavailable, or garbage).
   std::shared_ptr<const v1::StoredPlan> SharedGet(const std::string& id, const char** outcome);
@@ -117,14 +98,12 @@ class PlanCache {
   void Record(const char* tier, const char* result);
 
   const int64_t max_bytes_;
-  const int64_t max_bytes_per_owner_;
   const std::unique_ptr<RedisStore> shared_;
   ServerMetrics* const metrics_;
   mutable std::mutex mu_;
-  std::list<Entry> lru_;  // most recently used first
-  absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_;
-  int64_t bytes_ = 0;
-  absl::node_hash_map<std::string, Owner> owners_;  // node map: stable references
+  // The in-process tier: keyed by the id, or "receipt:" and the plan_id;
+  // each entry owned by the tenant that stored it.
+  ByteLru<std::string, std::shared_ptr<const google::protobuf::Message>> local_;  // guarded by mu_
   absl::Time last_shared_log_ = absl::InfinitePast();
   int64_t unlogged_shared_errors_ = 0;
 };

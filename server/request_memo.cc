@@ -1,6 +1,7 @@
 #include "server/request_memo.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,47 +30,32 @@ std::string RequestMemoKey(const v1::PlanRequest& request, bool score_only, absl
 
 std::shared_ptr<const MemoizedReply> RequestMemo::Find(absl::string_view request_key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = index_.find(request_key);
-  if (it == index_.end()) return nullptr;
-  lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->entry;
+  const std::shared_ptr<const MemoizedReply>* entry = lru_.Get(request_key);
+  return entry == nullptr ? nullptr : *entry;
 }
 
 void RequestMemo::Put(std::shared_ptr<const MemoizedReply> entry) {
   // The reply at protobuf's estimate of its memory (SpaceUsedLong), not its
   // serialized size, which is several times smaller.
+  // The LRU's own part per entry, estimated as before it was a ByteLru.
+  constexpr int64_t kSlotBytes = 2 * (sizeof(std::shared_ptr<const MemoizedReply>) + sizeof(int64_t));
   const int64_t bytes = static_cast<int64_t>(2 * entry->request.capacity() + entry->reply.SpaceUsedLong() +
                                              entry->key.graph.capacity() + entry->key.options.capacity() +
                                              entry->key.id.capacity() + entry->cache_id.capacity() +
-                                             sizeof(MemoizedReply) + 2 * sizeof(Slot) + 64);
-  if (bytes > max_bytes_) return;
+                                             sizeof(MemoizedReply) + kSlotBytes + 64);
+  const absl::string_view key = entry->request;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = index_.find(entry->request);
-  if (it != index_.end()) {
-    bytes_ -= it->second->bytes;
-    auto slot = it->second;
-    index_.erase(it);
-    lru_.erase(slot);
-  }
-  const absl::string_view view = entry->request;
-  lru_.push_front(Slot{std::move(entry), bytes});
-  index_[view] = lru_.begin();
-  bytes_ += bytes;
-  while (bytes_ > max_bytes_ && !lru_.empty()) {
-    bytes_ -= lru_.back().bytes;
-    index_.erase(absl::string_view(lru_.back().entry->request));
-    lru_.pop_back();
-  }
+  lru_.Put(key, std::move(entry), bytes);
 }
 
 int64_t RequestMemo::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return bytes_;
+  return lru_.bytes();
 }
 
 int64_t RequestMemo::entries() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(lru_.size());
+  return lru_.entries();
 }
 
 }  // namespace serenity

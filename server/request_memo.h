@@ -8,14 +8,13 @@
 #define SERENITY_SERVER_REQUEST_MEMO_H_
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "serenity/v1/scheduler.pb.h"
+#include "server/byte_lru.h"
 #include "server/stored_plan.h"
 
 namespace serenity {
@@ -43,7 +42,7 @@ struct MemoizedReply {
 class RequestMemo {
  public:
   // `max_bytes` bounds the request and reply bytes held (0 disables it).
-  explicit RequestMemo(int64_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit RequestMemo(int64_t max_bytes) : lru_(max_bytes) {}
 
   // The entry whose request equals `request_key`, marked recently used, or
   // null.
@@ -58,17 +57,9 @@ class RequestMemo {
   int64_t entries() const;
 
  private:
-  struct Slot {
-    std::shared_ptr<const MemoizedReply> entry;
-    int64_t bytes = 0;
-  };
-
-  const int64_t max_bytes_;
   mutable std::mutex mu_;
-  std::list<Slot> lru_;  // most recently used first
   // Keyed by a view of the entry's own request string.
-  absl::flat_hash_map<absl::string_view, std::list<Slot>::iterator> index_;
-  int64_t bytes_ = 0;
+  ByteLru<absl::string_view, std::shared_ptr<const MemoizedReply>> lru_;  // guarded by mu_
 };
 
 }  // namespace serenity

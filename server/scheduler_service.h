@@ -18,6 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "server/connection_slots.h"
+#include "server/grpc_status.h"
 #include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/plan_messages.h"
@@ -25,14 +26,6 @@
 #include "server/tenants.h"
 
 namespace serenity {
-
-// Maps an absl::Status to the gRPC status a client sees. Problems with the
-// request (InvalidArgument, OutOfRange, FailedPrecondition) become
-// INVALID_ARGUMENT with the same message.
-grpc::Status ToGrpcStatus(const absl::Status& status);
-
-// Upper-case gRPC code name ("OK", "INVALID_ARGUMENT", ...).
-const char* GrpcCodeName(grpc::StatusCode code);
 
 struct ServiceOptions {
   // When set, calls must carry "authorization: Bearer <token>" with one of
@@ -90,7 +83,7 @@ class SchedulerService final
   void StartDraining() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
 
-  // For the reactors (scheduler_service.cc).
+  // For the reactors (plan_call.cc, score_call.cc, get_plan_call.cc).
   JobRunner* runner() const { return runner_; }
   SchedulingBackend* backend() const { return backend_; }
   ServerMetrics* metrics() const { return metrics_; }
