@@ -102,7 +102,7 @@ absl::StatusOr<std::unique_ptr<RedisStore>> ConnectRedis(const ServerFlags& flag
 // calls still running at the deadline are cancelled (their searches stop at
 // once).
 void DrainOnStopSignal(const sigset_t& stop_signals, double grace_seconds, JobRunner* runner,
-                       SchedulerService* service, grpc::Server* server) {
+                       SchedulerService* service, grpc::Server* server, grpc::Server* health_server) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   Log("info", "draining",
@@ -112,6 +112,7 @@ void DrainOnStopSignal(const sigset_t& stop_signals, double grace_seconds, JobRu
        {"grace_seconds", absl::StrCat(grace_seconds)}});
   service->StartDraining();
   server->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server != nullptr) health_server->GetHealthCheckService()->SetServingStatus(false);
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_seconds * 1000));
   while (runner->running() + runner->queued() > 0 && std::chrono::steady_clock::now() < deadline) {
@@ -120,6 +121,22 @@ void DrainOnStopSignal(const sigset_t& stop_signals, double grace_seconds, JobRu
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::duration_cast<std::chrono::system_clock::duration>(
                        std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
+  if (health_server != nullptr) health_server->Shutdown();
+}
+
+// A plaintext server with only the health service (--health-port), or null
+// without one. Its status follows the API server's (DrainOnStopSignal).
+absl::StatusOr<std::unique_ptr<grpc::Server>> ServeHealth(const ServerFlags& flags) {
+  if (flags.health_port < 0) return nullptr;
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  const std::string address = absl::StrCat(flags.host, ":", flags.health_port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  Log("info", "health_listening", {{"address", absl::StrCat(flags.host, ":", bound_port)}});
+  if (!flags.health_port_file.empty()) std::ofstream(flags.health_port_file) << bound_port << "\n";
+  return server;
 }
 
 // Builds the server of sanitized `flags` with `credentials` and serves
@@ -172,6 +189,12 @@ int Serve(const ServerFlags& flags, ServerCredentials credentials, const sigset_
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(flags.max_streams_per_connection));
+  if (flags.max_connection_age_seconds > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(std::max(1.0, flags.max_connection_age_seconds * 1000)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(std::min(2e9, (flags.max_job_seconds + 5) * 1000)));
+  }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
@@ -191,10 +214,18 @@ int Serve(const ServerFlags& flags, ServerCredentials credentials, const sigset_
        {"max_server_mb", absl::StrCat(flags.max_server_mb)},
        {"max_job_mb", absl::StrCat(flags.max_job_mb)},
        {"redis", flags.redis.empty() ? "off" : flags.redis}});
+  absl::StatusOr<std::unique_ptr<grpc::Server>> health_server = ServeHealth(flags);
+  if (!health_server.ok()) {
+    std::cerr << "serenity-server: " << health_server.status().message() << " (--health-port)\n";
+    server->Shutdown();
+    return 1;
+  }
   if (!flags.port_file.empty()) std::ofstream(flags.port_file) << bound_port << "\n";
 
-  std::thread stopper(
-      [&] { DrainOnStopSignal(stop_signals, flags.shutdown_grace_seconds, &runner, &service, server.get()); });
+  std::thread stopper([&] {
+    DrainOnStopSignal(stop_signals, flags.shutdown_grace_seconds, &runner, &service, server.get(),
+                      health_server->get());
+  });
   server->Wait();
   stopper.join();
   Log("info", "stopped", {});

@@ -86,6 +86,15 @@ void RegisterServerFlags(ServerFlags* flags, FlagSet* flag_set) {
   flag_set->AddInt("metrics-port", &flags->metrics_port, "N",
                   "Serve Prometheus metrics on http://HOST:N/metrics; 0 picks a free port (default: off).");
   flag_set->AddString("metrics-port-file", &flags->metrics_port_file, "PATH", "Write the metrics port to PATH.");
+  flag_set->AddInt("health-port", &flags->health_port, "N",
+                  "Also serve grpc.health.v1, and nothing else, in plaintext on HOST:N (0 picks a free port):\n"
+                  "for probes that cannot speak the API port's TLS, such as the kubelet's gRPC probes. It\n"
+                  "turns NOT_SERVING with the API port on SIGTERM (default: off).");
+  flag_set->AddString("health-port-file", &flags->health_port_file, "PATH", "Write the health port to PATH.");
+  flag_set->AddDouble("max-connection-age-seconds", &flags->max_connection_age_seconds, "S",
+                     "Close each client connection after S seconds (HTTP/2 GOAWAY; its calls in flight get\n"
+                     "--max-job-seconds more to finish), so that clients balancing over a headless Service\n"
+                     "re-resolve it and reach new replicas (default: 0, never).");
   flag_set->AddDouble("shutdown-grace-seconds", &flags->shutdown_grace_seconds, "S",
                      "How long running calls may take to finish after SIGTERM.");
   flag_set->AddBool("version", &flags->version, "Print the version and exit.");
@@ -152,6 +161,13 @@ absl::Status SanitizeServerFlags(int64_t default_memory_bytes, ServerFlags* flag
     return Bad("--cache-scope must be tenant or shared");
   }
   if (flags->metrics_port < -1 || flags->metrics_port > 65535) return Bad("--metrics-port must be 0..65535");
+  if (flags->health_port < -1 || flags->health_port > 65535) return Bad("--health-port must be 0..65535");
+  if (flags->health_port > 0 && flags->health_port == flags->port) {
+    return Bad("--health-port must differ from --port (the API port already serves health)");
+  }
+  if (!(flags->max_connection_age_seconds >= 0) || flags->max_connection_age_seconds > 1e6) {
+    return Bad("--max-connection-age-seconds must be between 0 (never) and 1000000");
+  }
   RETURN_IF_ERROR(CheckTransport(*flags));
   if (flags->max_jobs_per_tenant < 0) return Bad("--max-jobs-per-tenant must be >= 0");
   if (flags->cache_mb_per_tenant < 0) return Bad("--cache-mb-per-tenant must be >= 0");

@@ -38,6 +38,9 @@ struct ServerFlags {
   double redis_timeout_ms = 50;
   int64_t metrics_port = -1;  // -1: no metrics endpoint
   std::string metrics_port_file;
+  int64_t health_port = -1;  // -1: health only on --port
+  std::string health_port_file;
+  double max_connection_age_seconds = 0;  // 0: connections live as long as the client keeps them
   bool plaintext = false;
   std::string tls_cert, tls_key, tls_client_ca, token_file;
   bool version = false;  // --version: print VersionLine and exit

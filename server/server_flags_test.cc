@@ -136,6 +136,16 @@ TEST(SanitizeServerFlagsTest, RefusesValuesOutOfRange) {
   flags.metrics_port = -2;
   EXPECT_THAT(Refusal(flags), HasSubstr("--metrics-port"));
   flags = Plaintext();
+  flags.health_port = 70000;
+  EXPECT_THAT(Refusal(flags), HasSubstr("--health-port must be 0..65535"));
+  flags = Plaintext();
+  flags.port = 8081;
+  flags.health_port = 8081;
+  EXPECT_THAT(Refusal(flags), HasSubstr("--health-port must differ from --port"));
+  flags = Plaintext();
+  flags.max_connection_age_seconds = -1;
+  EXPECT_THAT(Refusal(flags), HasSubstr("--max-connection-age-seconds"));
+  flags = Plaintext();
   flags.max_jobs_per_tenant = -1;
   EXPECT_THAT(Refusal(flags), HasSubstr("--max-jobs-per-tenant must be >= 0"));
   flags = Plaintext();

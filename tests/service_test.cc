@@ -647,6 +647,90 @@ TEST(ServiceLifecycleTest, SigtermDrainsRunningCallsThenExitsZero) {
   EXPECT_THAT(log, HasSubstr("event=stopped"));
 }
 
+// --health-port: a plaintext port that answers grpc.health.v1 and nothing
+// else (for probes that cannot speak the API port's TLS), and turns
+// NOT_SERVING with the API port when the server drains.
+TEST(ServiceLifecycleTest, HealthPortServesOnlyHealthAndFollowsTheDrain) {
+  const std::string health_port_file = ::testing::TempDir() + "/health_port_follows_drain";
+  std::remove(health_port_file.c_str());
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(kServer,
+                           {"--plaintext", "--shutdown-grace-seconds", "30", "--health-port", "0",
+                            "--health-port-file", health_port_file},
+                           true))
+      << server.log();
+  int health_port = 0;
+  std::ifstream(health_port_file) >> health_port;
+  ASSERT_GT(health_port, 0) << server.log();
+  ASSERT_NE(health_port, server.port());
+  auto health_channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", health_port), grpc::InsecureChannelCredentials());
+  auto health = grpc::health::v1::Health::NewStub(health_channel);
+  grpc::health::v1::HealthCheckRequest check;
+  auto probe = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status status = health->Check(&context, check, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.status();
+  };
+  EXPECT_EQ(probe(), grpc::health::v1::HealthCheckResponse::SERVING);
+  {  // The Scheduler is not on the health port.
+    grpc::ClientContext context;
+    v1::Plan plan;
+    const grpc::Status status =
+        v1::Scheduler::NewStub(health_channel)->Plan(&context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+  }
+  // A running job keeps the drain open while the probe looks.
+  auto stub = v1::Scheduler::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::Status running_status;
+  std::thread running([&] {
+    grpc::ClientContext context;
+    v1::PlanRequest request = OnnxRequest("randwire_ws_cifar10_stage3.onnx");
+    request.mutable_options()->set_time_limit_seconds(3);
+    v1::Plan plan;
+    running_status = stub->Plan(&context, request, &plan);
+  });
+  ASSERT_TRUE(AwaitMetric(server.metrics_port(), "serenity_jobs_active", "1"));
+  kill(server.pid(), SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  grpc::health::v1::HealthCheckResponse::ServingStatus status = probe();
+  while (status != grpc::health::v1::HealthCheckResponse::NOT_SERVING && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    status = probe();
+  }
+  EXPECT_EQ(status, grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  running.join();
+  EXPECT_TRUE(running_status.ok()) << running_status.error_message();
+  const int exit_status = server.Stop();
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+}
+
+// --max-connection-age-seconds: the server closes an idle client connection
+// after that age (GOAWAY), so the client's channel leaves READY and would
+// re-resolve its target; without the flag the connection stays.
+TEST(ServiceLifecycleTest, MaxConnectionAgeClosesConnections) {
+  for (const bool aged : {false, true}) {
+    testing::ServerProcess server;
+    std::vector<std::string> args = {"--plaintext"};
+    if (aged) args.insert(args.end(), {"--max-connection-age-seconds", "1"});
+    ASSERT_TRUE(server.Start(kServer, args)) << server.log();
+    auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+    auto stub = v1::Scheduler::NewStub(channel);
+    grpc::ClientContext context;
+    v1::Plan plan;
+    ASSERT_TRUE(stub->Plan(&context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
+    ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
+    // Age 1 s, plus up to 10% jitter and the GOAWAY's round trip.
+    const bool changed = channel->WaitForStateChange(GRPC_CHANNEL_READY,
+                                                     std::chrono::system_clock::now() + std::chrono::seconds(4));
+    EXPECT_EQ(changed, aged) << "state " << channel->GetState(false);
+    server.Stop();
+  }
+}
+
 // --redis-auth-file: with the right password plans reach a Redis that
 // requires one; with a wrong one the server still answers, and counts the
 // failed writes without ever logging the password.
