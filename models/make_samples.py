@@ -33,6 +33,10 @@ import sys
 import onnx
 from onnx import TensorProto, helper
 
+# The RandWire generator's Watts-Strogatz DAG, shared with the benchmarks.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from make_randwire import watts_strogatz_dag  # noqa: E402
+
 FLOAT = TensorProto.FLOAT
 # Where the weights would be; never written.
 WEIGHTS_FILE = "weights.not_shipped"
@@ -145,24 +149,6 @@ def inception_cell():
     y = b.conv("output/proj", y, 64)
     b.output(y)
     return b.model()
-
-
-def watts_strogatz_dag(n, k, p, rng):
-    """Edges (u, v), u < v, of a WS(k, p) ring lattice after rewiring (as in
-    bench/make_randwire.py)."""
-    edges = set()
-    for i in range(n):
-        for j in range(1, k // 2 + 1):
-            edges.add((i, (i + j) % n))
-    rewired = set()
-    for (u, v) in sorted(edges):
-        if rng.random() < p:
-            choices = [w for w in range(n) if w != u and (u, w) not in rewired and (w, u) not in rewired]
-            if choices:
-                v = rng.choice(choices)
-        if (v, u) not in rewired:
-            rewired.add((u, v))
-    return sorted({(min(u, v), max(u, v)) for (u, v) in rewired if u != v})
 
 
 def randwire_small(nodes=12, channels=32, size=16, seed=3):
