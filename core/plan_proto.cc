@@ -76,8 +76,12 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   out.memory_budget_bytes = options.memory_budget_bytes();
   if (options.time_limit_seconds() < 0) return absl::InvalidArgumentError("time limit must not be negative");
   out.time_limit_seconds = options.time_limit_seconds();
-  if (!options.algorithm().empty()) out.algorithm = options.algorithm();
-  if (!options.objective().empty()) out.objective = options.objective();
+  if (!options.algorithm().empty()) {
+    ASSIGN_OR_RETURN(out.algorithm, ParseAlgorithm(options.algorithm()));
+  }
+  if (!options.objective().empty()) {
+    ASSIGN_OR_RETURN(out.objective, ParseObjective(options.objective()));
+  }
   if (options.step_time_limit_seconds() < 0) {
     return absl::InvalidArgumentError("step time limit must not be negative");
   }

@@ -19,7 +19,8 @@ GraphSpec GraphSpecFromProto(const v1::Graph& graph);
 v1::Graph GraphSpecToProto(const GraphSpec& spec);
 
 // Reads request options; empty fields take their defaults (alignment 64,
-// algorithm "auto"). InvalidArgument for negative numbers.
+// algorithm "auto"). InvalidArgument for negative numbers and unknown
+// algorithm or objective names (ParseAlgorithm, ParseObjective).
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options);
 
 // Builds the Graph a request carries (Graph message or ONNX bytes, with the

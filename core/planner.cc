@@ -90,39 +90,6 @@ const char* CertificateName(Certificate certificate) {
   return "baseline";
 }
 
-const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {
-      "auto",     "relaxed",    "dp",    "dp+dc",  "dp+dc+asb", "exhaustive", "best_first",
-      "baseline", "file_order", "kahn",  "greedy", "inductor",  "xla"};
-  return kAlgorithms;
-}
-
-absl::Status ValidatePlanOptions(const PlanOptions& options) {
-  const std::vector<std::string>& algorithms = PlanAlgorithms();
-  if (std::find(algorithms.begin(), algorithms.end(), options.algorithm) == algorithms.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", options.algorithm,
-                                                   "'; choose one of: ", absl::StrJoin(algorithms, ", ")));
-  }
-  if (options.alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1 byte");
-  if (options.objective != "min_peak" && options.objective != "fit") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown objective '", options.objective, "'; choose min_peak or fit"));
-  }
-  if (options.objective == "fit" && options.memory_budget_bytes <= 0) {
-    return absl::InvalidArgumentError("objective fit needs a memory budget");
-  }
-  if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
-  if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");
-  for (int64_t onchip : options.onchip_bytes) {
-    if (onchip <= 0) return absl::InvalidArgumentError("on-chip sizes must be positive");
-  }
-  if (!(options.finish_seconds >= 0)) return absl::InvalidArgumentError("finish_seconds must not be negative");
-  if (options.step_time_limit_seconds <= 0) {
-    return absl::InvalidArgumentError("the per-step time limit must be positive");
-  }
-  return absl::OkStatus();
-}
-
 namespace {
 
 Clock::time_point After(Clock::time_point start, double seconds) {
@@ -305,19 +272,20 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   // The best baseline (ties in the order file_order, kahn, greedy, inductor,
   // xla), or the one asked for.
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
-  const bool relaxed = options.algorithm == "relaxed" && options.given_order.empty();
-  const bool search = options.algorithm == "auto" || relaxed || !options.given_order.empty();
-  const bool paper_dp = options.algorithm == "dp" || options.algorithm == "dp+dc" ||
-                        options.algorithm == "dp+dc+asb" || options.algorithm == "exhaustive" ||
-                        options.algorithm == "best_first";
-  const bool best_baseline = search || paper_dp || options.algorithm == "baseline";
+  const Algorithm algorithm = options.algorithm;
+  const bool relaxed = algorithm == Algorithm::kRelaxed && options.given_order.empty();
+  const bool search = algorithm == Algorithm::kAuto || relaxed || !options.given_order.empty();
+  const bool paper_dp = algorithm == Algorithm::kDp || algorithm == Algorithm::kDpDc ||
+                        algorithm == Algorithm::kDpDcAsb || algorithm == Algorithm::kExhaustive ||
+                        algorithm == Algorithm::kBestFirst;
+  const bool best_baseline = search || paper_dp || algorithm == Algorithm::kBaseline;
   const std::pair<const char*, const OrderSummary*> baselines[] = {
       {"file_order", &plan.file_order}, {"kahn", &plan.kahn}, {"greedy", &plan.greedy},
       {"inductor", &plan.inductor},     {"xla", &plan.xla}};
   const OrderSummary* chosen = &plan.file_order;
   plan.algorithm = "file_order";
   for (const auto& [name, summary] : baselines) {
-    if (options.algorithm == name || (best_baseline && summary->peak_bytes < chosen->peak_bytes)) {
+    if (AlgorithmName(algorithm) == std::string(name) || (best_baseline && summary->peak_bytes < chosen->peak_bytes)) {
       chosen = summary;
       plan.algorithm = name;
     }
@@ -343,13 +311,13 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
       limits.time_limit_seconds = search_seconds();
       limits.seemingly_good = relaxed;
       limits.memory = options.memory;
-      const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
+      const int64_t good_enough = options.objective == Objective::kFit ? options.memory_budget_bytes : 0;
       MinimizeResult result = MinimizePeak(buffers, plan.order, /*lower_bound=*/0, limits, good_enough, executor);
       plan.order = std::move(result.order);
       plan.lower_bound_bytes = result.lower_bound_bytes;
       plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
       plan.search_stats = result.stats;
-      plan.algorithm = relaxed ? "relaxed" : "auto";
+      plan.algorithm = AlgorithmName(relaxed ? Algorithm::kRelaxed : Algorithm::kAuto);
       if (result.stats.hit_memory_limit && !result.optimal) {
         fall_back("search", "memory_limit", "best order found before the limit");
       }
@@ -370,14 +338,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
       dp.search.cancelled = options.cancelled;
       dp.search.max_states = options.max_search_states;
       dp.search.time_limit_seconds = search_seconds();
-      dp.soft_budget = options.algorithm == "dp+dc+asb";
+      dp.soft_budget = algorithm == Algorithm::kDpDcAsb;
       dp.step_time_limit_seconds = options.step_time_limit_seconds;
-      MinimizeResult result = options.algorithm == "dp"           ? SignatureDp(buffers, dp.search)
-                              : options.algorithm == "exhaustive" ? ExhaustiveSearch(buffers, dp.search)
-                              : options.algorithm == "best_first" ? BestFirstSearch(buffers, dp.search)
-                                                                  : SegmentedDp(buffers, dp);
+      MinimizeResult result = algorithm == Algorithm::kDp           ? SignatureDp(buffers, dp.search)
+                              : algorithm == Algorithm::kExhaustive ? ExhaustiveSearch(buffers, dp.search)
+                              : algorithm == Algorithm::kBestFirst  ? BestFirstSearch(buffers, dp.search)
+                                                                    : SegmentedDp(buffers, dp);
       plan.search_stats = result.stats;
-      plan.algorithm = options.algorithm;
+      plan.algorithm = AlgorithmName(algorithm);
       // A search that gave up keeps the best baseline unless it found better.
       plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
       if (!result.order.empty() && (result.optimal || result.peak_bytes < chosen->peak_bytes)) {

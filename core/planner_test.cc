@@ -98,7 +98,7 @@ TEST(PlannerTest, RelaxedPlansSaySoAndProveOnlyByTheirBound) {
   for (int trial = 0; trial < 100; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(1 + trial % 25, rng));
     PlanOptions options;
-    options.algorithm = "relaxed";
+    options.algorithm = Algorithm::kRelaxed;
     absl::StatusOr<Plan> plan = PlanGraph(g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     v1::Plan proto = PlanToProto(g, *plan, options);
@@ -110,9 +110,9 @@ TEST(PlannerTest, RelaxedPlansSaySoAndProveOnlyByTheirBound) {
       testing::ReadFile(SERENITY_SHARED_DIR "/bench/models/darts_v2_cifar10_normal_cell.onnx"), {});
   ASSERT_TRUE(cell.ok()) << cell.status();
   PlanOptions options;
-  options.algorithm = "relaxed";
+  options.algorithm = Algorithm::kRelaxed;
   absl::StatusOr<Plan> relaxed = PlanGraph(*cell, options);
-  options.algorithm = "auto";
+  options.algorithm = Algorithm::kAuto;
   absl::StatusOr<Plan> exact = PlanGraph(*cell, options);
   ASSERT_TRUE(relaxed.ok() && exact.ok());
   EXPECT_EQ(exact->certificate, Certificate::kOptimal);
@@ -126,7 +126,7 @@ TEST(PlannerTest, HonoursTheChosenAlgorithm) {
   Graph g = *Graph::Build(testing::RandomDag(20, rng));
   for (const char* algorithm : {"file_order", "kahn", "greedy"}) {
     PlanOptions options;
-    options.algorithm = algorithm;
+    options.algorithm = *ParseAlgorithm(algorithm);
     absl::StatusOr<Plan> plan = PlanGraph(g, options);
     ASSERT_TRUE(plan.ok());
     EXPECT_EQ(plan->algorithm, std::string(algorithm));
@@ -139,9 +139,6 @@ TEST(PlannerTest, HonoursTheChosenAlgorithm) {
 TEST(PlannerTest, RejectsBadOptions) {
   Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").Build();
   PlanOptions options;
-  options.algorithm = "magic";
-  EXPECT_THAT(PlanGraph(g, options).status().message(), HasSubstr("unknown algorithm 'magic'"));
-  options = PlanOptions();
   options.alignment = 0;
   EXPECT_EQ(PlanGraph(g, options).status().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -213,6 +210,18 @@ TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {
   EXPECT_EQ(ExecutePlanRequest(request).status().code(), absl::StatusCode::kInvalidArgument);
   request.mutable_options()->set_alignment(-4);
   EXPECT_THAT(ExecutePlanRequest(request).status().message(), HasSubstr("alignment"));
+  // Names are parsed where the request is read.
+  v1::PlanRequest named;
+  *named.mutable_graph() = GraphSpecToProto(testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").spec());
+  named.mutable_options()->set_algorithm("magic");
+  EXPECT_THAT(ExecutePlanRequest(named).status().message(), HasSubstr("unknown algorithm 'magic'; choose one of: auto,"));
+  named.mutable_options()->set_algorithm("kahn");
+  named.mutable_options()->set_objective("fastest");
+  EXPECT_THAT(ExecutePlanRequest(named).status().message(), HasSubstr("unknown objective 'fastest'"));
+  named.mutable_options()->set_objective("min_peak");
+  absl::StatusOr<v1::Plan> kahn = ExecutePlanRequest(named);
+  ASSERT_TRUE(kahn.ok()) << kahn.status();
+  EXPECT_EQ(kahn->stats().algorithm(), "kahn");
 }
 
 }  // namespace
@@ -225,7 +234,7 @@ TEST(PlannerTest, PaperVariantsFallBackToTheBestBaselineHonestly) {
   std::mt19937 rng(29);
   Graph g = *Graph::Build(testing::RandomDag(150, rng));
   PlanOptions options;
-  options.algorithm = "dp+dc+asb";
+  options.algorithm = Algorithm::kDpDcAsb;
   options.step_time_limit_seconds = 1e-6;
   options.time_limit_seconds = 0.2;
   absl::StatusOr<Plan> plan = PlanGraph(g, options);
@@ -299,7 +308,7 @@ TEST(PlannerTest, FitObjectiveStopsAtTheBudget) {
     ASSERT_TRUE(best.ok());
     const int64_t optimum = best->profile.peak_bytes;
     PlanOptions fit;
-    fit.objective = "fit";
+    fit.objective = Objective::kFit;
     fit.memory_budget_bytes = optimum + (trial % 3) * 10;  // fits, with some slack
     absl::StatusOr<Plan> fitted = PlanGraph(g, fit);
     ASSERT_TRUE(fitted.ok());
@@ -315,11 +324,9 @@ TEST(PlannerTest, FitObjectiveStopsAtTheBudget) {
   }
   EXPECT_GT(stopped_early, 0);  // fit really stops before the minimum
   PlanOptions bad;
-  bad.objective = "fit";
+  bad.objective = Objective::kFit;
   Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").Build();
   EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("needs a memory budget"));
-  bad.objective = "fastest";
-  EXPECT_THAT(PlanGraph(g, bad).status().message(), HasSubstr("unknown objective"));
 }
 
 }  // namespace
@@ -535,13 +542,13 @@ TEST(PlannerTest, ACancelledCallReturnsCancelled) {
   std::atomic<bool> cancelled{true};
   PlanOptions options;
   options.cancelled = &cancelled;
-  for (const char* algorithm : {"auto", "dp", "dp+dc+asb", "best_first"}) {
+  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kDp, Algorithm::kDpDcAsb, Algorithm::kBestFirst}) {
     options.algorithm = algorithm;
     absl::StatusOr<Plan> plan = PlanGraph(g, options);
-    EXPECT_EQ(plan.status().code(), absl::StatusCode::kCancelled) << algorithm;
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kCancelled) << AlgorithmName(algorithm);
   }
   cancelled = false;
-  options.algorithm = "auto";
+  options.algorithm = Algorithm::kAuto;
   EXPECT_TRUE(PlanGraph(g, options).ok());
 }
 
