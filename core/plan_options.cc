@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
 
 namespace serenity {
 namespace {
@@ -95,6 +97,23 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
     return absl::InvalidArgumentError("the per-step time limit must be positive");
   }
   return absl::OkStatus();
+}
+
+double TimeLimitOrDefault(double seconds) { return seconds > 0 ? seconds : kDefaultTimeLimitSeconds; }
+
+void SanitizedOptions::set_time_limit_seconds(double seconds) {
+  options_.time_limit_seconds = TimeLimitOrDefault(seconds);
+}
+
+void SanitizedOptions::CapMaxSearchStates(int64_t cap) {
+  options_.max_search_states = std::min(options_.max_search_states, std::max<int64_t>(1, cap));
+}
+
+absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options) {
+  RETURN_IF_ERROR(ValidatePlanOptions(options));
+  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
+  options.time_limit_seconds = TimeLimitOrDefault(options.time_limit_seconds);
+  return SanitizedOptions(std::move(options));
 }
 
 }  // namespace serenity

@@ -1,5 +1,7 @@
-// What PlanGraph is asked to do (PlanOptions), and the names of its
-// algorithms and objectives, parsed once where a request is read.
+// What PlanGraph is asked to do (PlanOptions), the names of its algorithms
+// and objectives (parsed once, where a request is read), and the one step
+// that checks options and applies their defaults (SanitizePlanOptions), as
+// leveldb's SanitizeOptions does: PlanGraph trusts SanitizedOptions.
 #ifndef SERENITY_CORE_PLAN_OPTIONS_H_
 #define SERENITY_CORE_PLAN_OPTIONS_H_
 
@@ -83,7 +85,7 @@ struct PlanOptions {
   MemoryModel memory_model;
   int64_t alignment = kDefaultAlignment;
   int64_t memory_budget_bytes = 0;  // 0: none
-  // The request's time limit; 0: kDefaultTimeLimitSeconds. The
+  // The request's time limit; not positive: kDefaultTimeLimitSeconds. The
   // baselines and the search (it ends on it: best_found) share it; the
   // phases after the search get finish_seconds more (see deadline).
   double time_limit_seconds = 0;
@@ -131,8 +133,47 @@ struct PlanOptions {
 // OK when PlanGraph accepts `options` (alignment >= 1, non-negative budget,
 // a budget for objective fit, positive limits and on-chip sizes);
 // InvalidArgument naming the problem otherwise. Does not look at the given
-// order (PlanGraph checks it against the graph).
+// order (SanitizePlanOptions checks it against the graph).
 absl::Status ValidatePlanOptions(const PlanOptions& options);
+
+// A search time limit as PlanGraph uses it: `seconds`, or
+// kDefaultTimeLimitSeconds when it is not positive.
+double TimeLimitOrDefault(double seconds);
+
+// Options that passed SanitizePlanOptions for one graph: valid, the given
+// order (if any) checked against that graph, the defaults applied (the time
+// limit is positive). PlanGraph and SummarizeBaselines trust them and check
+// nothing again. Read them as a PlanOptions; the setters change only what
+// cannot make them invalid.
+class SanitizedOptions {
+ public:
+  const PlanOptions& operator*() const { return options_; }
+  const PlanOptions* operator->() const { return &options_; }
+  // For functions that read a PlanOptions (the plan key, the stored plan).
+  operator const PlanOptions&() const { return options_; }  // NOLINT: a SanitizedOptions is a PlanOptions
+
+  // The job's context, which the caller knows only after reading the
+  // request.
+  void set_score_only(bool score_only) { options_.score_only = score_only; }
+  void set_cancelled(const std::atomic<bool>* cancelled) { options_.cancelled = cancelled; }
+  void set_deadline(std::chrono::steady_clock::time_point deadline) { options_.deadline = deadline; }
+  void set_memory(MemoryAccount* memory) { options_.memory = memory; }
+  // The job's time limit: TimeLimitOrDefault(seconds).
+  void set_time_limit_seconds(double seconds);
+  // Caps max_search_states at `cap` (at least 1).
+  void CapMaxSearchStates(int64_t cap);
+
+ private:
+  friend absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options);
+  explicit SanitizedOptions(PlanOptions options) : options_(std::move(options)) {}
+
+  PlanOptions options_;
+};
+
+// Checks `options` for `graph` (ValidatePlanOptions, then CheckOrder of a
+// given order) and applies the defaults (TimeLimitOrDefault). The one place
+// a request's options are checked: InvalidArgument naming the problem.
+absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options);
 
 }  // namespace serenity
 

@@ -1,9 +1,11 @@
 #include "core/plan_options.h"
 
+#include <random>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/test_graph.h"
 
 namespace serenity {
 namespace {
@@ -57,10 +59,20 @@ TEST(PlanOptionsTest, ObjectiveNamesRoundTrip) {
   EXPECT_EQ(fastest.status().message(), "unknown objective 'fastest'; choose min_peak or fit");
 }
 
-// ValidatePlanOptions names each problem.
-TEST(PlanOptionsTest, ValidateNamesTheProblem) {
-  EXPECT_TRUE(ValidatePlanOptions(PlanOptions()).ok());
-  auto refused = [](const PlanOptions& bad) { return std::string(ValidatePlanOptions(bad).message()); };
+// Sanitizing checks what ValidatePlanOptions checks and the given order
+// against the graph, and applies the default time limit.
+TEST(PlanOptionsTest, SanitizeChecksAndDefaults) {
+  const Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"mid", 1}}).Op("b", "Relu", {"mid"}, {{"out", 1}}).Output("out").Build();
+  absl::StatusOr<SanitizedOptions> plain = SanitizePlanOptions(g, PlanOptions());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ((*plain)->time_limit_seconds, kDefaultTimeLimitSeconds);
+  PlanOptions options;
+  options.time_limit_seconds = 2.5;
+  EXPECT_EQ(SanitizePlanOptions(g, options).value()->time_limit_seconds, 2.5);
+  options.time_limit_seconds = -1;
+  EXPECT_EQ(SanitizePlanOptions(g, options).value()->time_limit_seconds, kDefaultTimeLimitSeconds);
+
+  auto refused = [&](const PlanOptions& bad) { return std::string(SanitizePlanOptions(g, bad).status().message()); };
   PlanOptions bad;
   bad.alignment = 0;
   EXPECT_THAT(refused(bad), HasSubstr("alignment"));
@@ -68,7 +80,7 @@ TEST(PlanOptionsTest, ValidateNamesTheProblem) {
   bad.objective = Objective::kFit;
   EXPECT_THAT(refused(bad), HasSubstr("needs a memory budget"));
   bad.memory_budget_bytes = 10;
-  EXPECT_TRUE(ValidatePlanOptions(bad).ok());
+  EXPECT_TRUE(SanitizePlanOptions(g, bad).ok());
   bad = PlanOptions();
   bad.memory_budget_bytes = -1;
   EXPECT_THAT(refused(bad), HasSubstr("must not be negative"));
@@ -84,6 +96,38 @@ TEST(PlanOptionsTest, ValidateNamesTheProblem) {
   bad = PlanOptions();
   bad.step_time_limit_seconds = 0;
   EXPECT_THAT(refused(bad), HasSubstr("per-step"));
+  bad = PlanOptions();
+  bad.given_order = {1, 0};  // b before a
+  EXPECT_EQ(SanitizePlanOptions(g, bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.given_order = {0, 1};
+  EXPECT_TRUE(SanitizePlanOptions(g, bad).ok());
+}
+
+// The setters keep sanitized options valid: a non-positive time limit
+// becomes the default, the state cap stays at least 1 and only lowers.
+TEST(PlanOptionsTest, SettersKeepOptionsValid) {
+  const Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").Build();
+  SanitizedOptions options = *SanitizePlanOptions(g, PlanOptions());
+  options.set_time_limit_seconds(0);
+  EXPECT_EQ(options->time_limit_seconds, kDefaultTimeLimitSeconds);
+  options.set_time_limit_seconds(3);
+  EXPECT_EQ(options->time_limit_seconds, 3);
+  const int64_t states = options->max_search_states;
+  options.CapMaxSearchStates(states + 1);
+  EXPECT_EQ(options->max_search_states, states);
+  options.CapMaxSearchStates(50);
+  EXPECT_EQ(options->max_search_states, 50);
+  options.CapMaxSearchStates(0);
+  EXPECT_EQ(options->max_search_states, 1);
+  options.set_score_only(true);
+  EXPECT_TRUE(options->score_only);
+  EXPECT_TRUE(ValidatePlanOptions(options).ok());
+}
+
+TEST(PlanOptionsTest, TimeLimitOrDefault) {
+  EXPECT_EQ(TimeLimitOrDefault(0), kDefaultTimeLimitSeconds);
+  EXPECT_EQ(TimeLimitOrDefault(-3), kDefaultTimeLimitSeconds);
+  EXPECT_EQ(TimeLimitOrDefault(0.5), 0.5);
 }
 
 }  // namespace

@@ -316,7 +316,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   return out;
 }
 
-absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan) {
+absl::Status RefreshBaselines(const Graph& graph, const SanitizedOptions& options, v1::Plan* plan) {
   ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(graph, options));
   // The baselines' own fallbacks are now those of this computation.
   auto* fallbacks = plan->mutable_fallbacks();
@@ -360,9 +360,8 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
     if (!u.has_value()) return absl::InvalidArgumentError(absl::StrCat("the order names unknown op '", name, "'"));
     options.given_order.push_back(*u);
   }
-  RETURN_IF_ERROR(ValidatePlanOptions(options));
-  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
-  return PreparedRequest{std::move(graph), std::move(options)};
+  ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, std::move(options)));
+  return PreparedRequest{std::move(graph), std::move(sanitized)};
 }
 
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {

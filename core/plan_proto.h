@@ -20,7 +20,8 @@ v1::Graph GraphSpecToProto(const GraphSpec& spec);
 
 // Reads request options; empty fields take their defaults (alignment 64,
 // algorithm "auto"). InvalidArgument for negative numbers and unknown
-// algorithm or objective names (ParseAlgorithm, ParseObjective).
+// algorithm or objective names (ParseAlgorithm, ParseObjective). The options
+// are not sanitized yet (SanitizePlanOptions).
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options);
 
 // Builds the Graph a request carries (Graph message or ONNX bytes, with the
@@ -36,13 +37,13 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
 // that file order and the other baselines describe the caller's graph.
 // Within options' time, cancellation and memory (SummarizeBaselines); the
 // plan's baselines/baseline_arenas fallbacks become this computation's.
-absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan);
+absl::Status RefreshBaselines(const Graph& graph, const SanitizedOptions& options, v1::Plan* plan);
 
-// A request read and validated: its graph and its options (given_order
-// resolved to op ids and checked).
+// A request read and validated: its graph and its options, sanitized for
+// that graph (given_order resolved to op ids and checked).
 struct PreparedRequest {
   Graph graph;
-  PlanOptions options;
+  SanitizedOptions options;
 };
 
 // Reads and validates a request without planning it: InvalidArgument naming

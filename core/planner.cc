@@ -205,10 +205,10 @@ class PhaseTimer {
 
 }  // namespace
 
-absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options) {
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const SanitizedOptions& sanitized) {
+  const PlanOptions& options = *sanitized;
   const Clock::time_point start = Clock::now();
-  RETURN_IF_ERROR(ValidatePlanOptions(options));
-  const double time_limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
+  const double time_limit = options.time_limit_seconds;
   const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
   BufferModel buffers(graph, options.memory_model);
   std::vector<PhaseFallback> fallbacks;
@@ -233,10 +233,15 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Plan
   return report;
 }
 
-absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options) {
+  ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
+  return SummarizeBaselines(graph, sanitized);
+}
+
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& sanitized, Executor* executor) {
+  const PlanOptions& options = *sanitized;
   const Clock::time_point start = Clock::now();
-  RETURN_IF_ERROR(ValidatePlanOptions(options));
-  const double time_limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
+  const double time_limit = options.time_limit_seconds;
   // The job's end, and the search's: finish_seconds before it, at most the
   // request's time limit after the start.
   const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
@@ -271,7 +276,6 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
 
   // The best baseline (ties in the order file_order, kahn, greedy, inductor,
   // xla), or the one asked for.
-  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
   const Algorithm algorithm = options.algorithm;
   const bool relaxed = algorithm == Algorithm::kRelaxed && options.given_order.empty();
   const bool search = algorithm == Algorithm::kAuto || relaxed || !options.given_order.empty();
@@ -433,6 +437,11 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, E
   }
   plan.total_ms = MillisSince(start);
   return plan;
+}
+
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
+  ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
+  return PlanGraph(graph, sanitized, executor);
 }
 
 }  // namespace serenity

@@ -91,15 +91,21 @@ struct BaselineReport {
   std::vector<std::pair<std::string, std::vector<TrafficResult>>> traffic;
   std::vector<PhaseFallback> fallbacks;
 };
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const SanitizedOptions& options);
+// The same for options not yet sanitized: SanitizePlanOptions first
+// (InvalidArgument naming the problem).
 absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options);
 
 // Plans `graph`: evaluates the baselines, finds the order (by
 // `options.algorithm`), simulates it, certifies it (`optimal` when a search
 // proved it or the peak meets the lower bound; `best_found` when a search
 // stopped on a limit; `baseline` for a baseline order) and plans the arena.
-// InvalidArgument for options ValidatePlanOptions refuses or a given order
-// that is not one of `graph`.
 // Independent parts of the search run on `executor` (null: this thread).
+// `options` must have been sanitized for `graph`.
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor = nullptr);
+// The same for options not yet sanitized (tests, benchmarks): runs
+// SanitizePlanOptions first (InvalidArgument naming the problem, e.g. an
+// alignment below 1 or a given order that is not one of `graph`).
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor = nullptr);
 
 }  // namespace serenity

@@ -171,8 +171,7 @@ v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonica
   }
   for (TensorId t : canonical.tensor_at) stored.add_tensor_names(graph.tensor(t).name);
   stored.set_complete(!options.score_only);
-  stored.set_time_limit_seconds(options.time_limit_seconds > 0 ? options.time_limit_seconds
-                                                               : kDefaultTimeLimitSeconds);
+  stored.set_time_limit_seconds(TimeLimitOrDefault(options.time_limit_seconds));
   stored.set_memory_budget_bytes(options.memory_budget_bytes);
   return stored;
 }
@@ -188,8 +187,7 @@ bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool ne
     return false;
   }
   if (stored.plan().certificate() != v1::CERTIFICATE_BEST_FOUND) return true;
-  if (time_limit_seconds <= 0) time_limit_seconds = kDefaultTimeLimitSeconds;
-  return stored.time_limit_seconds() >= time_limit_seconds;
+  return stored.time_limit_seconds() >= TimeLimitOrDefault(time_limit_seconds);
 }
 
 bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& current) {
@@ -206,7 +204,7 @@ bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& c
 }
 
 absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const CanonicalGraph& canonical,
-                                         const Graph& graph, const PlanOptions& options) {
+                                         const Graph& graph, const SanitizedOptions& options) {
   const int ops = graph.num_ops();
   if (stored.op_ids_size() != ops || static_cast<int>(canonical.op_at.size()) != ops ||
       stored.op_names_size() != ops || stored.tensor_names_size() != graph.num_tensors() ||
@@ -237,7 +235,7 @@ absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const Can
 
   v1::Plan plan = stored.plan();
   plan.set_model(graph.name());
-  const int64_t budget = options.memory_budget_bytes;
+  const int64_t budget = options->memory_budget_bytes;
   if (stored.memory_budget_bytes() != budget) {
     plan.set_memory_budget_bytes(budget);
     plan.set_feasible(budget == 0 || plan.peak_bytes() <= budget);
