@@ -152,6 +152,38 @@ void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options
 
 }  // namespace
 
+v1::OrderSummary* MutableBaselineProto(Baseline baseline, v1::Baselines* baselines) {
+  switch (baseline) {
+    case Baseline::kFileOrder:
+      return baselines->mutable_file_order();
+    case Baseline::kKahn:
+      return baselines->mutable_kahn();
+    case Baseline::kGreedy:
+      return baselines->mutable_greedy();
+    case Baseline::kInductor:
+      return baselines->mutable_inductor();
+    case Baseline::kXla:
+      break;
+  }
+  return baselines->mutable_xla();
+}
+
+const v1::OrderSummary& BaselineProto(Baseline baseline, const v1::Baselines& baselines) {
+  switch (baseline) {
+    case Baseline::kFileOrder:
+      return baselines.file_order();
+    case Baseline::kKahn:
+      return baselines.kahn();
+    case Baseline::kGreedy:
+      return baselines.greedy();
+    case Baseline::kInductor:
+      return baselines.inductor();
+    case Baseline::kXla:
+      break;
+  }
+  return baselines.xla();
+}
+
 void DropArenaAndSteps(v1::Plan* plan) {
   plan->clear_arena();
   plan->clear_steps();
@@ -268,6 +300,12 @@ void FillSummary(const OrderSummary& s, v1::OrderSummary* o) {
   o->mutable_step_bytes()->Assign(s.step_bytes.begin(), s.step_bytes.end());
 }
 
+void FillBaselines(const PerBaseline<OrderSummary>& summaries, v1::Baselines* baselines) {
+  for (const BaselineInfo& info : BaselineTable()) {
+    FillSummary(summaries[info.baseline], MutableBaselineProto(info.baseline, baselines));
+  }
+}
+
 void FillTraffic(const Graph& graph, const std::string& name, const std::vector<TrafficResult>& points,
                  v1::OrderTraffic* traffic) {
   traffic->set_order(name);
@@ -287,14 +325,9 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   v1::Plan out;
   FillHeader(graph, plan, options, &out);
   if (!options.score_only) FillArenaAndSteps(graph, plan, &out);
-  const auto& summary = FillSummary;
   out.mutable_step_bytes()->Assign(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());
-  summary(plan.file_order, out.mutable_baselines()->mutable_file_order());
-  summary(plan.kahn, out.mutable_baselines()->mutable_kahn());
-  summary(plan.greedy, out.mutable_baselines()->mutable_greedy());
-  summary(plan.inductor, out.mutable_baselines()->mutable_inductor());
-  summary(plan.xla, out.mutable_baselines()->mutable_xla());
-  if (plan.serenity.has_value()) summary(*plan.serenity, out.mutable_baselines()->mutable_serenity());
+  FillBaselines(plan.baselines, out.mutable_baselines());
+  if (plan.serenity.has_value()) FillSummary(*plan.serenity, out.mutable_baselines()->mutable_serenity());
 
   out.mutable_stats()->set_solve_ms(plan.solve_ms);
   out.mutable_stats()->set_total_ms(plan.total_ms);
@@ -331,12 +364,7 @@ absl::Status RefreshBaselines(const Graph& graph, const SanitizedOptions& option
     out->set_reason(f.reason);
     out->set_used(f.used);
   }
-  v1::Baselines* baselines = plan->mutable_baselines();
-  FillSummary(report.file_order, baselines->mutable_file_order());
-  FillSummary(report.kahn, baselines->mutable_kahn());
-  FillSummary(report.greedy, baselines->mutable_greedy());
-  FillSummary(report.inductor, baselines->mutable_inductor());
-  FillSummary(report.xla, baselines->mutable_xla());
+  FillBaselines(report.baselines, plan->mutable_baselines());
   // Keep the plan's own order's traffic (the first entry), replace the rest.
   if (plan->traffic_size() > 0) {
     v1::OrderTraffic own = plan->traffic(0);

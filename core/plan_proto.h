@@ -29,6 +29,10 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
 // problem for every bad input.
 absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
 
+// The field of the proto's Baselines message that holds `baseline`.
+v1::OrderSummary* MutableBaselineProto(Baseline baseline, v1::Baselines* baselines);
+const v1::OrderSummary& BaselineProto(Baseline baseline, const v1::Baselines& baselines);
+
 // Fills a Plan message for `plan` of `graph`.
 v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -148,32 +150,47 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
   return absl::OkStatus();
 }
 
-// The five baseline orders with their peaks (and per-step bytes unless
-// score-only), no arenas; the list schedules stop choosing at `deadline`
-// (then `fall_back` names the phase).
+// The baseline orders (baseline_table.h) with their peaks (and per-step
+// bytes unless score-only), no arenas; the list schedules stop choosing at
+// `deadline` (then `fall_back` names the phase).
 absl::StatusOr<BaselineReport> BaselineOrders(const BufferModel& buffers, const PlanOptions& options,
                                               Clock::time_point deadline, const FallBack& fall_back) {
   bool cut = false;
   ListScheduleLimits list_limits;
   list_limits.deadline = deadline;
   list_limits.cut = &cut;
-  const Graph& graph = buffers.graph();
   const bool steps = !options.score_only;
   BaselineReport report;
-  ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), steps));
-  ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), steps));
-  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers, list_limits), steps));
-  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers, list_limits), steps));
-  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers, list_limits), steps));
+  for (const BaselineInfo& info : BaselineTable()) {
+    ASSIGN_OR_RETURN(report.baselines[info.baseline], Summarize(buffers, info.order(buffers, list_limits), steps));
+  }
   if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
   return report;
+}
+
+// The baselines' summaries, in the table's order, after `first` (if any).
+std::vector<OrderSummary*> BaselineSummaries(PerBaseline<OrderSummary>* baselines, OrderSummary* first = nullptr) {
+  std::vector<OrderSummary*> summaries;
+  if (first != nullptr) summaries.push_back(first);
+  for (const BaselineInfo& info : BaselineTable()) summaries.push_back(&(*baselines)[info.baseline]);
+  return summaries;
+}
+
+// The baselines' orders by name, in the table's order, after `first`.
+using NamedOrder = std::pair<const char*, const std::vector<OpId>*>;
+std::vector<NamedOrder> BaselineOrdersByName(const PerBaseline<OrderSummary>& baselines,
+                                             std::optional<NamedOrder> first = std::nullopt) {
+  std::vector<NamedOrder> orders;
+  if (first.has_value()) orders.push_back(*first);
+  for (const BaselineInfo& info : BaselineTable()) orders.emplace_back(info.name, &baselines[info.baseline].order);
+  return orders;
 }
 
 // Appends to `traffic` each named order's off-chip traffic at
 // options.onchip_bytes while time lasts before `end` (then `fall_back`
 // names the phase). Cancelled when options.cancelled became true.
 absl::Status OrderTraffic(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
-                          absl::Span<const std::pair<const char*, const std::vector<OpId>*>> orders,
+                          absl::Span<const NamedOrder> orders,
                           const FallBack& fall_back,
                           std::vector<std::pair<std::string, std::vector<TrafficResult>>>* traffic) {
   for (const auto& [name, order] : orders) {
@@ -218,15 +235,10 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Sani
   ASSIGN_OR_RETURN(BaselineReport report,
                    BaselineOrders(buffers, options, std::min(end, After(start, time_limit / 2)), fall_back));
   if (!options.score_only) {
-    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end,
-                                    {&report.file_order, &report.kahn, &report.greedy, &report.inductor, &report.xla},
-                                    fall_back));
+    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back));
     if (!options.onchip_bytes.empty()) {
-      const std::pair<const char*, const std::vector<OpId>*> orders[] = {
-          {"file_order", &report.file_order.order}, {"kahn", &report.kahn.order},
-          {"greedy", &report.greedy.order},         {"inductor", &report.inductor.order},
-          {"xla", &report.xla.order}};
-      RETURN_IF_ERROR(OrderTraffic(buffers, options, end, orders, fall_back, &report.traffic));
+      RETURN_IF_ERROR(
+          OrderTraffic(buffers, options, end, BaselineOrdersByName(report.baselines), fall_back, &report.traffic));
     }
   }
   report.fallbacks = std::move(fallbacks);
@@ -267,15 +279,10 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& sanit
     // time limit (fallback "baselines").
     ASSIGN_OR_RETURN(BaselineReport report,
                      BaselineOrders(buffers, options, std::min(search_end, After(start, time_limit / 2)), fall_back));
-    plan.file_order = std::move(report.file_order);
-    plan.kahn = std::move(report.kahn);
-    plan.greedy = std::move(report.greedy);
-    plan.inductor = std::move(report.inductor);
-    plan.xla = std::move(report.xla);
+    plan.baselines = std::move(report.baselines);
   }
 
-  // The best baseline (ties in the order file_order, kahn, greedy, inductor,
-  // xla), or the one asked for.
+  // The best baseline (ties in the table's order), or the one asked for.
   const Algorithm algorithm = options.algorithm;
   const bool relaxed = algorithm == Algorithm::kRelaxed && options.given_order.empty();
   const bool search = algorithm == Algorithm::kAuto || relaxed || !options.given_order.empty();
@@ -283,15 +290,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& sanit
                         algorithm == Algorithm::kDpDcAsb || algorithm == Algorithm::kExhaustive ||
                         algorithm == Algorithm::kBestFirst;
   const bool best_baseline = search || paper_dp || algorithm == Algorithm::kBaseline;
-  const std::pair<const char*, const OrderSummary*> baselines[] = {
-      {"file_order", &plan.file_order}, {"kahn", &plan.kahn}, {"greedy", &plan.greedy},
-      {"inductor", &plan.inductor},     {"xla", &plan.xla}};
-  const OrderSummary* chosen = &plan.file_order;
-  plan.algorithm = "file_order";
-  for (const auto& [name, summary] : baselines) {
-    if (AlgorithmName(algorithm) == std::string(name) || (best_baseline && summary->peak_bytes < chosen->peak_bytes)) {
+  const std::optional<Baseline> named = AlgorithmBaseline(algorithm);
+  const OrderSummary* chosen = &plan.baselines[Baseline::kFileOrder];
+  plan.algorithm = BaselineName(Baseline::kFileOrder);
+  for (const BaselineInfo& info : BaselineTable()) {
+    const OrderSummary* summary = &plan.baselines[info.baseline];
+    if (named == info.baseline || (best_baseline && summary->peak_bytes < chosen->peak_bytes)) {
       chosen = summary;
-      plan.algorithm = name;
+      plan.algorithm = info.name;
     }
   }
   plan.order = chosen->order;
@@ -422,17 +428,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& sanit
     PhaseTimer timer(&plan, "baseline_arenas");
     // Each order's TFLite-style arena and our greedy placements, while time
     // lasts for both; the rest keep 0.
-    std::vector<OrderSummary*> orders = {&plan.file_order, &plan.kahn, &plan.greedy, &plan.inductor, &plan.xla};
-    if (plan.serenity.has_value()) orders.insert(orders.begin(), &*plan.serenity);
-    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, orders, fall_back));
+    RETURN_IF_ERROR(PlanOrderArenas(
+        buffers, options, end, BaselineSummaries(&plan.baselines, plan.serenity.has_value() ? &*plan.serenity : nullptr),
+        fall_back));
   }
   if (!options.onchip_bytes.empty()) {
     PhaseTimer timer(&plan, "traffic");
-    const std::pair<const char*, const std::vector<OpId>*> orders[] = {
-        {plan.serenity.has_value() ? "given" : "serenity", &plan.order},
-        {"file_order", &plan.file_order.order},
-        {"kahn", &plan.kahn.order},
-        {"greedy", &plan.greedy.order},     {"inductor", &plan.inductor.order},     {"xla", &plan.xla.order}};
+    const std::vector<NamedOrder> orders = BaselineOrdersByName(
+        plan.baselines, NamedOrder{plan.serenity.has_value() ? "given" : "serenity", &plan.order});
     RETURN_IF_ERROR(OrderTraffic(buffers, options, end, orders, fall_back, &plan.traffic));
   }
   plan.total_ms = MillisSince(start);

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "core/arena/arena_planner.h"
 #include "core/arena/defragment.h"
+#include "core/baseline_table.h"
 #include "core/graph/graph.h"
 #include "core/memory/simulator.h"
 #include "core/plan_options.h"
@@ -60,7 +61,7 @@ struct Plan {
   int64_t moved_bytes = 0;
   bool arena_fits_budget = true;     // arena.size_bytes <= budget (or no budget)
   int64_t arena_bytes_tflite = 0;    // the TFLite-style planner on the same order
-  OrderSummary file_order, kahn, greedy, inductor, xla;
+  PerBaseline<OrderSummary> baselines;
   std::optional<OrderSummary> serenity;  // set when a given order was evaluated
   std::string algorithm;             // the algorithm that produced `order`
   SearchStats search_stats;          // zero unless a search ran
@@ -79,15 +80,15 @@ struct Plan {
   std::map<std::string, double> phase_ms;
 };
 
-// The five baseline orders of a graph, summarized as PlanGraph reports them
-// (without arenas when options.score_only), with their traffic at
-// options.onchip_bytes (in the order file_order, kahn, greedy, inductor,
-// xla), within the same time as PlanGraph (options.deadline and the time
-// limit plus finish_seconds; the list schedules stop choosing at half the
-// time limit), cancellation and memory account: what did not fit is named
-// in `fallbacks` (phases "baselines", "baseline_arenas", "traffic").
+// The baseline orders of a graph (baseline_table.h), summarized as PlanGraph
+// reports them (without arenas when options.score_only), with their traffic
+// at options.onchip_bytes (in the table's order), within the same time as
+// PlanGraph (options.deadline and the time limit plus finish_seconds; the
+// list schedules stop choosing at half the time limit), cancellation and
+// memory account: what did not fit is named in `fallbacks` (phases
+// "baselines", "baseline_arenas", "traffic").
 struct BaselineReport {
-  OrderSummary file_order, kahn, greedy, inductor, xla;
+  PerBaseline<OrderSummary> baselines;
   std::vector<std::pair<std::string, std::vector<TrafficResult>>> traffic;
   std::vector<PhaseFallback> fallbacks;
 };

@@ -36,7 +36,8 @@ TEST(PlannerTest, PlansOfRandomGraphsPassTheVerifier) {
     v1::Plan proto = PlanToProto(g, *plan, options);
     ASSERT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto) << " trial " << trial;
     EXPECT_EQ(plan->certificate == Certificate::kOptimal, plan->profile.peak_bytes == plan->lower_bound_bytes);
-    for (const OrderSummary* s : {&plan->file_order, &plan->kahn, &plan->greedy}) {
+    for (const OrderSummary* s : {&plan->baselines[Baseline::kFileOrder], &plan->baselines[Baseline::kKahn],
+                                  &plan->baselines[Baseline::kGreedy]}) {
       EXPECT_LE(plan->profile.peak_bytes, s->peak_bytes);
     }
   }
@@ -124,15 +125,13 @@ TEST(PlannerTest, RelaxedPlansSaySoAndProveOnlyByTheirBound) {
 TEST(PlannerTest, HonoursTheChosenAlgorithm) {
   std::mt19937 rng(17);
   Graph g = *Graph::Build(testing::RandomDag(20, rng));
-  for (const char* algorithm : {"file_order", "kahn", "greedy"}) {
+  for (const BaselineInfo& info : BaselineTable()) {
     PlanOptions options;
-    options.algorithm = *ParseAlgorithm(algorithm);
+    options.algorithm = *ParseAlgorithm(info.name);
     absl::StatusOr<Plan> plan = PlanGraph(g, options);
     ASSERT_TRUE(plan.ok());
-    EXPECT_EQ(plan->algorithm, std::string(algorithm));
-    const OrderSummary& expected =
-        std::string(algorithm) == "file_order" ? plan->file_order : std::string(algorithm) == "kahn" ? plan->kahn : plan->greedy;
-    EXPECT_EQ(plan->order, expected.order);
+    EXPECT_EQ(plan->algorithm, std::string(info.name));
+    EXPECT_EQ(plan->order, plan->baselines[info.baseline].order);
   }
 }
 
@@ -244,8 +243,8 @@ TEST(PlannerTest, PaperVariantsFallBackToTheBestBaselineHonestly) {
   if (plan->profile.peak_bytes > plan->lower_bound_bytes) {
     EXPECT_EQ(plan->certificate, Certificate::kBestFound);
   }
-  EXPECT_LE(plan->profile.peak_bytes, std::min({plan->file_order.peak_bytes, plan->kahn.peak_bytes,
-                                                plan->greedy.peak_bytes}));
+  EXPECT_LE(plan->profile.peak_bytes, std::min({plan->baselines[Baseline::kFileOrder].peak_bytes, plan->baselines[Baseline::kKahn].peak_bytes,
+                                                plan->baselines[Baseline::kGreedy].peak_bytes}));
 }
 
 TEST(PlannerTest, EvaluatesAGivenOrderAgainstSerenitys) {
@@ -258,7 +257,7 @@ TEST(PlannerTest, EvaluatesAGivenOrderAgainstSerenitys) {
     ASSERT_TRUE(plan.ok());
     EXPECT_EQ(plan->order, options.given_order);
     EXPECT_EQ(plan->algorithm, "given");
-    EXPECT_EQ(plan->profile.peak_bytes, plan->kahn.peak_bytes);
+    EXPECT_EQ(plan->profile.peak_bytes, plan->baselines[Baseline::kKahn].peak_bytes);
     ASSERT_TRUE(plan->serenity.has_value());
     EXPECT_LE(plan->serenity->peak_bytes, plan->profile.peak_bytes);
     v1::Plan proto = PlanToProto(g, *plan, options);
@@ -354,7 +353,7 @@ TEST(PlannerTest, ScoreOnlyKeepsThePeakAndSkipsTheArena) {
     EXPECT_EQ(score->certificate, full->certificate);
     EXPECT_EQ(score->feasible, full->feasible);
     EXPECT_TRUE(score->arena.offsets.empty());
-    EXPECT_EQ(score->file_order.arena_bytes, 0);
+    EXPECT_EQ(score->baselines[Baseline::kFileOrder].arena_bytes, 0);
     v1::Plan proto = PlanToProto(g, *score, options);
     EXPECT_EQ(proto.steps_size(), 0);
     EXPECT_EQ(proto.arena().buffers_size(), 0);
@@ -490,7 +489,7 @@ TEST(PlannerTest, SmallModelsHaveNoFallbacksAndTheSamePlanUnderLimits) {
     EXPECT_EQ(plan->order, free_plan->order);
     EXPECT_EQ(plan->arena.offsets, free_plan->arena.offsets);
     EXPECT_EQ(plan->arena_bytes_tflite, free_plan->arena_bytes_tflite);
-    EXPECT_EQ(plan->greedy.arena_bytes_ours, free_plan->greedy.arena_bytes_ours);
+    EXPECT_EQ(plan->baselines[Baseline::kGreedy].arena_bytes_ours, free_plan->baselines[Baseline::kGreedy].arena_bytes_ours);
     EXPECT_EQ(plan->traffic.size(), free_plan->traffic.size());
     EXPECT_EQ(account.used(), 0);  // every charge given back
     for (const char* phase : {"baselines", "search", "arena", "baseline_arenas", "traffic"}) {
@@ -656,14 +655,14 @@ TEST(PlannerTest, SummarizeBaselinesKeepsTheDeadline) {
   bool arenas_skipped = false;
   for (const PhaseFallback& f : report->fallbacks) arenas_skipped |= f.phase == "baseline_arenas";
   EXPECT_TRUE(arenas_skipped);
-  EXPECT_EQ(report->file_order.arena_bytes, 0);
-  EXPECT_GT(report->file_order.peak_bytes, 0);
-  EXPECT_TRUE(IsTopologicalOrder(g, report->greedy.order));
+  EXPECT_EQ(report->baselines[Baseline::kFileOrder].arena_bytes, 0);
+  EXPECT_GT(report->baselines[Baseline::kFileOrder].peak_bytes, 0);
+  EXPECT_TRUE(IsTopologicalOrder(g, report->baselines[Baseline::kGreedy].order));
   // With time, every arena is planned and nothing is named.
   absl::StatusOr<BaselineReport> timely = SummarizeBaselines(*Graph::Build(testing::FanOutConcat(50)), PlanOptions());
   ASSERT_TRUE(timely.ok());
   EXPECT_TRUE(timely->fallbacks.empty());
-  EXPECT_GE(timely->xla.arena_bytes, timely->xla.peak_bytes);
+  EXPECT_GE(timely->baselines[Baseline::kXla].arena_bytes, timely->baselines[Baseline::kXla].peak_bytes);
 }
 
 }  // namespace
