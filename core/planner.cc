@@ -220,20 +220,323 @@ class PhaseTimer {
   Clock::time_point start_;
 };
 
+// The end of a job that started at `start`: the earlier of the caller's
+// deadline and the time limit plus the finishing time.
+Clock::time_point JobEnd(Clock::time_point start, const PlanOptions& options) {
+  return std::min(options.deadline, After(start, options.time_limit_seconds + options.finish_seconds));
+}
+
+bool IsCancelled(const PlanOptions& options) {
+  return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed);
+}
+
+// How an algorithm finds the order.
+enum class Family {
+  kSearch,        // auto, relaxed: the budget search from the best baseline
+  kReference,     // the paper's DP variants and the reference searches
+  kBestBaseline,  // the best baseline
+  kOneBaseline,   // the baseline named
+};
+
+Family FamilyOf(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kAuto:
+    case Algorithm::kRelaxed:
+      return Family::kSearch;
+    case Algorithm::kDp:
+    case Algorithm::kDpDc:
+    case Algorithm::kDpDcAsb:
+    case Algorithm::kExhaustive:
+    case Algorithm::kBestFirst:
+      return Family::kReference;
+    case Algorithm::kBaseline:
+      return Family::kBestBaseline;
+    case Algorithm::kFileOrder:
+    case Algorithm::kKahn:
+    case Algorithm::kGreedy:
+    case Algorithm::kInductor:
+    case Algorithm::kXla:
+      break;
+  }
+  return Family::kOneBaseline;
+}
+
+// One PlanGraph call: its clock and limits, and the plan it builds, one
+// step (Run's list) at a time.
+class PlanRun {
+ public:
+  PlanRun(const Graph& graph, const PlanOptions& options, Executor* executor)
+      : graph_(graph),
+        options_(options),
+        executor_(executor),
+        start_(Clock::now()),
+        time_limit_(options.time_limit_seconds),
+        end_(JobEnd(start_, options)),
+        // The search's end: finish_seconds before the job's, at most the
+        // time limit after the start.
+        search_end_(std::min(After(start_, time_limit_),
+                             end_ == Clock::time_point::max()
+                                 ? end_
+                                 : end_ - std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(options.finish_seconds)))),
+        buffers_(graph, options.memory_model),
+        fall_back_([this](const std::string& phase, const std::string& reason, const std::string& used) {
+          plan_.fallbacks.push_back({phase, reason, used});
+        }) {}
+
+  absl::StatusOr<Plan> Run() {
+    const Clock::time_point solve_start = Clock::now();
+    RETURN_IF_ERROR(StartOrder());
+    RETURN_IF_ERROR(Search());
+    plan_.solve_ms = MillisSince(solve_start);
+    if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
+    RETURN_IF_ERROR(Certify());
+    if (!options_.score_only) {
+      RETURN_IF_ERROR(Arenas());
+      RETURN_IF_ERROR(BaselineArenas());
+      RETURN_IF_ERROR(Traffic());
+    }
+    plan_.total_ms = MillisSince(start_);
+    return std::move(plan_);
+  }
+
+ private:
+  // The search's limit in seconds, from now: never 0 (which means none).
+  double SearchSeconds() const { return std::max(1e-6, std::min(time_limit_, SecondsLeft(search_end_))); }
+
+  // The baselines' peaks (and per-step bytes; their arenas come after the
+  // search) and the order the search starts from: the best baseline (ties
+  // in the table's order), or the one asked for.
+  absl::Status StartOrder() {
+    {
+      PhaseTimer timer(&plan_, "baselines");
+      // The list schedules (greedy, inductor, xla) choose among all ready
+      // ops at every step: on a wide graph they may stop choosing at half
+      // the time limit (fallback "baselines").
+      ASSIGN_OR_RETURN(BaselineReport report, BaselineOrders(buffers_, options_,
+                                                             std::min(search_end_, After(start_, time_limit_ / 2)),
+                                                             fall_back_));
+      plan_.baselines = std::move(report.baselines);
+    }
+    const Algorithm algorithm = options_.algorithm;
+    const bool given = !options_.given_order.empty();
+    relaxed_ = algorithm == Algorithm::kRelaxed && !given;
+    search_ = algorithm == Algorithm::kAuto || relaxed_ || given;
+    reference_ = FamilyOf(algorithm) == Family::kReference;
+    const bool best_baseline = search_ || reference_ || algorithm == Algorithm::kBaseline;
+    const std::optional<Baseline> named = AlgorithmBaseline(algorithm);
+    start_baseline_ = Baseline::kFileOrder;
+    for (const BaselineInfo& info : BaselineTable()) {
+      if (named == info.baseline ||
+          (best_baseline && plan_.baselines[info.baseline].peak_bytes < plan_.baselines[start_baseline_].peak_bytes)) {
+        start_baseline_ = info.baseline;
+      }
+    }
+    plan_.algorithm = BaselineName(start_baseline_);
+    plan_.order = plan_.baselines[start_baseline_].order;
+    return absl::OkStatus();
+  }
+
+  // Improves on the start order by the family's search (none for the
+  // baselines) and sets the lower bound and the certificate.
+  absl::Status Search() {
+    PhaseTimer timer(&plan_, "search");
+    // The lower bound (the search's, or LowerBoundBytes) holds the graph's
+    // reachability bitsets: ancestors and descendants of every op.
+    MemoryCharge reachability(options_.memory);
+    const int64_t n = graph_.num_ops();
+    const int64_t reachability_bytes = 2 * n * ((n + 63) / 64) * 8;
+    if (!reachability.TryAdd(reachability_bytes)) {
+      return MemoryLimitError(options_.memory, reachability_bytes, "the lower bound's reachability bitsets");
+    }
+    // MinimizePeak derives the same bound itself, op by op per segment.
+    if (!search_) plan_.lower_bound_bytes = LowerBoundBytes(buffers_);
+    plan_.certificate = Certificate::kBaseline;
+    if (search_) return BudgetSearch();
+    if (reference_) ReferenceSearch();
+    return absl::OkStatus();
+  }
+
+  // kSearch (or a given order): the exact (or relaxed) budget search.
+  absl::Status BudgetSearch() {
+    SearchOptions limits;
+    limits.cancelled = options_.cancelled;
+    limits.max_states = options_.max_search_states;
+    limits.time_limit_seconds = SearchSeconds();
+    limits.seemingly_good = relaxed_;
+    limits.memory = options_.memory;
+    const int64_t good_enough = options_.objective == Objective::kFit ? options_.memory_budget_bytes : 0;
+    MinimizeResult result = MinimizePeak(buffers_, plan_.order, /*lower_bound=*/0, limits, good_enough, executor_);
+    plan_.order = std::move(result.order);
+    plan_.lower_bound_bytes = result.lower_bound_bytes;
+    plan_.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+    plan_.search_stats = result.stats;
+    plan_.algorithm = AlgorithmName(relaxed_ ? Algorithm::kRelaxed : Algorithm::kAuto);
+    if (result.stats.hit_memory_limit && !result.optimal) {
+      fall_back_("search", "memory_limit", "best order found before the limit");
+    }
+    if (result.stats.lower_bound_cut) {
+      fall_back_("lower_bound", "time_limit", "cone bounds for the ops the closure bound did not reach");
+    }
+    if (!options_.given_order.empty()) {
+      // Report the caller's order; Serenity's becomes the reference (its
+      // arenas come with the baselines').
+      ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers_, plan_.order, /*with_steps=*/false));
+      plan_.serenity = std::move(serenity);
+      plan_.order = options_.given_order;
+      plan_.algorithm = "given";
+      plan_.certificate = Certificate::kBaseline;
+    }
+    return absl::OkStatus();
+  }
+
+  // kReference: the paper's DP variants and the reference searches. A
+  // search that gave up keeps the start order unless it found better.
+  void ReferenceSearch() {
+    SegmentedDpOptions dp;
+    dp.search.cancelled = options_.cancelled;
+    dp.search.max_states = options_.max_search_states;
+    dp.search.time_limit_seconds = SearchSeconds();
+    dp.soft_budget = options_.algorithm == Algorithm::kDpDcAsb;
+    dp.step_time_limit_seconds = options_.step_time_limit_seconds;
+    MinimizeResult result = options_.algorithm == Algorithm::kDp           ? SignatureDp(buffers_, dp.search)
+                            : options_.algorithm == Algorithm::kExhaustive ? ExhaustiveSearch(buffers_, dp.search)
+                            : options_.algorithm == Algorithm::kBestFirst  ? BestFirstSearch(buffers_, dp.search)
+                                                                           : SegmentedDp(buffers_, dp);
+    plan_.search_stats = result.stats;
+    plan_.algorithm = AlgorithmName(options_.algorithm);
+    plan_.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+    if (!result.order.empty() &&
+        (result.optimal || result.peak_bytes < plan_.baselines[start_baseline_].peak_bytes)) {
+      plan_.order = std::move(result.order);
+      plan_.lower_bound_bytes = std::max(plan_.lower_bound_bytes, result.lower_bound_bytes);
+    }
+  }
+
+  // Simulates the order: its profile, and optimal when the peak meets the
+  // lower bound.
+  absl::Status Certify() {
+    ASSIGN_OR_RETURN(plan_.profile, Simulate(buffers_, plan_.order));
+    if (plan_.profile.peak_bytes <= plan_.lower_bound_bytes) plan_.certificate = Certificate::kOptimal;
+    plan_.feasible =
+        options_.memory_budget_bytes == 0 || plan_.profile.peak_bytes <= options_.memory_budget_bytes;
+    return absl::OkStatus();
+  }
+
+  // The plan's arena, the TFLite-style one for comparison, and
+  // defragmentation moves when the peak fits the budget but the arena does
+  // not.
+  absl::Status Arenas() {
+    {
+      PhaseTimer timer(&plan_, "arena");
+      // The arena's searches may take half of what is left; the greedy
+      // placements (or the fast one) always give a plan.
+      ArenaLimits limits;
+      limits.cancelled = options_.cancelled;
+      limits.memory = options_.memory;
+      limits.deadline = end_ == Clock::time_point::max() ? end_ : After(Clock::now(), SecondsLeft(end_) / 2);
+      ArenaCut cut;
+      ASSIGN_OR_RETURN(plan_.arena,
+                       PlanProfileArena(plan_.profile, options_.alignment,
+                                        [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+                                          return PlanArenaInstance(activations, alignment, PlanArenaSearch(), limits,
+                                                                   &cut);
+                                        }));
+      if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
+      if (!cut.reason.empty()) fall_back_("arena", cut.reason, cut.used);
+      if (EstimatePlacementSeconds(ActivationBuffers(plan_.profile)) > SecondsLeft(end_)) {
+        fall_back_("tflite_arena", "time_limit", "skipped");
+      } else {
+        ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan_.profile, options_.alignment, TfliteStyle));
+        plan_.arena_bytes_tflite = tflite.size_bytes;
+      }
+    }
+    if (options_.memory_budget_bytes > 0 && plan_.arena.size_bytes > options_.memory_budget_bytes && plan_.feasible) {
+      RETURN_IF_ERROR(Defragment());
+    }
+    plan_.arena_fits_budget =
+        options_.memory_budget_bytes == 0 || plan_.arena.size_bytes <= options_.memory_budget_bytes;
+    return absl::OkStatus();
+  }
+
+  // The peak fits the budget but the static arena does not: move buffers (a
+  // Concat's slices together).
+  absl::Status Defragment() {
+    PhaseTimer timer(&plan_, "defragment");
+    std::vector<ArenaBuffer> lifetimes;
+    for (const BufferLifetimeInfo& b : plan_.profile.buffers) {
+      lifetimes.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
+    }
+    // Its placement compares each new buffer with the live ones: like a
+    // greedy placement in time, and a few hundred bytes per buffer.
+    MemoryCharge charge(options_.memory);
+    if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
+    if (EstimatePlacementSeconds(lifetimes) > SecondsLeft(end_)) {
+      fall_back_("defragment", "time_limit", "skipped");
+    } else if (!charge.TryAdd(256 * static_cast<int64_t>(lifetimes.size()))) {
+      fall_back_("defragment", "memory_limit", "skipped");
+    } else {
+      absl::StatusOr<MovingArenaPlan> moving =
+          PlanArenaWithMoves(lifetimes, options_.alignment, options_.memory_budget_bytes);
+      if (moving.ok()) {
+        plan_.arena = std::move(moving->plan);
+        plan_.moves = std::move(moving->moves);
+        plan_.moved_bytes = moving->moved_bytes;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Each order's TFLite-style arena and our greedy placements (Serenity's
+  // first when a given order was evaluated), while time lasts for both; the
+  // rest keep 0.
+  absl::Status BaselineArenas() {
+    PhaseTimer timer(&plan_, "baseline_arenas");
+    return PlanOrderArenas(buffers_, options_, end_,
+                           BaselineSummaries(&plan_.baselines, plan_.serenity.has_value() ? &*plan_.serenity : nullptr),
+                           fall_back_);
+  }
+
+  // Off-chip traffic of the plan's order, then of each baseline.
+  absl::Status Traffic() {
+    if (options_.onchip_bytes.empty()) return absl::OkStatus();
+    PhaseTimer timer(&plan_, "traffic");
+    const std::vector<NamedOrder> orders = BaselineOrdersByName(
+        plan_.baselines, NamedOrder{plan_.serenity.has_value() ? "given" : "serenity", &plan_.order});
+    return OrderTraffic(buffers_, options_, end_, orders, fall_back_, &plan_.traffic);
+  }
+
+  const Graph& graph_;
+  const PlanOptions& options_;
+  Executor* const executor_;
+  const Clock::time_point start_;
+  const double time_limit_;
+  const Clock::time_point end_;
+  const Clock::time_point search_end_;
+  const BufferModel buffers_;
+  const FallBack fall_back_;
+  Plan plan_;
+  // Set by StartOrder.
+  bool relaxed_ = false;
+  bool search_ = false;
+  bool reference_ = false;
+  Baseline start_baseline_ = Baseline::kFileOrder;
+};
+
 }  // namespace
 
 absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const SanitizedOptions& sanitized) {
   const PlanOptions& options = *sanitized;
   const Clock::time_point start = Clock::now();
-  const double time_limit = options.time_limit_seconds;
-  const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
+  const Clock::time_point end = JobEnd(start, options);
   BufferModel buffers(graph, options.memory_model);
   std::vector<PhaseFallback> fallbacks;
   auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
     fallbacks.push_back({phase, reason, used});
   };
-  ASSIGN_OR_RETURN(BaselineReport report,
-                   BaselineOrders(buffers, options, std::min(end, After(start, time_limit / 2)), fall_back));
+  ASSIGN_OR_RETURN(BaselineReport report, BaselineOrders(buffers, options,
+                                                         std::min(end, After(start, options.time_limit_seconds / 2)),
+                                                         fall_back));
   if (!options.score_only) {
     RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back));
     if (!options.onchip_bytes.empty()) {
@@ -250,196 +553,8 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Plan
   return SummarizeBaselines(graph, sanitized);
 }
 
-absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& sanitized, Executor* executor) {
-  const PlanOptions& options = *sanitized;
-  const Clock::time_point start = Clock::now();
-  const double time_limit = options.time_limit_seconds;
-  // The job's end, and the search's: finish_seconds before it, at most the
-  // request's time limit after the start.
-  const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
-  const Clock::time_point search_end =
-      std::min(After(start, time_limit),
-               end == Clock::time_point::max()
-                   ? end
-                   : end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.finish_seconds)));
-  // The search's limit in seconds, from now: never 0 (which means none).
-  auto search_seconds = [&] { return std::max(1e-6, std::min(time_limit, SecondsLeft(search_end))); };
-  auto is_cancelled = [&] { return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed); };
-  BufferModel buffers(graph, options.memory_model);
-  Plan plan;
-  auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
-    plan.fallbacks.push_back({phase, reason, used});
-  };
-  const Clock::time_point solve_start = Clock::now();
-  {
-    PhaseTimer timer(&plan, "baselines");
-    // Peaks (and per-step bytes) now; their arenas after the search.
-    // The list schedules (greedy, inductor, xla) choose among all ready ops
-    // at every step: on a wide graph they may stop choosing at half the
-    // time limit (fallback "baselines").
-    ASSIGN_OR_RETURN(BaselineReport report,
-                     BaselineOrders(buffers, options, std::min(search_end, After(start, time_limit / 2)), fall_back));
-    plan.baselines = std::move(report.baselines);
-  }
-
-  // The best baseline (ties in the table's order), or the one asked for.
-  const Algorithm algorithm = options.algorithm;
-  const bool relaxed = algorithm == Algorithm::kRelaxed && options.given_order.empty();
-  const bool search = algorithm == Algorithm::kAuto || relaxed || !options.given_order.empty();
-  const bool paper_dp = algorithm == Algorithm::kDp || algorithm == Algorithm::kDpDc ||
-                        algorithm == Algorithm::kDpDcAsb || algorithm == Algorithm::kExhaustive ||
-                        algorithm == Algorithm::kBestFirst;
-  const bool best_baseline = search || paper_dp || algorithm == Algorithm::kBaseline;
-  const std::optional<Baseline> named = AlgorithmBaseline(algorithm);
-  const OrderSummary* chosen = &plan.baselines[Baseline::kFileOrder];
-  plan.algorithm = BaselineName(Baseline::kFileOrder);
-  for (const BaselineInfo& info : BaselineTable()) {
-    const OrderSummary* summary = &plan.baselines[info.baseline];
-    if (named == info.baseline || (best_baseline && summary->peak_bytes < chosen->peak_bytes)) {
-      chosen = summary;
-      plan.algorithm = info.name;
-    }
-  }
-  plan.order = chosen->order;
-  {
-    PhaseTimer timer(&plan, "search");
-    // The lower bound (the search's, or LowerBoundBytes) holds the graph's
-    // reachability bitsets: ancestors and descendants of every op.
-    MemoryCharge reachability(options.memory);
-    const int64_t n = graph.num_ops();
-    const int64_t reachability_bytes = 2 * n * ((n + 63) / 64) * 8;
-    if (!reachability.TryAdd(reachability_bytes)) {
-      return MemoryLimitError(options.memory, reachability_bytes, "the lower bound's reachability bitsets");
-    }
-    // MinimizePeak derives the same bound itself, op by op per segment.
-    if (!search) plan.lower_bound_bytes = LowerBoundBytes(buffers);
-    plan.certificate = Certificate::kBaseline;
-    if (search) {
-      SearchOptions limits;
-      limits.cancelled = options.cancelled;
-      limits.max_states = options.max_search_states;
-      limits.time_limit_seconds = search_seconds();
-      limits.seemingly_good = relaxed;
-      limits.memory = options.memory;
-      const int64_t good_enough = options.objective == Objective::kFit ? options.memory_budget_bytes : 0;
-      MinimizeResult result = MinimizePeak(buffers, plan.order, /*lower_bound=*/0, limits, good_enough, executor);
-      plan.order = std::move(result.order);
-      plan.lower_bound_bytes = result.lower_bound_bytes;
-      plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
-      plan.search_stats = result.stats;
-      plan.algorithm = AlgorithmName(relaxed ? Algorithm::kRelaxed : Algorithm::kAuto);
-      if (result.stats.hit_memory_limit && !result.optimal) {
-        fall_back("search", "memory_limit", "best order found before the limit");
-      }
-      if (result.stats.lower_bound_cut) {
-        fall_back("lower_bound", "time_limit", "cone bounds for the ops the closure bound did not reach");
-      }
-      if (!options.given_order.empty()) {
-        // Report the caller's order; Serenity's becomes the reference (its
-        // arenas come with the baselines').
-        ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, /*with_steps=*/false));
-        plan.serenity = std::move(serenity);
-        plan.order = options.given_order;
-        plan.algorithm = "given";
-        plan.certificate = Certificate::kBaseline;
-      }
-    } else if (paper_dp) {
-      SegmentedDpOptions dp;
-      dp.search.cancelled = options.cancelled;
-      dp.search.max_states = options.max_search_states;
-      dp.search.time_limit_seconds = search_seconds();
-      dp.soft_budget = algorithm == Algorithm::kDpDcAsb;
-      dp.step_time_limit_seconds = options.step_time_limit_seconds;
-      MinimizeResult result = algorithm == Algorithm::kDp           ? SignatureDp(buffers, dp.search)
-                              : algorithm == Algorithm::kExhaustive ? ExhaustiveSearch(buffers, dp.search)
-                              : algorithm == Algorithm::kBestFirst  ? BestFirstSearch(buffers, dp.search)
-                                                                    : SegmentedDp(buffers, dp);
-      plan.search_stats = result.stats;
-      plan.algorithm = AlgorithmName(algorithm);
-      // A search that gave up keeps the best baseline unless it found better.
-      plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
-      if (!result.order.empty() && (result.optimal || result.peak_bytes < chosen->peak_bytes)) {
-        plan.order = std::move(result.order);
-        plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, result.lower_bound_bytes);
-      }
-    }
-  }
-  plan.solve_ms = MillisSince(solve_start);
-  if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-
-  ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
-  if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
-  plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
-  if (options.score_only) {
-    plan.total_ms = MillisSince(start);
-    return plan;
-  }
-  {
-    PhaseTimer timer(&plan, "arena");
-    // The arena's searches may take half of what is left; the greedy
-    // placements (or the fast one) always give a plan.
-    ArenaLimits limits;
-    limits.cancelled = options.cancelled;
-    limits.memory = options.memory;
-    limits.deadline = end == Clock::time_point::max() ? end : After(Clock::now(), SecondsLeft(end) / 2);
-    ArenaCut cut;
-    ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment,
-                                                  [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
-                                                    return PlanArenaInstance(activations, alignment, PlanArenaSearch(),
-                                                                             limits, &cut);
-                                                  }));
-    if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-    if (!cut.reason.empty()) fall_back("arena", cut.reason, cut.used);
-    if (EstimatePlacementSeconds(ActivationBuffers(plan.profile)) > SecondsLeft(end)) {
-      fall_back("tflite_arena", "time_limit", "skipped");
-    } else {
-      ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
-      plan.arena_bytes_tflite = tflite.size_bytes;
-    }
-  }
-  if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible) {
-    PhaseTimer timer(&plan, "defragment");
-    // The peak fits the budget but the static arena does not: move buffers
-    // (a Concat's slices together).
-    std::vector<ArenaBuffer> lifetimes;
-    for (const BufferLifetimeInfo& b : plan.profile.buffers) {
-      lifetimes.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
-    }
-    // Its placement compares each new buffer with the live ones: like a
-    // greedy placement in time, and a few hundred bytes per buffer.
-    MemoryCharge charge(options.memory);
-    if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-    if (EstimatePlacementSeconds(lifetimes) > SecondsLeft(end)) {
-      fall_back("defragment", "time_limit", "skipped");
-    } else if (!charge.TryAdd(256 * static_cast<int64_t>(lifetimes.size()))) {
-      fall_back("defragment", "memory_limit", "skipped");
-    } else {
-      absl::StatusOr<MovingArenaPlan> moving =
-          PlanArenaWithMoves(lifetimes, options.alignment, options.memory_budget_bytes);
-      if (moving.ok()) {
-        plan.arena = std::move(moving->plan);
-        plan.moves = std::move(moving->moves);
-        plan.moved_bytes = moving->moved_bytes;
-      }
-    }
-  }
-  plan.arena_fits_budget = options.memory_budget_bytes == 0 || plan.arena.size_bytes <= options.memory_budget_bytes;
-  {
-    PhaseTimer timer(&plan, "baseline_arenas");
-    // Each order's TFLite-style arena and our greedy placements, while time
-    // lasts for both; the rest keep 0.
-    RETURN_IF_ERROR(PlanOrderArenas(
-        buffers, options, end, BaselineSummaries(&plan.baselines, plan.serenity.has_value() ? &*plan.serenity : nullptr),
-        fall_back));
-  }
-  if (!options.onchip_bytes.empty()) {
-    PhaseTimer timer(&plan, "traffic");
-    const std::vector<NamedOrder> orders = BaselineOrdersByName(
-        plan.baselines, NamedOrder{plan.serenity.has_value() ? "given" : "serenity", &plan.order});
-    RETURN_IF_ERROR(OrderTraffic(buffers, options, end, orders, fall_back, &plan.traffic));
-  }
-  plan.total_ms = MillisSince(start);
-  return plan;
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor) {
+  return PlanRun(graph, *options, executor).Run();
 }
 
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
