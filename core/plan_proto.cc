@@ -152,6 +152,18 @@ void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options
 
 }  // namespace
 
+void ApplyBudget(int64_t budget_bytes, v1::Plan* plan) {
+  const BudgetFit fit = ApplyBudget(budget_bytes, plan->peak_bytes(), plan->arena().size_bytes());
+  plan->set_memory_budget_bytes(budget_bytes);
+  plan->set_feasible(fit.feasible);
+  if (fit.headroom_bytes.has_value()) {
+    plan->set_headroom_bytes(*fit.headroom_bytes);
+  } else {
+    plan->clear_headroom_bytes();
+  }
+  plan->set_arena_fits_budget(fit.arena_fits_budget);
+}
+
 v1::OrderSummary* MutableBaselineProto(Baseline baseline, v1::Baselines* baselines) {
   switch (baseline) {
     case Baseline::kFileOrder:
@@ -341,10 +353,7 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
     entry->set_reason(fallback.reason);
     entry->set_used(fallback.used);
   }
-  out.set_memory_budget_bytes(options.memory_budget_bytes);
-  out.set_feasible(plan.feasible);
-  if (options.memory_budget_bytes > 0) out.set_headroom_bytes(options.memory_budget_bytes - plan.profile.peak_bytes);
-  out.set_arena_fits_budget(plan.arena_fits_budget);
+  ApplyBudget(options.memory_budget_bytes, &out);
   for (const auto& [name, points] : plan.traffic) FillTraffic(graph, name, points, out.add_traffic());
   return out;
 }

@@ -29,6 +29,12 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
 // problem for every bad input.
 absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
 
+// Sets `plan`'s budget fields (memory_budget_bytes, feasible,
+// headroom_bytes, arena_fits_budget) for `budget_bytes` (0: none) from its
+// peak and arena size (ApplyBudget in planner.h): for a fresh plan, and for
+// a cached plan answered under another budget.
+void ApplyBudget(int64_t budget_bytes, v1::Plan* plan);
+
 // The field of the proto's Baselines message that holds `baseline`.
 v1::OrderSummary* MutableBaselineProto(Baseline baseline, v1::Baselines* baselines);
 const v1::OrderSummary& BaselineProto(Baseline baseline, const v1::Baselines& baselines);

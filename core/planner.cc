@@ -301,6 +301,11 @@ class PlanRun {
   }
 
  private:
+  // What the budget says of the plan's peak and (current) arena.
+  BudgetFit Fit() const {
+    return ApplyBudget(options_.memory_budget_bytes, plan_.profile.peak_bytes, plan_.arena.size_bytes);
+  }
+
   // The search's limit in seconds, from now: never 0 (which means none).
   double SearchSeconds() const { return std::max(1e-6, std::min(time_limit_, SecondsLeft(search_end_))); }
 
@@ -418,8 +423,7 @@ class PlanRun {
   absl::Status Certify() {
     ASSIGN_OR_RETURN(plan_.profile, Simulate(buffers_, plan_.order));
     if (plan_.profile.peak_bytes <= plan_.lower_bound_bytes) plan_.certificate = Certificate::kOptimal;
-    plan_.feasible =
-        options_.memory_budget_bytes == 0 || plan_.profile.peak_bytes <= options_.memory_budget_bytes;
+    plan_.feasible = Fit().feasible;
     return absl::OkStatus();
   }
 
@@ -451,11 +455,9 @@ class PlanRun {
         plan_.arena_bytes_tflite = tflite.size_bytes;
       }
     }
-    if (options_.memory_budget_bytes > 0 && plan_.arena.size_bytes > options_.memory_budget_bytes && plan_.feasible) {
-      RETURN_IF_ERROR(Defragment());
-    }
-    plan_.arena_fits_budget =
-        options_.memory_budget_bytes == 0 || plan_.arena.size_bytes <= options_.memory_budget_bytes;
+    const BudgetFit fit = Fit();
+    if (fit.feasible && !fit.arena_fits_budget) RETURN_IF_ERROR(Defragment());
+    plan_.arena_fits_budget = Fit().arena_fits_budget;
     return absl::OkStatus();
   }
 
@@ -524,6 +526,15 @@ class PlanRun {
 };
 
 }  // namespace
+
+BudgetFit ApplyBudget(int64_t budget_bytes, int64_t peak_bytes, int64_t arena_bytes) {
+  BudgetFit fit;
+  if (budget_bytes <= 0) return fit;
+  fit.feasible = peak_bytes <= budget_bytes;
+  fit.headroom_bytes = budget_bytes - peak_bytes;
+  fit.arena_fits_budget = arena_bytes <= budget_bytes;
+  return fit;
+}
 
 absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const SanitizedOptions& sanitized) {
   const PlanOptions& options = *sanitized;

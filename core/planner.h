@@ -80,6 +80,20 @@ struct Plan {
   std::map<std::string, double> phase_ms;
 };
 
+// What a memory budget says of a plan: whether its peak fits (feasible), by
+// how much (headroom_bytes: budget - peak, unset without a budget), and
+// whether its arena fits. Without a budget (0) everything fits.
+struct BudgetFit {
+  bool feasible = true;
+  std::optional<int64_t> headroom_bytes;
+  bool arena_fits_budget = true;
+};
+
+// The one derivation of BudgetFit, for a plan's peak and arena size under
+// `budget_bytes` (not positive: none). The planner, PlanToProto and a cached plan
+// answered under another budget (plan_proto.h's ApplyBudget) all use it.
+BudgetFit ApplyBudget(int64_t budget_bytes, int64_t peak_bytes, int64_t arena_bytes);
+
 // The baseline orders of a graph (baseline_table.h), summarized as PlanGraph
 // reports them (without arenas when options.score_only), with their traffic
 // at options.onchip_bytes (in the table's order), within the same time as

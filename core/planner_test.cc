@@ -156,6 +156,49 @@ TEST(PlannerTest, ReportsWhetherTheBudgetFits) {
   EXPECT_EQ(PlanToProto(g, *plan, options).headroom_bytes(), 5);
 }
 
+// ApplyBudget: without a budget everything fits and there is no headroom;
+// with one, the peak and the arena are each compared with it.
+TEST(PlannerTest, ApplyBudgetDerivesTheBudgetFields) {
+  const BudgetFit none = ApplyBudget(0, 100, 200);
+  EXPECT_TRUE(none.feasible);
+  EXPECT_TRUE(none.arena_fits_budget);
+  EXPECT_FALSE(none.headroom_bytes.has_value());
+  const BudgetFit roomy = ApplyBudget(150, 100, 150);
+  EXPECT_TRUE(roomy.feasible);
+  EXPECT_TRUE(roomy.arena_fits_budget);
+  EXPECT_EQ(roomy.headroom_bytes, 50);
+  const BudgetFit arena_over = ApplyBudget(150, 100, 151);
+  EXPECT_TRUE(arena_over.feasible);
+  EXPECT_FALSE(arena_over.arena_fits_budget);
+  const BudgetFit tight = ApplyBudget(99, 100, 100);
+  EXPECT_FALSE(tight.feasible);
+  EXPECT_FALSE(tight.arena_fits_budget);
+  EXPECT_EQ(tight.headroom_bytes, -1);
+
+  // The message form: a plan made without a budget, answered under one and
+  // back, has the fields a plan made under that budget has.
+  Graph g = testing::TestGraph().Input("in", 10).Op("a", "Relu", {"in"}, {{"out", 10}}).Output("out").Build();
+  PlanOptions options;
+  options.alignment = 1;
+  absl::StatusOr<Plan> plan = PlanGraph(g, options);
+  ASSERT_TRUE(plan.ok());
+  for (int64_t budget : {int64_t{19}, int64_t{20}, int64_t{25}, int64_t{0}}) {
+    PlanOptions budgeted = options;
+    budgeted.memory_budget_bytes = budget;
+    absl::StatusOr<Plan> fresh = PlanGraph(g, budgeted);
+    ASSERT_TRUE(fresh.ok());
+    const v1::Plan expected = PlanToProto(g, *fresh, budgeted);
+    v1::Plan answered = PlanToProto(g, *plan, options);
+    ApplyBudget(budget, &answered);
+    EXPECT_EQ(answered.memory_budget_bytes(), expected.memory_budget_bytes()) << budget;
+    EXPECT_EQ(answered.feasible(), expected.feasible()) << budget;
+    EXPECT_EQ(answered.headroom_bytes(), expected.headroom_bytes()) << budget;
+    EXPECT_EQ(answered.arena_fits_budget(), expected.arena_fits_budget()) << budget;
+    EXPECT_EQ(fresh->feasible, expected.feasible());
+    EXPECT_EQ(fresh->arena_fits_budget, expected.arena_fits_budget());
+  }
+}
+
 TEST(PlanRequestTest, GraphMessageRoundTrip) {
   v1::PlanRequest request;
   v1::Graph* graph = request.mutable_graph();

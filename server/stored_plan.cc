@@ -236,16 +236,7 @@ absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const Can
   v1::Plan plan = stored.plan();
   plan.set_model(graph.name());
   const int64_t budget = options->memory_budget_bytes;
-  if (stored.memory_budget_bytes() != budget) {
-    plan.set_memory_budget_bytes(budget);
-    plan.set_feasible(budget == 0 || plan.peak_bytes() <= budget);
-    if (budget > 0) {
-      plan.set_headroom_bytes(budget - plan.peak_bytes());
-    } else {
-      plan.clear_headroom_bytes();
-    }
-    plan.set_arena_fits_budget(budget == 0 || plan.arena().size_bytes() <= budget);
-  }
+  if (stored.memory_budget_bytes() != budget) ApplyBudget(budget, &plan);
   std::vector<OpId> order;
   for (int i = 0; i < plan.order_size(); ++i) {
     const int stored_id = plan.order(i);
