@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"
 

@@ -1,6 +1,5 @@
-// Conversions between the wire messages (serenity.v1) and the core types,
-// and the one entry point that answers a PlanRequest. Used by the server and
-// by the CLI's --local mode, so both give the same answer.
+// Conversions between the wire messages (serenity.v1) and the core types;
+// nothing here plans (plan_request.h answers a PlanRequest).
 #ifndef SERENITY_CORE_PLAN_PROTO_H_
 #define SERENITY_CORE_PLAN_PROTO_H_
 
@@ -42,36 +41,14 @@ const v1::OrderSummary& BaselineProto(Baseline baseline, const v1::Baselines& ba
 // Fills a Plan message for `plan` of `graph`.
 v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options);
 
-// Recomputes the baselines (and their traffic) of `plan` for `graph`: for a
-// plan made for an isomorphic graph whose op list was in another order, so
-// that file order and the other baselines describe the caller's graph.
-// Within options' time, cancellation and memory (SummarizeBaselines); the
-// plan's baselines/baseline_arenas fallbacks become this computation's.
-absl::Status RefreshBaselines(const Graph& graph, const SanitizedOptions& options, v1::Plan* plan);
-
-// A request read and validated: its graph and its options, sanitized for
-// that graph (given_order resolved to op ids and checked).
-struct PreparedRequest {
-  Graph graph;
-  SanitizedOptions options;
-};
-
-// Reads and validates a request without planning it: InvalidArgument naming
-// the problem for a bad graph, bad options or a bad given order.
-absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
-
-// Plans a prepared request (PlanGraph + PlanToProto). stats.total_ms covers
-// the planning only.
-absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
+// Replaces `plan`'s baselines with `report`'s (computed for `graph`), and
+// its traffic after the first entry (the plan's own order) and its
+// baselines/baseline_arenas fallbacks with the report's.
+void ReplaceBaselines(const Graph& graph, const BaselineReport& report, v1::Plan* plan);
 
 // Drops what a score-only plan leaves out (arena, steps, moves), e.g. from a
 // full plan that answers a score-only request.
 void DropArenaAndSteps(v1::Plan* plan);
-
-// Imports, validates and plans a request: the whole job behind the Plan RPC.
-// stats.total_ms covers import through arena planning.
-// Independent parts of the search run on `executor` (null: this thread).
-absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor = nullptr);
 
 }  // namespace serenity
 

@@ -9,6 +9,7 @@
 #include "core/graph/canonical_graph.h"
 #include "core/onnx/onnx_import.h"
 #include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "core/schedule/baselines.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -197,73 +198,6 @@ TEST(PlannerTest, ApplyBudgetDerivesTheBudgetFields) {
     EXPECT_EQ(fresh->feasible, expected.feasible());
     EXPECT_EQ(fresh->arena_fits_budget, expected.arena_fits_budget());
   }
-}
-
-TEST(PlanRequestTest, GraphMessageRoundTrip) {
-  v1::PlanRequest request;
-  v1::Graph* graph = request.mutable_graph();
-  graph->set_name("tiny");
-  for (const char* name : {"in", "mid", "out"}) {
-    v1::Tensor* t = graph->add_tensors();
-    t->set_name(name);
-    t->add_shape(2);
-    t->add_shape(4);  // float32 by default: 32 bytes
-  }
-  v1::Op* a = graph->add_ops();
-  a->set_name("a");
-  a->set_type("Relu");
-  a->add_inputs("in");
-  a->add_outputs("mid");
-  a->set_workspace_bytes(5);
-  v1::Op* b = graph->add_ops();
-  b->set_name("b");
-  b->set_type("Relu");
-  b->add_inputs("mid");
-  b->add_outputs("out");
-  graph->add_inputs("in");
-  graph->add_outputs("out");
-  absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->model(), "tiny");
-  EXPECT_EQ(plan->peak_bytes(), 69);  // in + mid + workspace during a
-  EXPECT_EQ(plan->certificate(), v1::CERTIFICATE_OPTIMAL);
-  EXPECT_EQ(plan->arena().alignment(), 64);
-  absl::StatusOr<Graph> g = GraphFromRequest(request);
-  ASSERT_TRUE(g.ok());
-  EXPECT_TRUE(testing::VerifyPlan(*g, *plan).ok()) << testing::VerifyPlan(*g, *plan);
-}
-
-TEST(PlanRequestTest, GraphSpecToProtoRoundTrips) {
-  std::mt19937 rng(83);
-  for (int trial = 0; trial < 50; ++trial) {
-    const GraphSpec spec = testing::RandomDag(1 + trial % 20, rng);
-    const Graph direct = *Graph::Build(spec);
-    absl::StatusOr<Graph> through = Graph::Build(GraphSpecFromProto(GraphSpecToProto(spec)));
-    ASSERT_TRUE(through.ok()) << through.status();
-    EXPECT_EQ(Canonicalize(direct).serialization, Canonicalize(*through).serialization);
-    for (OpId u = 0; u < direct.num_ops(); ++u) EXPECT_EQ(direct.op(u).name, through->op(u).name);
-  }
-}
-
-TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {
-  v1::PlanRequest request;
-  EXPECT_THAT(ExecutePlanRequest(request).status().message(), HasSubstr("no model"));
-  request.set_onnx_model("definitely not onnx");
-  EXPECT_EQ(ExecutePlanRequest(request).status().code(), absl::StatusCode::kInvalidArgument);
-  request.mutable_options()->set_alignment(-4);
-  EXPECT_THAT(ExecutePlanRequest(request).status().message(), HasSubstr("alignment"));
-  // Names are parsed where the request is read.
-  v1::PlanRequest named;
-  *named.mutable_graph() = GraphSpecToProto(testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").spec());
-  named.mutable_options()->set_algorithm("magic");
-  EXPECT_THAT(ExecutePlanRequest(named).status().message(), HasSubstr("unknown algorithm 'magic'; choose one of: auto,"));
-  named.mutable_options()->set_algorithm("kahn");
-  named.mutable_options()->set_objective("fastest");
-  EXPECT_THAT(ExecutePlanRequest(named).status().message(), HasSubstr("unknown objective 'fastest'"));
-  named.mutable_options()->set_objective("min_peak");
-  absl::StatusOr<v1::Plan> kahn = ExecutePlanRequest(named);
-  ASSERT_TRUE(kahn.ok()) << kahn.status();
-  EXPECT_EQ(kahn->stats().algorithm(), "kahn");
 }
 
 }  // namespace

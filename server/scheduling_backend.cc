@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/canonical_graph.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
 #include "common/log.h"

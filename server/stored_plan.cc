@@ -9,7 +9,7 @@
 #include "openssl/hmac.h"
 #include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
