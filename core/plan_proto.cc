@@ -1,6 +1,7 @@
 #include "core/plan_proto.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
@@ -120,6 +121,19 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
 
 namespace {
 
+// The one map between the core's enums and the wire's.
+constexpr std::pair<Certificate, v1::Certificate> kCertificateProtos[] = {
+    {Certificate::kOptimal, v1::CERTIFICATE_OPTIMAL},
+    {Certificate::kBestFound, v1::CERTIFICATE_BEST_FOUND},
+    {Certificate::kBaseline, v1::CERTIFICATE_BASELINE},
+};
+
+constexpr std::pair<BufferKind, v1::BufferKind> kBufferKindProtos[] = {
+    {BufferKind::kTensor, v1::BUFFER_KIND_TENSOR},
+    {BufferKind::kWorkspace, v1::BUFFER_KIND_WORKSPACE},
+    {BufferKind::kWeight, v1::BUFFER_KIND_WEIGHT},
+};
+
 void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options, v1::Plan* plan_out) {
   v1::Plan& out = *plan_out;
   out.set_model(graph.name());
@@ -132,17 +146,7 @@ void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options
   out.set_lower_bound_bytes(plan.lower_bound_bytes);
   out.set_weight_bytes(graph.weight_bytes());
   out.set_macs(graph.total_macs());
-  switch (plan.certificate) {
-    case Certificate::kOptimal:
-      out.set_certificate(v1::CERTIFICATE_OPTIMAL);
-      break;
-    case Certificate::kBestFound:
-      out.set_certificate(v1::CERTIFICATE_BEST_FOUND);
-      break;
-    case Certificate::kBaseline:
-      out.set_certificate(v1::CERTIFICATE_BASELINE);
-      break;
-  }
+  out.set_certificate(CertificateToProto(plan.certificate));
   out.mutable_memory_model()->set_alias_views(options.memory_model.alias_views);
   out.mutable_memory_model()->set_count_weights(options.memory_model.count_weights);
   out.mutable_memory_model()->set_in_place(options.memory_model.in_place);
@@ -161,6 +165,27 @@ void ApplyBudget(int64_t budget_bytes, v1::Plan* plan) {
     plan->clear_headroom_bytes();
   }
   plan->set_arena_fits_budget(fit.arena_fits_budget);
+}
+
+v1::Certificate CertificateToProto(Certificate certificate) {
+  for (const auto& [core, wire] : kCertificateProtos) {
+    if (core == certificate) return wire;
+  }
+  return v1::CERTIFICATE_BASELINE;
+}
+
+Certificate CertificateFromProto(v1::Certificate certificate) {
+  for (const auto& [core, wire] : kCertificateProtos) {
+    if (wire == certificate) return core;
+  }
+  return Certificate::kBaseline;
+}
+
+v1::BufferKind BufferKindToProto(BufferKind kind) {
+  for (const auto& [core, wire] : kBufferKindProtos) {
+    if (core == kind) return wire;
+  }
+  return v1::BUFFER_KIND_TENSOR;
 }
 
 v1::OrderSummary* MutableBaselineProto(Baseline baseline, v1::Baselines* baselines) {
@@ -207,6 +232,11 @@ namespace {
 // The arena and the per-step view (skipped for a score-only plan).
 void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out) {
   v1::Plan& out = *plan_out;
+  // A buffer's name: its tensor's, or its op's for a workspace.
+  auto buffer_name = [&](size_t i) -> const std::string& {
+    const BufferLifetimeInfo& b = plan.profile.buffers[i];
+    return b.kind == BufferKind::kWorkspace ? graph.op(b.op).name : graph.tensor(b.tensor).name;
+  };
   v1::Arena* arena = out.mutable_arena();
   arena->set_size_bytes(plan.arena.size_bytes);
   arena->set_alignment(plan.arena.alignment);
@@ -214,20 +244,8 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
   for (size_t i = 0; i < plan.profile.buffers.size(); ++i) {
     const BufferLifetimeInfo& b = plan.profile.buffers[i];
     v1::ArenaBuffer* buffer = arena->add_buffers();
-    switch (b.kind) {
-      case BufferKind::kTensor:
-        buffer->set_kind(v1::BUFFER_KIND_TENSOR);
-        buffer->set_tensor(graph.tensor(b.tensor).name);
-        break;
-      case BufferKind::kWeight:
-        buffer->set_kind(v1::BUFFER_KIND_WEIGHT);
-        buffer->set_tensor(graph.tensor(b.tensor).name);
-        break;
-      case BufferKind::kWorkspace:
-        buffer->set_kind(v1::BUFFER_KIND_WORKSPACE);
-        buffer->set_tensor(graph.op(b.op).name);
-        break;
-    }
+    buffer->set_kind(BufferKindToProto(b.kind));
+    buffer->set_tensor(buffer_name(i));
     buffer->set_offset(plan.arena.offsets[i]);
     buffer->set_size(b.bytes);
     buffer->set_first_step(b.first_step);
@@ -240,17 +258,10 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
   }
 
   // Defragmentation moves, named by their buffer's tensor (or op).
-  auto buffer_name = [&](size_t i) {
-    const BufferLifetimeInfo& b = plan.profile.buffers[i];
-    return b.kind == BufferKind::kWorkspace ? graph.op(b.op).name : graph.tensor(b.tensor).name;
-  };
   for (const ArenaMove& m : plan.moves) {
     v1::Move* move = out.add_moves();
     move->set_tensor(buffer_name(static_cast<size_t>(m.buffer)));
-    const BufferKind kind = plan.profile.buffers[static_cast<size_t>(m.buffer)].kind;
-    move->set_kind(kind == BufferKind::kWorkspace ? v1::BUFFER_KIND_WORKSPACE
-                   : kind == BufferKind::kWeight  ? v1::BUFFER_KIND_WEIGHT
-                                                  : v1::BUFFER_KIND_TENSOR);
+    move->set_kind(BufferKindToProto(plan.profile.buffers[static_cast<size_t>(m.buffer)].kind));
     move->set_before_step(m.before_step);
     move->set_from_offset(m.from_offset);
     move->set_to_offset(m.to_offset);

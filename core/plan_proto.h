@@ -41,6 +41,15 @@ const v1::OrderSummary& BaselineProto(Baseline baseline, const v1::Baselines& ba
 // Fills a Plan message for `plan` of `graph`.
 v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options);
 
+// The wire's certificate for the core's, and back (CERTIFICATE_UNSPECIFIED
+// and unknown values read as kBaseline, a plan that proves nothing); with
+// CertificateName (planner.h), the name a user sees.
+v1::Certificate CertificateToProto(Certificate certificate);
+Certificate CertificateFromProto(v1::Certificate certificate);
+
+// The wire's buffer kind for the core's.
+v1::BufferKind BufferKindToProto(BufferKind kind);
+
 // Replaces `plan`'s baselines with `report`'s (computed for `graph`), and
 // its traffic after the first entry (the plan's own order) and its
 // baselines/baseline_arenas fallbacks with the report's.

@@ -40,5 +40,23 @@ TEST(PlanProtoTest, EachBaselineHasItsField) {
   }
 }
 
+// Certificates map to the wire and back, each to its own value, and their
+// names come from the one table.
+TEST(PlanProtoTest, CertificatesMapOnce) {
+  for (Certificate c : {Certificate::kOptimal, Certificate::kBestFound, Certificate::kBaseline}) {
+    EXPECT_EQ(CertificateFromProto(CertificateToProto(c)), c) << CertificateName(c);
+  }
+  EXPECT_EQ(CertificateToProto(Certificate::kOptimal), v1::CERTIFICATE_OPTIMAL);
+  EXPECT_EQ(CertificateToProto(Certificate::kBestFound), v1::CERTIFICATE_BEST_FOUND);
+  EXPECT_EQ(CertificateToProto(Certificate::kBaseline), v1::CERTIFICATE_BASELINE);
+  EXPECT_EQ(CertificateFromProto(v1::CERTIFICATE_UNSPECIFIED), Certificate::kBaseline);
+  EXPECT_STREQ(CertificateName(Certificate::kOptimal), "optimal");
+  EXPECT_STREQ(CertificateName(Certificate::kBestFound), "best_found");
+  EXPECT_STREQ(CertificateName(Certificate::kBaseline), "baseline");
+  EXPECT_EQ(BufferKindToProto(BufferKind::kTensor), v1::BUFFER_KIND_TENSOR);
+  EXPECT_EQ(BufferKindToProto(BufferKind::kWorkspace), v1::BUFFER_KIND_WORKSPACE);
+  EXPECT_EQ(BufferKindToProto(BufferKind::kWeight), v1::BUFFER_KIND_WEIGHT);
+}
+
 }  // namespace
 }  // namespace serenity

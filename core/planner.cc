@@ -80,16 +80,24 @@ absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<O
 
 }  // namespace
 
+namespace {
+
+struct CertificateInfo {
+  Certificate certificate;
+  const char* name;
+};
+
+// Every certificate's name, in the enum's order.
+constexpr CertificateInfo kCertificates[] = {
+    {Certificate::kOptimal, "optimal"},
+    {Certificate::kBestFound, "best_found"},
+    {Certificate::kBaseline, "baseline"},
+};
+
+}  // namespace
+
 const char* CertificateName(Certificate certificate) {
-  switch (certificate) {
-    case Certificate::kOptimal:
-      return "optimal";
-    case Certificate::kBestFound:
-      return "best_found";
-    case Certificate::kBaseline:
-      return "baseline";
-  }
-  return "baseline";
+  return kCertificates[static_cast<size_t>(certificate)].name;
 }
 
 namespace {
