@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
 #include "core/util/status_macros.h"
 

@@ -6,8 +6,6 @@
 #include <optional>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/arena/instance_search.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/compiler_baselines.h"

@@ -59,7 +59,7 @@ struct Plan {
   // each buffer's offset at its first step.
   std::vector<ArenaMove> moves;
   int64_t moved_bytes = 0;
-  bool arena_fits_budget = true;     // arena.size_bytes <= budget (or no budget)
+  bool arena_fits_budget = true;     // arena.size_bytes <= budget (or no budget): ApplyBudget
   int64_t arena_bytes_tflite = 0;    // the TFLite-style planner on the same order
   PerBaseline<OrderSummary> baselines;
   std::optional<OrderSummary> serenity;  // set when a given order was evaluated
@@ -70,7 +70,7 @@ struct Plan {
   std::vector<std::pair<std::string, std::vector<TrafficResult>>> traffic;
   double solve_ms = 0;
   double total_ms = 0;
-  bool feasible = true;              // peak within the budget (or no budget)
+  bool feasible = true;              // peak within the budget (or no budget): ApplyBudget
   // Phases cut short by a limit, in the order they ran (empty: none).
   std::vector<PhaseFallback> fallbacks;
   // Wall time of each phase that ran, in milliseconds: "baselines" (the
@@ -90,8 +90,8 @@ struct BudgetFit {
 };
 
 // The one derivation of BudgetFit, for a plan's peak and arena size under
-// `budget_bytes` (not positive: none). The planner, PlanToProto and a cached plan
-// answered under another budget (plan_proto.h's ApplyBudget) all use it.
+// `budget_bytes` (not positive: none). The planner, PlanToProto and a cached
+// plan answered under another budget (plan_proto.h's ApplyBudget) use it.
 BudgetFit ApplyBudget(int64_t budget_bytes, int64_t peak_bytes, int64_t arena_bytes);
 
 // The baseline orders of a graph (baseline_table.h), summarized as PlanGraph
