@@ -27,7 +27,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "core/request_scan.h"
 #include "serenity/v1/scheduler.pb.h"
 #include "tests/testing/test_graph.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"

@@ -24,7 +24,7 @@
 #include "common/command_line.h"
 #include "common/thread_pool.h"
 #include "core/onnx/onnx_export.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "core/request_scan.h"
 #include "core/planner.h"
 #include "core/util/status_macros.h"

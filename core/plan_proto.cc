@@ -1,9 +1,8 @@
 #include "core/plan_proto.h"
 
 #include <algorithm>
-#include <chrono>
+#include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
 #include "core/util/status_macros.h"
 
@@ -76,8 +75,12 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   out.memory_budget_bytes = options.memory_budget_bytes();
   if (options.time_limit_seconds() < 0) return absl::InvalidArgumentError("time limit must not be negative");
   out.time_limit_seconds = options.time_limit_seconds();
-  if (!options.algorithm().empty()) out.algorithm = options.algorithm();
-  if (!options.objective().empty()) out.objective = options.objective();
+  if (!options.algorithm().empty()) {
+    ASSIGN_OR_RETURN(out.algorithm, ParseAlgorithm(options.algorithm()));
+  }
+  if (!options.objective().empty()) {
+    ASSIGN_OR_RETURN(out.objective, ParseObjective(options.objective()));
+  }
   if (options.step_time_limit_seconds() < 0) {
     return absl::InvalidArgumentError("step time limit must not be negative");
   }
@@ -117,6 +120,19 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
 
 namespace {
 
+// The one map between the core's enums and the wire's.
+constexpr std::pair<Certificate, v1::Certificate> kCertificateProtos[] = {
+    {Certificate::kOptimal, v1::CERTIFICATE_OPTIMAL},
+    {Certificate::kBestFound, v1::CERTIFICATE_BEST_FOUND},
+    {Certificate::kBaseline, v1::CERTIFICATE_BASELINE},
+};
+
+constexpr std::pair<BufferKind, v1::BufferKind> kBufferKindProtos[] = {
+    {BufferKind::kTensor, v1::BUFFER_KIND_TENSOR},
+    {BufferKind::kWorkspace, v1::BUFFER_KIND_WORKSPACE},
+    {BufferKind::kWeight, v1::BUFFER_KIND_WEIGHT},
+};
+
 void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options, v1::Plan* plan_out) {
   v1::Plan& out = *plan_out;
   out.set_model(graph.name());
@@ -129,17 +145,7 @@ void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options
   out.set_lower_bound_bytes(plan.lower_bound_bytes);
   out.set_weight_bytes(graph.weight_bytes());
   out.set_macs(graph.total_macs());
-  switch (plan.certificate) {
-    case Certificate::kOptimal:
-      out.set_certificate(v1::CERTIFICATE_OPTIMAL);
-      break;
-    case Certificate::kBestFound:
-      out.set_certificate(v1::CERTIFICATE_BEST_FOUND);
-      break;
-    case Certificate::kBaseline:
-      out.set_certificate(v1::CERTIFICATE_BASELINE);
-      break;
-  }
+  out.set_certificate(CertificateToProto(plan.certificate));
   out.mutable_memory_model()->set_alias_views(options.memory_model.alias_views);
   out.mutable_memory_model()->set_count_weights(options.memory_model.count_weights);
   out.mutable_memory_model()->set_in_place(options.memory_model.in_place);
@@ -147,6 +153,71 @@ void FillHeader(const Graph& graph, const Plan& plan, const PlanOptions& options
 }
 
 }  // namespace
+
+void ApplyBudget(int64_t budget_bytes, v1::Plan* plan) {
+  const BudgetFit fit = ApplyBudget(budget_bytes, plan->peak_bytes(), plan->arena().size_bytes());
+  plan->set_memory_budget_bytes(budget_bytes);
+  plan->set_feasible(fit.feasible);
+  if (fit.headroom_bytes.has_value()) {
+    plan->set_headroom_bytes(*fit.headroom_bytes);
+  } else {
+    plan->clear_headroom_bytes();
+  }
+  plan->set_arena_fits_budget(fit.arena_fits_budget);
+}
+
+v1::Certificate CertificateToProto(Certificate certificate) {
+  for (const auto& [core, wire] : kCertificateProtos) {
+    if (core == certificate) return wire;
+  }
+  return v1::CERTIFICATE_BASELINE;
+}
+
+Certificate CertificateFromProto(v1::Certificate certificate) {
+  for (const auto& [core, wire] : kCertificateProtos) {
+    if (wire == certificate) return core;
+  }
+  return Certificate::kBaseline;
+}
+
+v1::BufferKind BufferKindToProto(BufferKind kind) {
+  for (const auto& [core, wire] : kBufferKindProtos) {
+    if (core == kind) return wire;
+  }
+  return v1::BUFFER_KIND_TENSOR;
+}
+
+v1::OrderSummary* MutableBaselineProto(Baseline baseline, v1::Baselines* baselines) {
+  switch (baseline) {
+    case Baseline::kFileOrder:
+      return baselines->mutable_file_order();
+    case Baseline::kKahn:
+      return baselines->mutable_kahn();
+    case Baseline::kGreedy:
+      return baselines->mutable_greedy();
+    case Baseline::kInductor:
+      return baselines->mutable_inductor();
+    case Baseline::kXla:
+      break;
+  }
+  return baselines->mutable_xla();
+}
+
+const v1::OrderSummary& BaselineProto(Baseline baseline, const v1::Baselines& baselines) {
+  switch (baseline) {
+    case Baseline::kFileOrder:
+      return baselines.file_order();
+    case Baseline::kKahn:
+      return baselines.kahn();
+    case Baseline::kGreedy:
+      return baselines.greedy();
+    case Baseline::kInductor:
+      return baselines.inductor();
+    case Baseline::kXla:
+      break;
+  }
+  return baselines.xla();
+}
 
 void DropArenaAndSteps(v1::Plan* plan) {
   plan->clear_arena();
@@ -160,6 +231,11 @@ namespace {
 // The arena and the per-step view (skipped for a score-only plan).
 void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out) {
   v1::Plan& out = *plan_out;
+  // A buffer's name: its tensor's, or its op's for a workspace.
+  auto buffer_name = [&](size_t i) -> const std::string& {
+    const BufferLifetimeInfo& b = plan.profile.buffers[i];
+    return b.kind == BufferKind::kWorkspace ? graph.op(b.op).name : graph.tensor(b.tensor).name;
+  };
   v1::Arena* arena = out.mutable_arena();
   arena->set_size_bytes(plan.arena.size_bytes);
   arena->set_alignment(plan.arena.alignment);
@@ -167,20 +243,8 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
   for (size_t i = 0; i < plan.profile.buffers.size(); ++i) {
     const BufferLifetimeInfo& b = plan.profile.buffers[i];
     v1::ArenaBuffer* buffer = arena->add_buffers();
-    switch (b.kind) {
-      case BufferKind::kTensor:
-        buffer->set_kind(v1::BUFFER_KIND_TENSOR);
-        buffer->set_tensor(graph.tensor(b.tensor).name);
-        break;
-      case BufferKind::kWeight:
-        buffer->set_kind(v1::BUFFER_KIND_WEIGHT);
-        buffer->set_tensor(graph.tensor(b.tensor).name);
-        break;
-      case BufferKind::kWorkspace:
-        buffer->set_kind(v1::BUFFER_KIND_WORKSPACE);
-        buffer->set_tensor(graph.op(b.op).name);
-        break;
-    }
+    buffer->set_kind(BufferKindToProto(b.kind));
+    buffer->set_tensor(buffer_name(i));
     buffer->set_offset(plan.arena.offsets[i]);
     buffer->set_size(b.bytes);
     buffer->set_first_step(b.first_step);
@@ -193,17 +257,10 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
   }
 
   // Defragmentation moves, named by their buffer's tensor (or op).
-  auto buffer_name = [&](size_t i) {
-    const BufferLifetimeInfo& b = plan.profile.buffers[i];
-    return b.kind == BufferKind::kWorkspace ? graph.op(b.op).name : graph.tensor(b.tensor).name;
-  };
   for (const ArenaMove& m : plan.moves) {
     v1::Move* move = out.add_moves();
     move->set_tensor(buffer_name(static_cast<size_t>(m.buffer)));
-    const BufferKind kind = plan.profile.buffers[static_cast<size_t>(m.buffer)].kind;
-    move->set_kind(kind == BufferKind::kWorkspace ? v1::BUFFER_KIND_WORKSPACE
-                   : kind == BufferKind::kWeight  ? v1::BUFFER_KIND_WEIGHT
-                                                  : v1::BUFFER_KIND_TENSOR);
+    move->set_kind(BufferKindToProto(plan.profile.buffers[static_cast<size_t>(m.buffer)].kind));
     move->set_before_step(m.before_step);
     move->set_from_offset(m.from_offset);
     move->set_to_offset(m.to_offset);
@@ -264,6 +321,12 @@ void FillSummary(const OrderSummary& s, v1::OrderSummary* o) {
   o->mutable_step_bytes()->Assign(s.step_bytes.begin(), s.step_bytes.end());
 }
 
+void FillBaselines(const PerBaseline<OrderSummary>& summaries, v1::Baselines* baselines) {
+  for (const BaselineInfo& info : BaselineTable()) {
+    FillSummary(summaries[info.baseline], MutableBaselineProto(info.baseline, baselines));
+  }
+}
+
 void FillTraffic(const Graph& graph, const std::string& name, const std::vector<TrafficResult>& points,
                  v1::OrderTraffic* traffic) {
   traffic->set_order(name);
@@ -283,14 +346,9 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   v1::Plan out;
   FillHeader(graph, plan, options, &out);
   if (!options.score_only) FillArenaAndSteps(graph, plan, &out);
-  const auto& summary = FillSummary;
   out.mutable_step_bytes()->Assign(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());
-  summary(plan.file_order, out.mutable_baselines()->mutable_file_order());
-  summary(plan.kahn, out.mutable_baselines()->mutable_kahn());
-  summary(plan.greedy, out.mutable_baselines()->mutable_greedy());
-  summary(plan.inductor, out.mutable_baselines()->mutable_inductor());
-  summary(plan.xla, out.mutable_baselines()->mutable_xla());
-  if (plan.serenity.has_value()) summary(*plan.serenity, out.mutable_baselines()->mutable_serenity());
+  FillBaselines(plan.baselines, out.mutable_baselines());
+  if (plan.serenity.has_value()) FillSummary(*plan.serenity, out.mutable_baselines()->mutable_serenity());
 
   out.mutable_stats()->set_solve_ms(plan.solve_ms);
   out.mutable_stats()->set_total_ms(plan.total_ms);
@@ -304,17 +362,13 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
     entry->set_reason(fallback.reason);
     entry->set_used(fallback.used);
   }
-  out.set_memory_budget_bytes(options.memory_budget_bytes);
-  out.set_feasible(plan.feasible);
-  if (options.memory_budget_bytes > 0) out.set_headroom_bytes(options.memory_budget_bytes - plan.profile.peak_bytes);
-  out.set_arena_fits_budget(plan.arena_fits_budget);
+  ApplyBudget(options.memory_budget_bytes, &out);
   for (const auto& [name, points] : plan.traffic) FillTraffic(graph, name, points, out.add_traffic());
   return out;
 }
 
-absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan) {
-  ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(graph, options));
-  // The baselines' own fallbacks are now those of this computation.
+void ReplaceBaselines(const Graph& graph, const BaselineReport& report, v1::Plan* plan) {
+  // The baselines' own fallbacks are now those of the report.
   auto* fallbacks = plan->mutable_fallbacks();
   fallbacks->erase(std::remove_if(fallbacks->begin(), fallbacks->end(),
                                   [](const v1::PhaseFallback& f) {
@@ -327,12 +381,7 @@ absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1
     out->set_reason(f.reason);
     out->set_used(f.used);
   }
-  v1::Baselines* baselines = plan->mutable_baselines();
-  FillSummary(report.file_order, baselines->mutable_file_order());
-  FillSummary(report.kahn, baselines->mutable_kahn());
-  FillSummary(report.greedy, baselines->mutable_greedy());
-  FillSummary(report.inductor, baselines->mutable_inductor());
-  FillSummary(report.xla, baselines->mutable_xla());
+  FillBaselines(report.baselines, plan->mutable_baselines());
   // Keep the plan's own order's traffic (the first entry), replace the rest.
   if (plan->traffic_size() > 0) {
     v1::OrderTraffic own = plan->traffic(0);
@@ -340,42 +389,6 @@ absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1
     *plan->add_traffic() = std::move(own);
     for (const auto& [name, points] : report.traffic) FillTraffic(graph, name, points, plan->add_traffic());
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
-  ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
-  ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
-  const v1::GivenOrder& given = request.given_order();
-  if (given.indices_size() > 0 && given.names_size() > 0) {
-    return absl::InvalidArgumentError("give the order as indices or as names, not both");
-  }
-  options.given_order.assign(given.indices().begin(), given.indices().end());
-  for (const std::string& name : given.names()) {
-    std::optional<OpId> u = graph.FindOp(name);
-    if (!u.has_value()) return absl::InvalidArgumentError(absl::StrCat("the order names unknown op '", name, "'"));
-    options.given_order.push_back(*u);
-  }
-  RETURN_IF_ERROR(ValidatePlanOptions(options));
-  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
-  return PreparedRequest{std::move(graph), std::move(options)};
-}
-
-absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {
-  ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
-  return PlanToProto(prepared.graph, plan, prepared.options);
-}
-
-absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
-  const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
-  const double import_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  ASSIGN_OR_RETURN(v1::Plan out, ExecutePreparedRequest(prepared, executor));
-  (*out.mutable_stats()->mutable_phase_ms())["import"] = import_ms;
-  out.mutable_stats()->set_total_ms(
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  return out;
 }
 
 }  // namespace serenity

@@ -1,6 +1,5 @@
-// Conversions between the wire messages (serenity.v1) and the core types,
-// and the one entry point that answers a PlanRequest. Used by the server and
-// by the CLI's --local mode, so both give the same answer.
+// Conversions between the wire messages (serenity.v1) and the core types;
+// nothing here plans (plan_request.h answers a PlanRequest).
 #ifndef SERENITY_CORE_PLAN_PROTO_H_
 #define SERENITY_CORE_PLAN_PROTO_H_
 
@@ -19,7 +18,9 @@ GraphSpec GraphSpecFromProto(const v1::Graph& graph);
 v1::Graph GraphSpecToProto(const GraphSpec& spec);
 
 // Reads request options; empty fields take their defaults (alignment 64,
-// algorithm "auto"). InvalidArgument for negative numbers.
+// algorithm "auto"). InvalidArgument for negative numbers and unknown
+// algorithm or objective names (ParseAlgorithm, ParseObjective). The options
+// are not sanitized yet (SanitizePlanOptions).
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options);
 
 // Builds the Graph a request carries (Graph message or ONNX bytes, with the
@@ -27,39 +28,36 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
 // problem for every bad input.
 absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
 
+// Sets `plan`'s budget fields (memory_budget_bytes, feasible,
+// headroom_bytes, arena_fits_budget) for `budget_bytes` (0: none) from its
+// peak and arena size (ApplyBudget in planner.h): for a fresh plan, and for
+// a cached plan answered under another budget.
+void ApplyBudget(int64_t budget_bytes, v1::Plan* plan);
+
+// The field of the proto's Baselines message that holds `baseline`.
+v1::OrderSummary* MutableBaselineProto(Baseline baseline, v1::Baselines* baselines);
+const v1::OrderSummary& BaselineProto(Baseline baseline, const v1::Baselines& baselines);
+
 // Fills a Plan message for `plan` of `graph`.
 v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& options);
 
-// Recomputes the baselines (and their traffic) of `plan` for `graph`: for a
-// plan made for an isomorphic graph whose op list was in another order, so
-// that file order and the other baselines describe the caller's graph.
-// Within options' time, cancellation and memory (SummarizeBaselines); the
-// plan's baselines/baseline_arenas fallbacks become this computation's.
-absl::Status RefreshBaselines(const Graph& graph, const PlanOptions& options, v1::Plan* plan);
+// The wire's certificate for the core's, and back (CERTIFICATE_UNSPECIFIED
+// and unknown values read as kBaseline, a plan that proves nothing); with
+// CertificateName (planner.h), the name a user sees.
+v1::Certificate CertificateToProto(Certificate certificate);
+Certificate CertificateFromProto(v1::Certificate certificate);
 
-// A request read and validated: its graph and its options (given_order
-// resolved to op ids and checked).
-struct PreparedRequest {
-  Graph graph;
-  PlanOptions options;
-};
+// The wire's buffer kind for the core's.
+v1::BufferKind BufferKindToProto(BufferKind kind);
 
-// Reads and validates a request without planning it: InvalidArgument naming
-// the problem for a bad graph, bad options or a bad given order.
-absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
-
-// Plans a prepared request (PlanGraph + PlanToProto). stats.total_ms covers
-// the planning only.
-absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
+// Replaces `plan`'s baselines with `report`'s (computed for `graph`), and
+// its traffic after the first entry (the plan's own order) and its
+// baselines/baseline_arenas fallbacks with the report's.
+void ReplaceBaselines(const Graph& graph, const BaselineReport& report, v1::Plan* plan);
 
 // Drops what a score-only plan leaves out (arena, steps, moves), e.g. from a
 // full plan that answers a score-only request.
 void DropArenaAndSteps(v1::Plan* plan);
-
-// Imports, validates and plans a request: the whole job behind the Plan RPC.
-// stats.total_ms covers import through arena planning.
-// Independent parts of the search run on `executor` (null: this thread).
-absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor = nullptr);
 
 }  // namespace serenity
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/arena/instance_search.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/compiler_baselines.h"
@@ -78,49 +78,24 @@ absl::StatusOr<OrderSummary> Summarize(const BufferModel& buffers, std::vector<O
 
 }  // namespace
 
+namespace {
+
+struct CertificateInfo {
+  Certificate certificate;
+  const char* name;
+};
+
+// Every certificate's name, in the enum's order.
+constexpr CertificateInfo kCertificates[] = {
+    {Certificate::kOptimal, "optimal"},
+    {Certificate::kBestFound, "best_found"},
+    {Certificate::kBaseline, "baseline"},
+};
+
+}  // namespace
+
 const char* CertificateName(Certificate certificate) {
-  switch (certificate) {
-    case Certificate::kOptimal:
-      return "optimal";
-    case Certificate::kBestFound:
-      return "best_found";
-    case Certificate::kBaseline:
-      return "baseline";
-  }
-  return "baseline";
-}
-
-const std::vector<std::string>& PlanAlgorithms() {
-  static const std::vector<std::string> kAlgorithms = {
-      "auto",     "relaxed",    "dp",    "dp+dc",  "dp+dc+asb", "exhaustive", "best_first",
-      "baseline", "file_order", "kahn",  "greedy", "inductor",  "xla"};
-  return kAlgorithms;
-}
-
-absl::Status ValidatePlanOptions(const PlanOptions& options) {
-  const std::vector<std::string>& algorithms = PlanAlgorithms();
-  if (std::find(algorithms.begin(), algorithms.end(), options.algorithm) == algorithms.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", options.algorithm,
-                                                   "'; choose one of: ", absl::StrJoin(algorithms, ", ")));
-  }
-  if (options.alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1 byte");
-  if (options.objective != "min_peak" && options.objective != "fit") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown objective '", options.objective, "'; choose min_peak or fit"));
-  }
-  if (options.objective == "fit" && options.memory_budget_bytes <= 0) {
-    return absl::InvalidArgumentError("objective fit needs a memory budget");
-  }
-  if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
-  if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");
-  for (int64_t onchip : options.onchip_bytes) {
-    if (onchip <= 0) return absl::InvalidArgumentError("on-chip sizes must be positive");
-  }
-  if (!(options.finish_seconds >= 0)) return absl::InvalidArgumentError("finish_seconds must not be negative");
-  if (options.step_time_limit_seconds <= 0) {
-    return absl::InvalidArgumentError("the per-step time limit must be positive");
-  }
-  return absl::OkStatus();
+  return kCertificates[static_cast<size_t>(certificate)].name;
 }
 
 namespace {
@@ -181,32 +156,47 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
   return absl::OkStatus();
 }
 
-// The five baseline orders with their peaks (and per-step bytes unless
-// score-only), no arenas; the list schedules stop choosing at `deadline`
-// (then `fall_back` names the phase).
+// The baseline orders (baseline_table.h) with their peaks (and per-step
+// bytes unless score-only), no arenas; the list schedules stop choosing at
+// `deadline` (then `fall_back` names the phase).
 absl::StatusOr<BaselineReport> BaselineOrders(const BufferModel& buffers, const PlanOptions& options,
                                               Clock::time_point deadline, const FallBack& fall_back) {
   bool cut = false;
   ListScheduleLimits list_limits;
   list_limits.deadline = deadline;
   list_limits.cut = &cut;
-  const Graph& graph = buffers.graph();
   const bool steps = !options.score_only;
   BaselineReport report;
-  ASSIGN_OR_RETURN(report.file_order, Summarize(buffers, FileOrder(graph), steps));
-  ASSIGN_OR_RETURN(report.kahn, Summarize(buffers, KahnOrder(graph), steps));
-  ASSIGN_OR_RETURN(report.greedy, Summarize(buffers, GreedyOrder(buffers, list_limits), steps));
-  ASSIGN_OR_RETURN(report.inductor, Summarize(buffers, InductorOrder(buffers, list_limits), steps));
-  ASSIGN_OR_RETURN(report.xla, Summarize(buffers, XlaOrder(buffers, list_limits), steps));
+  for (const BaselineInfo& info : BaselineTable()) {
+    ASSIGN_OR_RETURN(report.baselines[info.baseline], Summarize(buffers, info.order(buffers, list_limits), steps));
+  }
   if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
   return report;
+}
+
+// The baselines' summaries, in the table's order, after `first` (if any).
+std::vector<OrderSummary*> BaselineSummaries(PerBaseline<OrderSummary>* baselines, OrderSummary* first = nullptr) {
+  std::vector<OrderSummary*> summaries;
+  if (first != nullptr) summaries.push_back(first);
+  for (const BaselineInfo& info : BaselineTable()) summaries.push_back(&(*baselines)[info.baseline]);
+  return summaries;
+}
+
+// The baselines' orders by name, in the table's order, after `first`.
+using NamedOrder = std::pair<const char*, const std::vector<OpId>*>;
+std::vector<NamedOrder> BaselineOrdersByName(const PerBaseline<OrderSummary>& baselines,
+                                             std::optional<NamedOrder> first = std::nullopt) {
+  std::vector<NamedOrder> orders;
+  if (first.has_value()) orders.push_back(*first);
+  for (const BaselineInfo& info : BaselineTable()) orders.emplace_back(info.name, &baselines[info.baseline].order);
+  return orders;
 }
 
 // Appends to `traffic` each named order's off-chip traffic at
 // options.onchip_bytes while time lasts before `end` (then `fall_back`
 // names the phase). Cancelled when options.cancelled became true.
 absl::Status OrderTraffic(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
-                          absl::Span<const std::pair<const char*, const std::vector<OpId>*>> orders,
+                          absl::Span<const NamedOrder> orders,
                           const FallBack& fall_back,
                           std::vector<std::pair<std::string, std::vector<TrafficResult>>>* traffic) {
   for (const auto& [name, order] : orders) {
@@ -236,235 +226,357 @@ class PhaseTimer {
   Clock::time_point start_;
 };
 
+// The end of a job that started at `start`: the earlier of the caller's
+// deadline and the time limit plus the finishing time.
+Clock::time_point JobEnd(Clock::time_point start, const PlanOptions& options) {
+  return std::min(options.deadline, After(start, options.time_limit_seconds + options.finish_seconds));
+}
+
+bool IsCancelled(const PlanOptions& options) {
+  return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed);
+}
+
+// How an algorithm finds the order.
+enum class Family {
+  kSearch,        // auto, relaxed: the budget search from the best baseline
+  kReference,     // the paper's DP variants and the reference searches
+  kBestBaseline,  // the best baseline
+  kOneBaseline,   // the baseline named
+};
+
+Family FamilyOf(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kAuto:
+    case Algorithm::kRelaxed:
+      return Family::kSearch;
+    case Algorithm::kDp:
+    case Algorithm::kDpDc:
+    case Algorithm::kDpDcAsb:
+    case Algorithm::kExhaustive:
+    case Algorithm::kBestFirst:
+      return Family::kReference;
+    case Algorithm::kBaseline:
+      return Family::kBestBaseline;
+    case Algorithm::kFileOrder:
+    case Algorithm::kKahn:
+    case Algorithm::kGreedy:
+    case Algorithm::kInductor:
+    case Algorithm::kXla:
+      break;
+  }
+  return Family::kOneBaseline;
+}
+
+// One PlanGraph call: its clock and limits, and the plan it builds, one
+// step (Run's list) at a time.
+class PlanRun {
+ public:
+  PlanRun(const Graph& graph, const PlanOptions& options, Executor* executor)
+      : graph_(graph),
+        options_(options),
+        executor_(executor),
+        start_(Clock::now()),
+        time_limit_(options.time_limit_seconds),
+        end_(JobEnd(start_, options)),
+        // The search's end: finish_seconds before the job's, at most the
+        // time limit after the start.
+        search_end_(std::min(After(start_, time_limit_),
+                             end_ == Clock::time_point::max()
+                                 ? end_
+                                 : end_ - std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(options.finish_seconds)))),
+        buffers_(graph, options.memory_model),
+        fall_back_([this](const std::string& phase, const std::string& reason, const std::string& used) {
+          plan_.fallbacks.push_back({phase, reason, used});
+        }) {}
+
+  absl::StatusOr<Plan> Run() {
+    const Clock::time_point solve_start = Clock::now();
+    RETURN_IF_ERROR(StartOrder());
+    RETURN_IF_ERROR(Search());
+    plan_.solve_ms = MillisSince(solve_start);
+    if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
+    RETURN_IF_ERROR(Certify());
+    if (!options_.score_only) {
+      RETURN_IF_ERROR(Arenas());
+      RETURN_IF_ERROR(BaselineArenas());
+      RETURN_IF_ERROR(Traffic());
+    }
+    plan_.total_ms = MillisSince(start_);
+    return std::move(plan_);
+  }
+
+ private:
+  // What the budget says of the plan's peak and (current) arena.
+  BudgetFit Fit() const {
+    return ApplyBudget(options_.memory_budget_bytes, plan_.profile.peak_bytes, plan_.arena.size_bytes);
+  }
+
+  // The search's limit in seconds, from now: never 0 (which means none).
+  double SearchSeconds() const { return std::max(1e-6, std::min(time_limit_, SecondsLeft(search_end_))); }
+
+  // The baselines' peaks (and per-step bytes; their arenas come after the
+  // search) and the order the search starts from: the best baseline (ties
+  // in the table's order), or the one asked for.
+  absl::Status StartOrder() {
+    {
+      PhaseTimer timer(&plan_, "baselines");
+      // The list schedules (greedy, inductor, xla) choose among all ready
+      // ops at every step: on a wide graph they may stop choosing at half
+      // the time limit (fallback "baselines").
+      ASSIGN_OR_RETURN(BaselineReport report, BaselineOrders(buffers_, options_,
+                                                             std::min(search_end_, After(start_, time_limit_ / 2)),
+                                                             fall_back_));
+      plan_.baselines = std::move(report.baselines);
+    }
+    const Algorithm algorithm = options_.algorithm;
+    const bool given = !options_.given_order.empty();
+    relaxed_ = algorithm == Algorithm::kRelaxed && !given;
+    search_ = algorithm == Algorithm::kAuto || relaxed_ || given;
+    reference_ = FamilyOf(algorithm) == Family::kReference;
+    const bool best_baseline = search_ || reference_ || algorithm == Algorithm::kBaseline;
+    const std::optional<Baseline> named = AlgorithmBaseline(algorithm);
+    start_baseline_ = Baseline::kFileOrder;
+    for (const BaselineInfo& info : BaselineTable()) {
+      if (named == info.baseline ||
+          (best_baseline && plan_.baselines[info.baseline].peak_bytes < plan_.baselines[start_baseline_].peak_bytes)) {
+        start_baseline_ = info.baseline;
+      }
+    }
+    plan_.algorithm = BaselineName(start_baseline_);
+    plan_.order = plan_.baselines[start_baseline_].order;
+    return absl::OkStatus();
+  }
+
+  // Improves on the start order by the family's search (none for the
+  // baselines) and sets the lower bound and the certificate.
+  absl::Status Search() {
+    PhaseTimer timer(&plan_, "search");
+    // The lower bound (the search's, or LowerBoundBytes) holds the graph's
+    // reachability bitsets: ancestors and descendants of every op.
+    MemoryCharge reachability(options_.memory);
+    const int64_t n = graph_.num_ops();
+    const int64_t reachability_bytes = 2 * n * ((n + 63) / 64) * 8;
+    if (!reachability.TryAdd(reachability_bytes)) {
+      return MemoryLimitError(options_.memory, reachability_bytes, "the lower bound's reachability bitsets");
+    }
+    // MinimizePeak derives the same bound itself, op by op per segment.
+    if (!search_) plan_.lower_bound_bytes = LowerBoundBytes(buffers_);
+    plan_.certificate = Certificate::kBaseline;
+    if (search_) return BudgetSearch();
+    if (reference_) ReferenceSearch();
+    return absl::OkStatus();
+  }
+
+  // kSearch (or a given order): the exact (or relaxed) budget search.
+  absl::Status BudgetSearch() {
+    SearchOptions limits;
+    limits.cancelled = options_.cancelled;
+    limits.max_states = options_.max_search_states;
+    limits.time_limit_seconds = SearchSeconds();
+    limits.seemingly_good = relaxed_;
+    limits.memory = options_.memory;
+    const int64_t good_enough = options_.objective == Objective::kFit ? options_.memory_budget_bytes : 0;
+    MinimizeResult result = MinimizePeak(buffers_, plan_.order, /*lower_bound=*/0, limits, good_enough, executor_);
+    plan_.order = std::move(result.order);
+    plan_.lower_bound_bytes = result.lower_bound_bytes;
+    plan_.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+    plan_.search_stats = result.stats;
+    plan_.algorithm = AlgorithmName(relaxed_ ? Algorithm::kRelaxed : Algorithm::kAuto);
+    if (result.stats.hit_memory_limit && !result.optimal) {
+      fall_back_("search", "memory_limit", "best order found before the limit");
+    }
+    if (result.stats.lower_bound_cut) {
+      fall_back_("lower_bound", "time_limit", "cone bounds for the ops the closure bound did not reach");
+    }
+    if (!options_.given_order.empty()) {
+      // Report the caller's order; Serenity's becomes the reference (its
+      // arenas come with the baselines').
+      ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers_, plan_.order, /*with_steps=*/false));
+      plan_.serenity = std::move(serenity);
+      plan_.order = options_.given_order;
+      plan_.algorithm = "given";
+      plan_.certificate = Certificate::kBaseline;
+    }
+    return absl::OkStatus();
+  }
+
+  // kReference: the paper's DP variants and the reference searches. A
+  // search that gave up keeps the start order unless it found better.
+  void ReferenceSearch() {
+    SegmentedDpOptions dp;
+    dp.search.cancelled = options_.cancelled;
+    dp.search.max_states = options_.max_search_states;
+    dp.search.time_limit_seconds = SearchSeconds();
+    dp.soft_budget = options_.algorithm == Algorithm::kDpDcAsb;
+    dp.step_time_limit_seconds = options_.step_time_limit_seconds;
+    MinimizeResult result = options_.algorithm == Algorithm::kDp           ? SignatureDp(buffers_, dp.search)
+                            : options_.algorithm == Algorithm::kExhaustive ? ExhaustiveSearch(buffers_, dp.search)
+                            : options_.algorithm == Algorithm::kBestFirst  ? BestFirstSearch(buffers_, dp.search)
+                                                                           : SegmentedDp(buffers_, dp);
+    plan_.search_stats = result.stats;
+    plan_.algorithm = AlgorithmName(options_.algorithm);
+    plan_.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
+    if (!result.order.empty() &&
+        (result.optimal || result.peak_bytes < plan_.baselines[start_baseline_].peak_bytes)) {
+      plan_.order = std::move(result.order);
+      plan_.lower_bound_bytes = std::max(plan_.lower_bound_bytes, result.lower_bound_bytes);
+    }
+  }
+
+  // Simulates the order: its profile, and optimal when the peak meets the
+  // lower bound.
+  absl::Status Certify() {
+    ASSIGN_OR_RETURN(plan_.profile, Simulate(buffers_, plan_.order));
+    if (plan_.profile.peak_bytes <= plan_.lower_bound_bytes) plan_.certificate = Certificate::kOptimal;
+    plan_.feasible = Fit().feasible;
+    return absl::OkStatus();
+  }
+
+  // The plan's arena, the TFLite-style one for comparison, and
+  // defragmentation moves when the peak fits the budget but the arena does
+  // not.
+  absl::Status Arenas() {
+    {
+      PhaseTimer timer(&plan_, "arena");
+      // The arena's searches may take half of what is left; the greedy
+      // placements (or the fast one) always give a plan.
+      ArenaLimits limits;
+      limits.cancelled = options_.cancelled;
+      limits.memory = options_.memory;
+      limits.deadline = end_ == Clock::time_point::max() ? end_ : After(Clock::now(), SecondsLeft(end_) / 2);
+      ArenaCut cut;
+      ASSIGN_OR_RETURN(plan_.arena,
+                       PlanProfileArena(plan_.profile, options_.alignment,
+                                        [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+                                          return PlanArenaInstance(activations, alignment, PlanArenaSearch(), limits,
+                                                                   &cut);
+                                        }));
+      if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
+      if (!cut.reason.empty()) fall_back_("arena", cut.reason, cut.used);
+      if (EstimatePlacementSeconds(ActivationBuffers(plan_.profile)) > SecondsLeft(end_)) {
+        fall_back_("tflite_arena", "time_limit", "skipped");
+      } else {
+        ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan_.profile, options_.alignment, TfliteStyle));
+        plan_.arena_bytes_tflite = tflite.size_bytes;
+      }
+    }
+    const BudgetFit fit = Fit();
+    if (fit.feasible && !fit.arena_fits_budget) RETURN_IF_ERROR(Defragment());
+    plan_.arena_fits_budget = Fit().arena_fits_budget;
+    return absl::OkStatus();
+  }
+
+  // The peak fits the budget but the static arena does not: move buffers (a
+  // Concat's slices together).
+  absl::Status Defragment() {
+    PhaseTimer timer(&plan_, "defragment");
+    std::vector<ArenaBuffer> lifetimes;
+    for (const BufferLifetimeInfo& b : plan_.profile.buffers) {
+      lifetimes.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
+    }
+    // Its placement compares each new buffer with the live ones: like a
+    // greedy placement in time, and a few hundred bytes per buffer.
+    MemoryCharge charge(options_.memory);
+    if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
+    if (EstimatePlacementSeconds(lifetimes) > SecondsLeft(end_)) {
+      fall_back_("defragment", "time_limit", "skipped");
+    } else if (!charge.TryAdd(256 * static_cast<int64_t>(lifetimes.size()))) {
+      fall_back_("defragment", "memory_limit", "skipped");
+    } else {
+      absl::StatusOr<MovingArenaPlan> moving =
+          PlanArenaWithMoves(lifetimes, options_.alignment, options_.memory_budget_bytes);
+      if (moving.ok()) {
+        plan_.arena = std::move(moving->plan);
+        plan_.moves = std::move(moving->moves);
+        plan_.moved_bytes = moving->moved_bytes;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Each order's TFLite-style arena and our greedy placements (Serenity's
+  // first when a given order was evaluated), while time lasts for both; the
+  // rest keep 0.
+  absl::Status BaselineArenas() {
+    PhaseTimer timer(&plan_, "baseline_arenas");
+    return PlanOrderArenas(buffers_, options_, end_,
+                           BaselineSummaries(&plan_.baselines, plan_.serenity.has_value() ? &*plan_.serenity : nullptr),
+                           fall_back_);
+  }
+
+  // Off-chip traffic of the plan's order, then of each baseline.
+  absl::Status Traffic() {
+    if (options_.onchip_bytes.empty()) return absl::OkStatus();
+    PhaseTimer timer(&plan_, "traffic");
+    const std::vector<NamedOrder> orders = BaselineOrdersByName(
+        plan_.baselines, NamedOrder{plan_.serenity.has_value() ? "given" : "serenity", &plan_.order});
+    return OrderTraffic(buffers_, options_, end_, orders, fall_back_, &plan_.traffic);
+  }
+
+  const Graph& graph_;
+  const PlanOptions& options_;
+  Executor* const executor_;
+  const Clock::time_point start_;
+  const double time_limit_;
+  const Clock::time_point end_;
+  const Clock::time_point search_end_;
+  const BufferModel buffers_;
+  const FallBack fall_back_;
+  Plan plan_;
+  // Set by StartOrder.
+  bool relaxed_ = false;
+  bool search_ = false;
+  bool reference_ = false;
+  Baseline start_baseline_ = Baseline::kFileOrder;
+};
+
 }  // namespace
 
-absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options) {
+BudgetFit ApplyBudget(int64_t budget_bytes, int64_t peak_bytes, int64_t arena_bytes) {
+  BudgetFit fit;
+  if (budget_bytes <= 0) return fit;
+  fit.feasible = peak_bytes <= budget_bytes;
+  fit.headroom_bytes = budget_bytes - peak_bytes;
+  fit.arena_fits_budget = arena_bytes <= budget_bytes;
+  return fit;
+}
+
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const SanitizedOptions& sanitized) {
+  const PlanOptions& options = *sanitized;
   const Clock::time_point start = Clock::now();
-  RETURN_IF_ERROR(ValidatePlanOptions(options));
-  const double time_limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
-  const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
+  const Clock::time_point end = JobEnd(start, options);
   BufferModel buffers(graph, options.memory_model);
   std::vector<PhaseFallback> fallbacks;
   auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
     fallbacks.push_back({phase, reason, used});
   };
-  ASSIGN_OR_RETURN(BaselineReport report,
-                   BaselineOrders(buffers, options, std::min(end, After(start, time_limit / 2)), fall_back));
+  ASSIGN_OR_RETURN(BaselineReport report, BaselineOrders(buffers, options,
+                                                         std::min(end, After(start, options.time_limit_seconds / 2)),
+                                                         fall_back));
   if (!options.score_only) {
-    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end,
-                                    {&report.file_order, &report.kahn, &report.greedy, &report.inductor, &report.xla},
-                                    fall_back));
+    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back));
     if (!options.onchip_bytes.empty()) {
-      const std::pair<const char*, const std::vector<OpId>*> orders[] = {
-          {"file_order", &report.file_order.order}, {"kahn", &report.kahn.order},
-          {"greedy", &report.greedy.order},         {"inductor", &report.inductor.order},
-          {"xla", &report.xla.order}};
-      RETURN_IF_ERROR(OrderTraffic(buffers, options, end, orders, fall_back, &report.traffic));
+      RETURN_IF_ERROR(
+          OrderTraffic(buffers, options, end, BaselineOrdersByName(report.baselines), fall_back, &report.traffic));
     }
   }
   report.fallbacks = std::move(fallbacks);
   return report;
 }
 
+absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const PlanOptions& options) {
+  ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
+  return SummarizeBaselines(graph, sanitized);
+}
+
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor) {
+  return PlanRun(graph, *options, executor).Run();
+}
+
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {
-  const Clock::time_point start = Clock::now();
-  RETURN_IF_ERROR(ValidatePlanOptions(options));
-  const double time_limit = options.time_limit_seconds > 0 ? options.time_limit_seconds : kDefaultTimeLimitSeconds;
-  // The job's end, and the search's: finish_seconds before it, at most the
-  // request's time limit after the start.
-  const Clock::time_point end = std::min(options.deadline, After(start, time_limit + options.finish_seconds));
-  const Clock::time_point search_end =
-      std::min(After(start, time_limit),
-               end == Clock::time_point::max()
-                   ? end
-                   : end - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.finish_seconds)));
-  // The search's limit in seconds, from now: never 0 (which means none).
-  auto search_seconds = [&] { return std::max(1e-6, std::min(time_limit, SecondsLeft(search_end))); };
-  auto is_cancelled = [&] { return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed); };
-  BufferModel buffers(graph, options.memory_model);
-  Plan plan;
-  auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
-    plan.fallbacks.push_back({phase, reason, used});
-  };
-  const Clock::time_point solve_start = Clock::now();
-  {
-    PhaseTimer timer(&plan, "baselines");
-    // Peaks (and per-step bytes) now; their arenas after the search.
-    // The list schedules (greedy, inductor, xla) choose among all ready ops
-    // at every step: on a wide graph they may stop choosing at half the
-    // time limit (fallback "baselines").
-    ASSIGN_OR_RETURN(BaselineReport report,
-                     BaselineOrders(buffers, options, std::min(search_end, After(start, time_limit / 2)), fall_back));
-    plan.file_order = std::move(report.file_order);
-    plan.kahn = std::move(report.kahn);
-    plan.greedy = std::move(report.greedy);
-    plan.inductor = std::move(report.inductor);
-    plan.xla = std::move(report.xla);
-  }
-
-  // The best baseline (ties in the order file_order, kahn, greedy, inductor,
-  // xla), or the one asked for.
-  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
-  const bool relaxed = options.algorithm == "relaxed" && options.given_order.empty();
-  const bool search = options.algorithm == "auto" || relaxed || !options.given_order.empty();
-  const bool paper_dp = options.algorithm == "dp" || options.algorithm == "dp+dc" ||
-                        options.algorithm == "dp+dc+asb" || options.algorithm == "exhaustive" ||
-                        options.algorithm == "best_first";
-  const bool best_baseline = search || paper_dp || options.algorithm == "baseline";
-  const std::pair<const char*, const OrderSummary*> baselines[] = {
-      {"file_order", &plan.file_order}, {"kahn", &plan.kahn}, {"greedy", &plan.greedy},
-      {"inductor", &plan.inductor},     {"xla", &plan.xla}};
-  const OrderSummary* chosen = &plan.file_order;
-  plan.algorithm = "file_order";
-  for (const auto& [name, summary] : baselines) {
-    if (options.algorithm == name || (best_baseline && summary->peak_bytes < chosen->peak_bytes)) {
-      chosen = summary;
-      plan.algorithm = name;
-    }
-  }
-  plan.order = chosen->order;
-  {
-    PhaseTimer timer(&plan, "search");
-    // The lower bound (the search's, or LowerBoundBytes) holds the graph's
-    // reachability bitsets: ancestors and descendants of every op.
-    MemoryCharge reachability(options.memory);
-    const int64_t n = graph.num_ops();
-    const int64_t reachability_bytes = 2 * n * ((n + 63) / 64) * 8;
-    if (!reachability.TryAdd(reachability_bytes)) {
-      return MemoryLimitError(options.memory, reachability_bytes, "the lower bound's reachability bitsets");
-    }
-    // MinimizePeak derives the same bound itself, op by op per segment.
-    if (!search) plan.lower_bound_bytes = LowerBoundBytes(buffers);
-    plan.certificate = Certificate::kBaseline;
-    if (search) {
-      SearchOptions limits;
-      limits.cancelled = options.cancelled;
-      limits.max_states = options.max_search_states;
-      limits.time_limit_seconds = search_seconds();
-      limits.seemingly_good = relaxed;
-      limits.memory = options.memory;
-      const int64_t good_enough = options.objective == "fit" ? options.memory_budget_bytes : 0;
-      MinimizeResult result = MinimizePeak(buffers, plan.order, /*lower_bound=*/0, limits, good_enough, executor);
-      plan.order = std::move(result.order);
-      plan.lower_bound_bytes = result.lower_bound_bytes;
-      plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
-      plan.search_stats = result.stats;
-      plan.algorithm = relaxed ? "relaxed" : "auto";
-      if (result.stats.hit_memory_limit && !result.optimal) {
-        fall_back("search", "memory_limit", "best order found before the limit");
-      }
-      if (result.stats.lower_bound_cut) {
-        fall_back("lower_bound", "time_limit", "cone bounds for the ops the closure bound did not reach");
-      }
-      if (!options.given_order.empty()) {
-        // Report the caller's order; Serenity's becomes the reference (its
-        // arenas come with the baselines').
-        ASSIGN_OR_RETURN(OrderSummary serenity, Summarize(buffers, plan.order, /*with_steps=*/false));
-        plan.serenity = std::move(serenity);
-        plan.order = options.given_order;
-        plan.algorithm = "given";
-        plan.certificate = Certificate::kBaseline;
-      }
-    } else if (paper_dp) {
-      SegmentedDpOptions dp;
-      dp.search.cancelled = options.cancelled;
-      dp.search.max_states = options.max_search_states;
-      dp.search.time_limit_seconds = search_seconds();
-      dp.soft_budget = options.algorithm == "dp+dc+asb";
-      dp.step_time_limit_seconds = options.step_time_limit_seconds;
-      MinimizeResult result = options.algorithm == "dp"           ? SignatureDp(buffers, dp.search)
-                              : options.algorithm == "exhaustive" ? ExhaustiveSearch(buffers, dp.search)
-                              : options.algorithm == "best_first" ? BestFirstSearch(buffers, dp.search)
-                                                                  : SegmentedDp(buffers, dp);
-      plan.search_stats = result.stats;
-      plan.algorithm = options.algorithm;
-      // A search that gave up keeps the best baseline unless it found better.
-      plan.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
-      if (!result.order.empty() && (result.optimal || result.peak_bytes < chosen->peak_bytes)) {
-        plan.order = std::move(result.order);
-        plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, result.lower_bound_bytes);
-      }
-    }
-  }
-  plan.solve_ms = MillisSince(solve_start);
-  if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-
-  ASSIGN_OR_RETURN(plan.profile, Simulate(buffers, plan.order));
-  if (plan.profile.peak_bytes <= plan.lower_bound_bytes) plan.certificate = Certificate::kOptimal;
-  plan.feasible = options.memory_budget_bytes == 0 || plan.profile.peak_bytes <= options.memory_budget_bytes;
-  if (options.score_only) {
-    plan.total_ms = MillisSince(start);
-    return plan;
-  }
-  {
-    PhaseTimer timer(&plan, "arena");
-    // The arena's searches may take half of what is left; the greedy
-    // placements (or the fast one) always give a plan.
-    ArenaLimits limits;
-    limits.cancelled = options.cancelled;
-    limits.memory = options.memory;
-    limits.deadline = end == Clock::time_point::max() ? end : After(Clock::now(), SecondsLeft(end) / 2);
-    ArenaCut cut;
-    ASSIGN_OR_RETURN(plan.arena, PlanProfileArena(plan.profile, options.alignment,
-                                                  [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
-                                                    return PlanArenaInstance(activations, alignment, PlanArenaSearch(),
-                                                                             limits, &cut);
-                                                  }));
-    if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-    if (!cut.reason.empty()) fall_back("arena", cut.reason, cut.used);
-    if (EstimatePlacementSeconds(ActivationBuffers(plan.profile)) > SecondsLeft(end)) {
-      fall_back("tflite_arena", "time_limit", "skipped");
-    } else {
-      ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan.profile, options.alignment, TfliteStyle));
-      plan.arena_bytes_tflite = tflite.size_bytes;
-    }
-  }
-  if (options.memory_budget_bytes > 0 && plan.arena.size_bytes > options.memory_budget_bytes && plan.feasible) {
-    PhaseTimer timer(&plan, "defragment");
-    // The peak fits the budget but the static arena does not: move buffers
-    // (a Concat's slices together).
-    std::vector<ArenaBuffer> lifetimes;
-    for (const BufferLifetimeInfo& b : plan.profile.buffers) {
-      lifetimes.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
-    }
-    // Its placement compares each new buffer with the live ones: like a
-    // greedy placement in time, and a few hundred bytes per buffer.
-    MemoryCharge charge(options.memory);
-    if (is_cancelled()) return absl::CancelledError("the call was cancelled");
-    if (EstimatePlacementSeconds(lifetimes) > SecondsLeft(end)) {
-      fall_back("defragment", "time_limit", "skipped");
-    } else if (!charge.TryAdd(256 * static_cast<int64_t>(lifetimes.size()))) {
-      fall_back("defragment", "memory_limit", "skipped");
-    } else {
-      absl::StatusOr<MovingArenaPlan> moving =
-          PlanArenaWithMoves(lifetimes, options.alignment, options.memory_budget_bytes);
-      if (moving.ok()) {
-        plan.arena = std::move(moving->plan);
-        plan.moves = std::move(moving->moves);
-        plan.moved_bytes = moving->moved_bytes;
-      }
-    }
-  }
-  plan.arena_fits_budget = options.memory_budget_bytes == 0 || plan.arena.size_bytes <= options.memory_budget_bytes;
-  {
-    PhaseTimer timer(&plan, "baseline_arenas");
-    // Each order's TFLite-style arena and our greedy placements, while time
-    // lasts for both; the rest keep 0.
-    std::vector<OrderSummary*> orders = {&plan.file_order, &plan.kahn, &plan.greedy, &plan.inductor, &plan.xla};
-    if (plan.serenity.has_value()) orders.insert(orders.begin(), &*plan.serenity);
-    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, orders, fall_back));
-  }
-  if (!options.onchip_bytes.empty()) {
-    PhaseTimer timer(&plan, "traffic");
-    const std::pair<const char*, const std::vector<OpId>*> orders[] = {
-        {plan.serenity.has_value() ? "given" : "serenity", &plan.order},
-        {"file_order", &plan.file_order.order},
-        {"kahn", &plan.kahn.order},
-        {"greedy", &plan.greedy.order},     {"inductor", &plan.inductor.order},     {"xla", &plan.xla.order}};
-    RETURN_IF_ERROR(OrderTraffic(buffers, options, end, orders, fall_back, &plan.traffic));
-  }
-  plan.total_ms = MillisSince(start);
-  return plan;
+  ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
+  return PlanGraph(graph, sanitized, executor);
 }
 
 }  // namespace serenity

@@ -412,7 +412,7 @@ void Run(const uint8_t* data, size_t size) {
   if (use_budget) {
     options.memory_budget_bytes =
         std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(total_bytes) * std::pow(2.0, -budget_byte / 16.0)));
-    if (fit) options.objective = "fit";
+    if (fit) options.objective = Objective::kFit;
   }
   const int64_t account_limit = static_cast<int64_t>(std::pow(2.0, 20 + account_byte / 32.0));
   MemoryAccount account(account_limit);

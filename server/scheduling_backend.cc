@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/canonical_graph.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
 #include "common/log.h"
@@ -35,7 +35,7 @@ std::chrono::steady_clock::time_point JobDeadline(std::chrono::steady_clock::tim
 // rest is for import, arena planning and the reply). Not positive when no
 // time is left.
 double SchedulingBackend::JobTimeLimit(double request_limit, double seconds_left) const {
-  double limit = request_limit > 0 ? request_limit : kDefaultTimeLimitSeconds;
+  double limit = TimeLimitOrDefault(request_limit);
   limit = std::min(limit, options_.max_job_seconds);
   return std::min(limit, seconds_left * 0.8);
 }
@@ -93,11 +93,11 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
     return absl::InvalidArgumentError(absl::StrCat("the graph has ", prepared.graph.num_ops(),
                                                    " ops; this server accepts at most ", options_.max_ops));
   }
-  PlanOptions& options = prepared.options;
-  options.score_only = score_only;
-  options.cancelled = call.cancelled;
+  SanitizedOptions& options = prepared.options;
+  options.set_score_only(score_only);
+  options.set_cancelled(call.cancelled);
   // The job's time and memory.
-  options.deadline = JobDeadline(start, call.seconds_left);
+  options.set_deadline(JobDeadline(start, call.seconds_left));
   std::optional<MemoryAccount> account;
   if (call.grow_memory) {
     account.emplace(options_.max_job_bytes, call.granted_bytes, call.grow_memory);
@@ -107,14 +107,12 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   if (!account->TryCharge(call.build_bytes)) {
     return MemoryLimitError(&*account, call.build_bytes, "the request's message and graph");
   }
-  options.memory = &*account;
+  options.set_memory(&*account);
   // The server's cap, before the key: a capped request is the capped plan.
-  if (request.options().max_search_states() == 0 || options.max_search_states > options_.max_search_states) {
-    options.max_search_states = std::min(options.max_search_states, options_.max_search_states);
-  }
-  const double request_limit = options.time_limit_seconds;
+  options.CapMaxSearchStates(options_.max_search_states);
+  const double request_limit = options->time_limit_seconds;
   const double limit = JobTimeLimit(request_limit, call.seconds_left);
-  options.time_limit_seconds = limit;
+  options.set_time_limit_seconds(limit);
 
   const CanonicalGraph canonical = Canonicalize(prepared.graph);
   const PlanKey key = MakePlanKey(canonical, options);
@@ -212,11 +210,11 @@ absl::StatusOr<v1::Plan> SchedulingBackend::GetPlan(const std::string& plan_id, 
   const CanonicalGraph canonical = Canonicalize(prepared->graph);
   const PlanKey key = MakePlanKey(canonical, prepared->options);
   // The job's time and memory, as for Answer.
-  prepared->options.time_limit_seconds = JobTimeLimit(0, call.seconds_left);
-  prepared->options.deadline = JobDeadline(start, call.seconds_left);
-  prepared->options.cancelled = call.cancelled;
+  prepared->options.set_time_limit_seconds(JobTimeLimit(0, call.seconds_left));
+  prepared->options.set_deadline(JobDeadline(start, call.seconds_left));
+  prepared->options.set_cancelled(call.cancelled);
   MemoryAccount account(options_.max_job_bytes);
-  prepared->options.memory = &account;
+  prepared->options.set_memory(&account);
   // A receipt must name the entry its own request leads to.
   if (CachedPlanId(key, tenant, options_.cache_scope) != receipt->cache_id()) return not_found;
   std::optional<PlanCache::Hit> hit = cache_->Get(receipt->cache_id());

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/thread_pool.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/plan_verifier.h"

@@ -9,7 +9,7 @@
 #include "openssl/hmac.h"
 #include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -39,8 +39,9 @@ PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options)
       "format=", kStoredPlanFormat, ";alias_views=", options.memory_model.alias_views,
       ";count_weights=", options.memory_model.count_weights, ";in_place=", options.memory_model.in_place,
       ";concat_in_place=", options.memory_model.concat_in_place,
-      ";budget=", options.objective == "fit" ? absl::StrCat(options.memory_budget_bytes) : "any", ";alignment=", options.alignment, ";algorithm=", options.algorithm,
-      ";objective=", options.objective, ";step_time_limit=", options.step_time_limit_seconds,
+      ";budget=", options.objective == Objective::kFit ? absl::StrCat(options.memory_budget_bytes) : "any",
+      ";alignment=", options.alignment, ";algorithm=", AlgorithmName(options.algorithm),
+      ";objective=", ObjectiveName(options.objective), ";step_time_limit=", options.step_time_limit_seconds,
       ";max_states=", options.max_search_states, ";onchip=", onchip, ";given=", given);
   key.id = StableHash128(absl::StrCat(canonical.key, "|", key.options));
   key.memory_budget_bytes = options.memory_budget_bytes;
@@ -170,8 +171,7 @@ v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonica
   }
   for (TensorId t : canonical.tensor_at) stored.add_tensor_names(graph.tensor(t).name);
   stored.set_complete(!options.score_only);
-  stored.set_time_limit_seconds(options.time_limit_seconds > 0 ? options.time_limit_seconds
-                                                               : kDefaultTimeLimitSeconds);
+  stored.set_time_limit_seconds(TimeLimitOrDefault(options.time_limit_seconds));
   stored.set_memory_budget_bytes(options.memory_budget_bytes);
   return stored;
 }
@@ -187,8 +187,7 @@ bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool ne
     return false;
   }
   if (stored.plan().certificate() != v1::CERTIFICATE_BEST_FOUND) return true;
-  if (time_limit_seconds <= 0) time_limit_seconds = kDefaultTimeLimitSeconds;
-  return stored.time_limit_seconds() >= time_limit_seconds;
+  return stored.time_limit_seconds() >= TimeLimitOrDefault(time_limit_seconds);
 }
 
 bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& current) {
@@ -205,7 +204,7 @@ bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& c
 }
 
 absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const CanonicalGraph& canonical,
-                                         const Graph& graph, const PlanOptions& options) {
+                                         const Graph& graph, const SanitizedOptions& options) {
   const int ops = graph.num_ops();
   if (stored.op_ids_size() != ops || static_cast<int>(canonical.op_at.size()) != ops ||
       stored.op_names_size() != ops || stored.tensor_names_size() != graph.num_tensors() ||
@@ -236,17 +235,8 @@ absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const Can
 
   v1::Plan plan = stored.plan();
   plan.set_model(graph.name());
-  const int64_t budget = options.memory_budget_bytes;
-  if (stored.memory_budget_bytes() != budget) {
-    plan.set_memory_budget_bytes(budget);
-    plan.set_feasible(budget == 0 || plan.peak_bytes() <= budget);
-    if (budget > 0) {
-      plan.set_headroom_bytes(budget - plan.peak_bytes());
-    } else {
-      plan.clear_headroom_bytes();
-    }
-    plan.set_arena_fits_budget(budget == 0 || plan.arena().size_bytes() <= budget);
-  }
+  const int64_t budget = options->memory_budget_bytes;
+  if (stored.memory_budget_bytes() != budget) ApplyBudget(budget, &plan);
   std::vector<OpId> order;
   for (int i = 0; i < plan.order_size(); ++i) {
     const int stored_id = plan.order(i);

@@ -97,7 +97,7 @@ bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& c
 // recomputed for `graph`. Internal when the entry does not fit the graph
 // (which exact key equality rules out; checked anyway).
 absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const CanonicalGraph& canonical,
-                                         const Graph& graph, const PlanOptions& options);
+                                         const Graph& graph, const SanitizedOptions& options);
 
 }  // namespace serenity
 

@@ -35,10 +35,10 @@ TEST(StoredPlanTest, KeysSeparateOptionsThatChangeTheAnswer) {
   changed[0].memory_model.alias_views = true;
   changed[1].memory_model.count_weights = true;
   changed[2].memory_model.in_place = true;
-  changed[3].objective = "fit";  // and under fit, the budget is part of the key too
+  changed[3].objective = Objective::kFit;  // and under fit, the budget is part of the key too
   changed[3].memory_budget_bytes = 100;
   changed[4].alignment = 16;
-  changed[5].algorithm = "greedy";
+  changed[5].algorithm = Algorithm::kGreedy;
   changed[6].onchip_bytes = {1024};
   changed[7].given_order = {};
   for (OpId u = 0; u < g.num_ops(); ++u) changed[7].given_order.push_back(u);
@@ -122,8 +122,9 @@ TEST(StoredPlanTest, RemapRefusesAnEntryForAnotherGraph) {
   ASSERT_TRUE(plan.ok());
   const CanonicalGraph ca = Canonicalize(a);
   const v1::StoredPlan stored = MakeStoredPlan(MakePlanKey(ca, options), ca, a, PlanToProto(a, *plan, options), options);
-  EXPECT_TRUE(RemapStoredPlan(stored, ca, a, options).ok());
-  EXPECT_EQ(RemapStoredPlan(stored, Canonicalize(b), b, options).status().code(), absl::StatusCode::kInternal);
+  const SanitizedOptions sanitized = *SanitizePlanOptions(a, options);
+  EXPECT_TRUE(RemapStoredPlan(stored, ca, a, sanitized).ok());
+  EXPECT_EQ(RemapStoredPlan(stored, Canonicalize(b), b, sanitized).status().code(), absl::StatusCode::kInternal);
 }
 
 }  // namespace

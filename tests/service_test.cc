@@ -20,7 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"

@@ -1,7 +1,7 @@
 #include "core/onnx/onnx_export.h"
 
 #include "core/onnx/onnx_import.h"
-#include "core/plan_proto.h"
+#include "core/plan_request.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"

@@ -1,0 +1,119 @@
+#include "core/plan_options.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
+
+namespace serenity {
+namespace {
+
+struct AlgorithmInfo {
+  Algorithm algorithm;
+  const char* name;
+  std::optional<Baseline> baseline;
+};
+
+// Every algorithm, in the enum's order: the one list of names that requests
+// are parsed with, plans are labelled with and errors list.
+const AlgorithmInfo kAlgorithms[] = {
+    {Algorithm::kAuto, "auto", std::nullopt},
+    {Algorithm::kRelaxed, "relaxed", std::nullopt},
+    {Algorithm::kDp, "dp", std::nullopt},
+    {Algorithm::kDpDc, "dp+dc", std::nullopt},
+    {Algorithm::kDpDcAsb, "dp+dc+asb", std::nullopt},
+    {Algorithm::kExhaustive, "exhaustive", std::nullopt},
+    {Algorithm::kBestFirst, "best_first", std::nullopt},
+    {Algorithm::kBaseline, "baseline", std::nullopt},
+    {Algorithm::kFileOrder, "file_order", Baseline::kFileOrder},
+    {Algorithm::kKahn, "kahn", Baseline::kKahn},
+    {Algorithm::kGreedy, "greedy", Baseline::kGreedy},
+    {Algorithm::kInductor, "inductor", Baseline::kInductor},
+    {Algorithm::kXla, "xla", Baseline::kXla},
+};
+
+struct ObjectiveInfo {
+  Objective objective;
+  const char* name;
+};
+
+const ObjectiveInfo kObjectives[] = {
+    {Objective::kMinPeak, "min_peak"},
+    {Objective::kFit, "fit"},
+};
+
+const AlgorithmInfo& Info(Algorithm algorithm) { return kAlgorithms[static_cast<size_t>(algorithm)]; }
+
+}  // namespace
+
+const char* AlgorithmName(Algorithm algorithm) { return Info(algorithm).name; }
+
+std::optional<Baseline> AlgorithmBaseline(Algorithm algorithm) { return Info(algorithm).baseline; }
+
+const std::vector<std::string>& PlanAlgorithms() {
+  static const std::vector<std::string>* const kNames = [] {
+    auto* names = new std::vector<std::string>;
+    for (const AlgorithmInfo& info : kAlgorithms) names->push_back(info.name);
+    return names;
+  }();
+  return *kNames;
+}
+
+absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
+  for (const AlgorithmInfo& info : kAlgorithms) {
+    if (name == info.name) return info.algorithm;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown algorithm '", name, "'; choose one of: ", absl::StrJoin(PlanAlgorithms(), ", ")));
+}
+
+const char* ObjectiveName(Objective objective) { return kObjectives[static_cast<size_t>(objective)].name; }
+
+absl::StatusOr<Objective> ParseObjective(absl::string_view name) {
+  std::vector<std::string> names;
+  for (const ObjectiveInfo& info : kObjectives) {
+    if (name == info.name) return info.objective;
+    names.push_back(info.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown objective '", name, "'; choose ", absl::StrJoin(names, " or ")));
+}
+
+absl::Status ValidatePlanOptions(const PlanOptions& options) {
+  if (options.alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1 byte");
+  if (options.objective == Objective::kFit && options.memory_budget_bytes <= 0) {
+    return absl::InvalidArgumentError("objective fit needs a memory budget");
+  }
+  if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
+  if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");
+  for (int64_t onchip : options.onchip_bytes) {
+    if (onchip <= 0) return absl::InvalidArgumentError("on-chip sizes must be positive");
+  }
+  if (!(options.finish_seconds >= 0)) return absl::InvalidArgumentError("finish_seconds must not be negative");
+  if (options.step_time_limit_seconds <= 0) {
+    return absl::InvalidArgumentError("the per-step time limit must be positive");
+  }
+  return absl::OkStatus();
+}
+
+double TimeLimitOrDefault(double seconds) { return seconds > 0 ? seconds : kDefaultTimeLimitSeconds; }
+
+void SanitizedOptions::set_time_limit_seconds(double seconds) {
+  options_.time_limit_seconds = TimeLimitOrDefault(seconds);
+}
+
+void SanitizedOptions::CapMaxSearchStates(int64_t cap) {
+  options_.max_search_states = std::min(options_.max_search_states, std::max<int64_t>(1, cap));
+}
+
+absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options) {
+  RETURN_IF_ERROR(ValidatePlanOptions(options));
+  if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
+  options.time_limit_seconds = TimeLimitOrDefault(options.time_limit_seconds);
+  return SanitizedOptions(std::move(options));
+}
+
+}  // namespace serenity

@@ -1,0 +1,53 @@
+#include "core/plan_request.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace serenity {
+
+absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
+  ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
+  ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
+  const v1::GivenOrder& given = request.given_order();
+  if (given.indices_size() > 0 && given.names_size() > 0) {
+    return absl::InvalidArgumentError("give the order as indices or as names, not both");
+  }
+  options.given_order.assign(given.indices().begin(), given.indices().end());
+  for (const std::string& name : given.names()) {
+    std::optional<OpId> u = graph.FindOp(name);
+    if (!u.has_value()) return absl::InvalidArgumentError(absl::StrCat("the order names unknown op '", name, "'"));
+    options.given_order.push_back(*u);
+  }
+  ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, std::move(options)));
+  return PreparedRequest{std::move(graph), std::move(sanitized)};
+}
+
+absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {
+  ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
+  return PlanToProto(prepared.graph, plan, prepared.options);
+}
+
+absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
+  const double import_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSIGN_OR_RETURN(v1::Plan out, ExecutePreparedRequest(prepared, executor));
+  (*out.mutable_stats()->mutable_phase_ms())["import"] = import_ms;
+  out.mutable_stats()->set_total_ms(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  return out;
+}
+
+absl::Status RefreshBaselines(const Graph& graph, const SanitizedOptions& options, v1::Plan* plan) {
+  ASSIGN_OR_RETURN(BaselineReport report, SummarizeBaselines(graph, options));
+  ReplaceBaselines(graph, report, plan);
+  return absl::OkStatus();
+}
+
+}  // namespace serenity

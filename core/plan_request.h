@@ -1,0 +1,48 @@
+// The one entry point that answers a PlanRequest (read, sanitize, plan,
+// convert), used by the server and by the CLI's --local mode, so both give
+// the same answer; plan_proto.h does the conversions.
+#ifndef SERENITY_CORE_PLAN_REQUEST_H_
+#define SERENITY_CORE_PLAN_REQUEST_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/graph/graph.h"
+#include "core/plan_options.h"
+#include "core/plan_proto.h"
+#include "core/planner.h"
+#include "core/util/executor.h"
+#include "serenity/v1/scheduler.pb.h"
+
+namespace serenity {
+
+// A request read and validated: its graph and its options, sanitized for
+// that graph (given_order resolved to op ids and checked).
+struct PreparedRequest {
+  Graph graph;
+  SanitizedOptions options;
+};
+
+// Reads and validates a request without planning it: InvalidArgument naming
+// the problem for a bad graph, bad options or a bad given order. The one
+// place a request's options are checked (SanitizePlanOptions).
+absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
+
+// Plans a prepared request (PlanGraph + PlanToProto). stats.total_ms covers
+// the planning only.
+absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
+
+// Imports, validates and plans a request: the whole job behind the Plan RPC.
+// stats.total_ms covers import through arena planning.
+// Independent parts of the search run on `executor` (null: this thread).
+absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor = nullptr);
+
+// Recomputes the baselines (and their traffic) of `plan` for `graph`: for a
+// plan made for an isomorphic graph whose op list was in another order, so
+// that file order and the other baselines describe the caller's graph.
+// Within options' time, cancellation and memory (SummarizeBaselines); the
+// plan's baselines/baseline_arenas fallbacks become this computation's.
+absl::Status RefreshBaselines(const Graph& graph, const SanitizedOptions& options, v1::Plan* plan);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_PLAN_REQUEST_H_
