@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/plan_output.h"
+#include "core/baseline_table.h"
+#include "core/plan_proto.h"
 
 namespace serenity {
 namespace {
@@ -105,14 +107,14 @@ std::string TickLabel(const AxisTicks& ticks, int64_t value) {
 std::string MemoryPlotSvg(const v1::Plan& plan) {
   const int steps = std::max(1, plan.step_bytes_size());
   const double plot_w = kWidth - kLeft - kRight;
-  const std::vector<Series> series = {
-      {"serenity", "#d62728", &plan.step_bytes()},
-      {"file order", "#1f77b4", &plan.baselines().file_order().step_bytes()},
-      {"kahn", "#9467bd", &plan.baselines().kahn().step_bytes()},
-      {"greedy", "#2ca02c", &plan.baselines().greedy().step_bytes()},
-      {"inductor", "#ff7f0e", &plan.baselines().inductor().step_bytes()},
-      {"xla", "#8c564b", &plan.baselines().xla().step_bytes()},
-  };
+  // One colour per baseline, in BaselineTable()'s order.
+  static constexpr const char* kBaselineColors[kNumBaselines] = {"#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e",
+                                                                 "#8c564b"};
+  std::vector<Series> series = {{"serenity", "#d62728", &plan.step_bytes()}};
+  for (const BaselineInfo& b : BaselineTable()) {
+    series.push_back({BaselineDisplayName(b.baseline), kBaselineColors[static_cast<size_t>(b.baseline)],
+                      &BaselineProto(b.baseline, plan.baselines()).step_bytes()});
+  }
   int64_t max_y = std::max<int64_t>(1, plan.memory_budget_bytes());
   for (const Series& s : series) {
     for (int64_t v : *s.steps) max_y = std::max(max_y, v);

@@ -115,7 +115,7 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddBool("local", &flags.local, "Plan in this process instead of calling a server.");
   flag_set.AddInt("max-ops", &flags.max_ops, "N",
                   "With --local: the largest graph planned, in ops (as serenity-server's --max-ops; planning\n"
-                  "keeps about n^2/32 bytes of reachability).");
+                  "keeps n^2/4 bytes of reachability: 100 MB at 20,000 ops).");
   flag_set.AddBool("json", &flags.json,
                    "Print one JSON object per line and model: schema_version, source (the MODEL\n"
                    "argument), then every field of the serenity.v1.Plan message; a failed model gives\n"
@@ -128,7 +128,7 @@ int RunPlan(const std::vector<std::string>& args) {
                      "names. Serenity's own order is reported beside it.");
   flag_set.AddString("export-ordered", &flags.export_path, "OUT.onnx",
                      "Write the ONNX model (weights untouched) with its nodes in the planned order\n"
-                     "and the arena in metadata_props (serenity.offset/<tensor>, ...; see README).");
+                     "and the arena in metadata_props (serenity.offset/<tensor>, ...; see docs/client.md).");
   flag_set.AddString("plot", &flags.plot_path, "OUT.svg",
                      "Draw live bytes per step of every order and the arena (SVG).");
   flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");

@@ -4,7 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "client/json_format.h"
+#include "core/baseline_table.h"
+#include "core/plan_proto.h"
 
 namespace serenity {
 
@@ -17,6 +20,10 @@ std::string Ratio(int64_t value, int64_t reference) {
 }
 
 }  // namespace
+
+std::string BaselineDisplayName(Baseline baseline) {
+  return absl::StrReplaceAll(BaselineName(baseline), {{"_", " "}});
+}
 
 std::string WithCommas(int64_t value) {
   std::string digits = absl::StrCat(value < 0 ? -value : value);
@@ -77,11 +84,9 @@ std::string PlanSummary(const v1::Plan& plan) {
   row(given ? "given order" : "serenity", plan.peak_bytes(), plan.arena().tflite_size_bytes(),
       plan.arena().size_bytes());
   if (given && plan.baselines().has_serenity()) summary_row("serenity", plan.baselines().serenity());
-  summary_row("file order", plan.baselines().file_order());
-  summary_row("kahn", plan.baselines().kahn());
-  summary_row("greedy", plan.baselines().greedy());
-  summary_row("inductor", plan.baselines().inductor());
-  summary_row("xla", plan.baselines().xla());
+  for (const BaselineInfo& b : BaselineTable()) {
+    summary_row(BaselineDisplayName(b.baseline), BaselineProto(b.baseline, plan.baselines()));
+  }
   if (plan.traffic_size() > 0) {
     absl::StrAppend(&out, "\noff-chip traffic (bytes read + written; Belady eviction)\n");
     absl::StrAppend(&out, absl::StrFormat("  %-12s", "on-chip"));
@@ -121,16 +126,18 @@ std::string PlanSummary(const v1::Plan& plan) {
 }
 
 std::string PlanTable(const std::vector<v1::Plan>& plans) {
-  std::vector<std::vector<std::string>> rows = {
-      {"model", "ops", "serenity", "file order", "kahn", "greedy", "inductor", "xla", "arena", "lower bound", "cert",
-       "total ms"}};
+  std::vector<std::string> header = {"model", "ops", "serenity"};
+  for (const BaselineInfo& b : BaselineTable()) header.push_back(BaselineDisplayName(b.baseline));
+  header.insert(header.end(), {"arena", "lower bound", "cert", "total ms"});
+  std::vector<std::vector<std::string>> rows = {header};
   for (const v1::Plan& p : plans) {
-    rows.push_back({p.model(), absl::StrCat(p.nodes()), WithCommas(p.peak_bytes()),
-                    WithCommas(p.baselines().file_order().peak_bytes()),
-                    WithCommas(p.baselines().kahn().peak_bytes()), WithCommas(p.baselines().greedy().peak_bytes()),
-                    WithCommas(p.baselines().inductor().peak_bytes()), WithCommas(p.baselines().xla().peak_bytes()),
-                    WithCommas(p.arena().size_bytes()), WithCommas(p.lower_bound_bytes()),
-                    EnumShortName(p.certificate()), absl::StrFormat("%.1f", p.stats().total_ms())});
+    std::vector<std::string> row = {p.model(), absl::StrCat(p.nodes()), WithCommas(p.peak_bytes())};
+    for (const BaselineInfo& b : BaselineTable()) {
+      row.push_back(WithCommas(BaselineProto(b.baseline, p.baselines()).peak_bytes()));
+    }
+    row.insert(row.end(), {WithCommas(p.arena().size_bytes()), WithCommas(p.lower_bound_bytes()),
+                           EnumShortName(p.certificate()), absl::StrFormat("%.1f", p.stats().total_ms())});
+    rows.push_back(std::move(row));
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -140,7 +147,7 @@ std::string PlanTable(const std::vector<v1::Plan>& plans) {
   for (const auto& row : rows) {
     for (size_t c = 0; c < row.size(); ++c) {
       // Text columns (model, certificate) align left, numbers right.
-      const bool left = c == 0 || c == 10;
+      const bool left = c == 0 || rows[0][c] == "cert";
       const std::string pad(width[c] - row[c].size(), ' ');
       absl::StrAppend(&out, c == 0 ? "" : "  ", left ? row[c] + pad : pad + row[c]);
     }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/baseline_table.h"
 #include "nlohmann/json.hpp"
 #include "serenity/v1/scheduler.pb.h"
 
@@ -26,6 +27,9 @@ std::string PlanTable(const std::vector<v1::Plan>& plans);
 
 // 1234567 -> "1,234,567".
 std::string WithCommas(int64_t value);
+
+// A baseline's name as the tables and the plot print it ("file order").
+std::string BaselineDisplayName(Baseline baseline);
 
 }  // namespace serenity
 
