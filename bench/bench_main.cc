@@ -29,14 +29,14 @@
 #include <thread>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "core/arena/arena_csv.h"
 #include "core/arena/arena_planner.h"
-#include "core/arena/instance_search.h"
-#include "common/thread_pool.h"
 #include "core/arena/arena_verifier.h"
+#include "core/arena/instance_search.h"
 #include "core/memory/simulator.h"
-#include "core/planner.h"
 #include "core/onnx/onnx_import.h"
+#include "core/planner.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/budget_search.h"
 #include "core/schedule/signature_dp.h"
@@ -99,8 +99,9 @@ int ArenaInstances(int argc, char** argv) {
   InstanceSearchOptions search;
   search.chains = cores;
   search.executor = &pool;
-  std::printf("| instance | buffers | lower bound | greedy by size | ours | ours / bound | ms |\n"
-              "|---|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| instance | buffers | lower bound | greedy by size | ours | ours / bound | ms |\n"
+      "|---|---:|---:|---:|---:|---:|---:|\n");
   for (int i = 2; i < argc; ++i) {
     absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(testing::ReadFile(argv[i]));
     if (!instance.ok()) {
@@ -129,8 +130,9 @@ int BudgetSweep(const Graph& graph, int points) {
   const int64_t optimum = Optimum(buffers);
   const int64_t kahn = PeakOf(buffers, KahnOrder(graph));
   const int64_t bound = LowerBoundBytes(buffers);
-  std::printf("| budget | budget / optimum | search | search states | search ms | DP states | DP ms |\n"
-              "|---:|---:|---|---:|---:|---:|---:|\n");
+  std::printf(
+      "| budget | budget / optimum | search | search states | search ms | DP states | DP ms |\n"
+      "|---:|---:|---|---:|---:|---:|---:|\n");
   for (int i = 0; i < points; ++i) {
     // Budgets from the static lower bound (infeasible below the optimum) to
     // the Kahn peak.
@@ -151,8 +153,9 @@ int BudgetSweep(const Graph& graph, int points) {
     MinimizeResult dp = SignatureDp(buffers, dp_options, budget);
     const double dp_ms = MillisSince(start);
     std::printf("| %lld | %.3f | %s | %lld | %.1f | %lld%s | %.1f |\n", static_cast<long long>(budget),
-                static_cast<double>(budget) / static_cast<double>(optimum), verdict, static_cast<long long>(stats.states),
-                search_ms, static_cast<long long>(dp.stats.states), dp.order.empty() ? " (no answer)" : "", dp_ms);
+                static_cast<double>(budget) / static_cast<double>(optimum), verdict,
+                static_cast<long long>(stats.states), search_ms, static_cast<long long>(dp.stats.states),
+                dp.order.empty() ? " (no answer)" : "", dp_ms);
   }
   return 0;
 }
@@ -170,9 +173,9 @@ int CheckBudget(const Graph& graph, int64_t budget, double seconds, int64_t max_
       budget, start + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)), &order, &next, &stats);
   const double ms = MillisSince(start);
   // The order found, re-simulated independently of the search.
-  const int64_t found_peak =
-      answer == Feasibility::kFeasible && IsTopologicalOrder(graph, order) ? testing::NaivePeak(graph, order, false, false)
-                                                                           : INT64_MAX;
+  const int64_t found_peak = answer == Feasibility::kFeasible && IsTopologicalOrder(graph, order)
+                                 ? testing::NaivePeak(graph, order, false, false)
+                                 : INT64_MAX;
   if (answer == Feasibility::kFeasible && found_peak > budget) {
     std::fprintf(stderr, "error: the order found does not fit the budget when re-simulated\n");
     return 1;
@@ -202,7 +205,8 @@ int PlanSynthetic(int argc, char** argv) {
     spec = testing::LayeredDag(std::stoi(argv[3]), std::stoi(argv[4]));
     if (argc > 5 && argv[5][0] != '-') seconds = std::stod(argv[5]);
   } else {
-    std::fprintf(stderr, "usage: serenity-bench plan fanout RELUS [SECONDS] [BYTES] | plan layered OPS WIDTH [SECONDS]\n");
+    std::fprintf(stderr,
+                 "usage: serenity-bench plan fanout RELUS [SECONDS] [BYTES] | plan layered OPS WIDTH [SECONDS]\n");
     return 2;
   }
   absl::StatusOr<Graph> graph = Graph::Build(spec);
@@ -242,7 +246,8 @@ int PlanSynthetic(int argc, char** argv) {
   std::printf("  phase_ms:");
   for (const auto& [phase, phase_ms] : plan->phase_ms) std::printf(" %s %.1f", phase.c_str(), phase_ms);
   std::printf("\n  fallbacks:");
-  for (const PhaseFallback& f : plan->fallbacks) std::printf(" {%s, %s, %s}", f.phase.c_str(), f.reason.c_str(), f.used.c_str());
+  for (const PhaseFallback& f : plan->fallbacks)
+    std::printf(" {%s, %s, %s}", f.phase.c_str(), f.reason.c_str(), f.used.c_str());
   std::printf("%s\n", plan->fallbacks.empty() ? " none" : "");
   return valid.ok() ? 0 : 1;
 }
@@ -261,12 +266,13 @@ absl::StatusOr<Graph> LoadModel(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: serenity-bench random-orders MODEL.onnx [SAMPLES] [SEED]\n"
-                         "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n"
-                         "       serenity-bench check MODEL.onnx BUDGET [SECONDS] [MAX_STATES]\n"
-                         "       serenity-bench arena INSTANCE.csv...\n"
-                         "       serenity-bench plan fanout RELUS [SECONDS] [BYTES]\n"
-                         "       serenity-bench plan layered OPS WIDTH [SECONDS]\n");
+    std::fprintf(stderr,
+                 "usage: serenity-bench random-orders MODEL.onnx [SAMPLES] [SEED]\n"
+                 "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n"
+                 "       serenity-bench check MODEL.onnx BUDGET [SECONDS] [MAX_STATES]\n"
+                 "       serenity-bench arena INSTANCE.csv...\n"
+                 "       serenity-bench plan fanout RELUS [SECONDS] [BYTES]\n"
+                 "       serenity-bench plan layered OPS WIDTH [SECONDS]\n");
     return 2;
   }
   const std::string command = argv[1];

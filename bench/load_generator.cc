@@ -28,10 +28,10 @@ using Clock = std::chrono::steady_clock;
 struct LoadFlags {
   std::string server = "127.0.0.1:50051";
   std::string model;
-  std::string mode = "plan";  // plan | score
+  std::string mode = "plan";   // plan | score
   std::string cache = "warm";  // warm | cold
   int64_t clients = 1;
-  int64_t requests = 1000;    // total, over all clients (plan), or candidates (score)
+  int64_t requests = 1000;  // total, over all clients (plan), or candidates (score)
   double time_limit = 10;
   bool json = false;
 };
@@ -75,8 +75,9 @@ int Run(int argc, char** argv) {
   }
   if (!parsed.ok() || flags.model.empty() || flags.clients < 1 || flags.requests < 1 ||
       (flags.mode != "plan" && flags.mode != "score") || (flags.cache != "warm" && flags.cache != "cold")) {
-    std::cerr << "serenity-load: " << (parsed.ok() ? "give --model; --clients, --requests >= 1; valid --mode/--cache"
-                                                   : std::string(parsed.message()))
+    std::cerr << "serenity-load: "
+              << (parsed.ok() ? "give --model; --clients, --requests >= 1; valid --mode/--cache"
+                              : std::string(parsed.message()))
               << "\n";
     return 2;
   }
@@ -91,8 +92,10 @@ int Run(int argc, char** argv) {
   base.set_onnx_model(bytes.str());
   base.mutable_options()->set_time_limit_seconds(flags.time_limit);
   // A run-unique offset keeps cold keys cold across runs against one server.
-  const int64_t run_salt = std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::system_clock::now().time_since_epoch()).count() % 1'000'000;
+  const int64_t run_salt =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() %
+      1'000'000;
   auto request_for = [&](int64_t i) {
     v1::PlanRequest r = base;
     // A state cap that no search here reaches, below the server's default

@@ -172,8 +172,8 @@ int Measure(const std::string& path, const std::string& algorithm) {
       "estimate %lld | estimate/heap %.2f estimate/rss %.2f\n",
       static_cast<long long>(shape->ops), static_cast<long long>(shape->tensors),
       static_cast<long long>(shape->op_inputs + shape->op_outputs), static_cast<long long>(shape->name_bytes),
-      static_cast<long long>(shape->wire_bytes), static_cast<long long>(message_bytes),
-      static_cast<long long>(heap), static_cast<long long>(rss), static_cast<long long>(estimate),
+      static_cast<long long>(shape->wire_bytes), static_cast<long long>(message_bytes), static_cast<long long>(heap),
+      static_cast<long long>(rss), static_cast<long long>(estimate),
       static_cast<double>(estimate) / static_cast<double>(heap),
       static_cast<double>(estimate) / static_cast<double>(rss));
   return 0;
@@ -193,11 +193,16 @@ int main(int argc, char** argv) {
   std::string shape = "chain", algorithm;
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--ops") ops = std::atoi(value.c_str());
-    else if (flag == "--shape") shape = value;
-    else if (flag == "--name-length") name_length = std::atoi(value.c_str());
-    else if (flag == "--plan") algorithm = value;
-    else return 2;
+    if (flag == "--ops")
+      ops = std::atoi(value.c_str());
+    else if (flag == "--shape")
+      shape = value;
+    else if (flag == "--name-length")
+      name_length = std::atoi(value.c_str());
+    else if (flag == "--plan")
+      algorithm = value;
+    else
+      return 2;
   }
   if (mode == "write") return serenity::Write(path, ops, shape, name_length);
   if (mode == "measure") return serenity::Measure(path, algorithm);

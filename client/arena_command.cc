@@ -105,10 +105,10 @@ absl::StatusOr<ArenaResult> PlanFile(const std::string& path, const ArenaFlags& 
   result.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   result.lower_bound = ArenaLowerBound(buffers);
   if (flags.capacity > 0 && result.plan.size_bytes > flags.capacity) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "no packing fits --capacity ", flags.capacity, " bytes: the best arena found is ", result.plan.size_bytes,
-        " bytes, the lower bound ", result.lower_bound, " bytes",
-        result.lower_bound > flags.capacity ? " (no arena can fit)" : ""));
+    return absl::ResourceExhaustedError(absl::StrCat("no packing fits --capacity ", flags.capacity,
+                                                     " bytes: the best arena found is ", result.plan.size_bytes,
+                                                     " bytes, the lower bound ", result.lower_bound, " bytes",
+                                                     result.lower_bound > flags.capacity ? " (no arena can fit)" : ""));
   }
   return result;
 }
@@ -139,10 +139,8 @@ nlohmann::ordered_json ResultJson(const std::string& path, const ArenaResult& r,
     j["moves"] = nlohmann::ordered_json::array();
     for (const ArenaMove& m : r.moving.moves) {
       // "before": the time step before which the copy runs, in the file's units.
-      j["moves"].push_back({{"id", r.instance.ids[m.buffer]},
-                            {"before", m.before_step},
-                            {"from", m.from_offset},
-                            {"to", m.to_offset}});
+      j["moves"].push_back(
+          {{"id", r.instance.ids[m.buffer]}, {"before", m.before_step}, {"from", m.from_offset}, {"to", m.to_offset}});
     }
     j["moved_bytes"] = r.moving.moved_bytes;
   }
@@ -156,8 +154,7 @@ std::string ResultText(const std::string& path, const ArenaResult& r) {
       absl::StrFormat(" (%.3fx), %.1f ms",
                       r.lower_bound > 0 ? static_cast<double>(r.plan.size_bytes) / r.lower_bound : 1.0, r.ms));
   if (!r.moving.moves.empty()) {
-    absl::StrAppend(&line, ", ", r.moving.moves.size(), " moves copying ", WithCommas(r.moving.moved_bytes),
-                    " bytes");
+    absl::StrAppend(&line, ", ", r.moving.moves.size(), " moves copying ", WithCommas(r.moving.moved_bytes), " bytes");
   }
   return line;
 }
@@ -244,8 +241,7 @@ int RunArena(const std::vector<std::string>& args) {
       }
       continue;
     }
-    std::cout << (flags.json ? ResultJson(path, *result, flags).dump(indent) : ResultText(path, *result))
-              << std::endl;
+    std::cout << (flags.json ? ResultJson(path, *result, flags).dump(indent) : ResultText(path, *result)) << std::endl;
   }
   return failures == 0 ? 0 : 1;
 }

@@ -38,8 +38,8 @@ absl::StatusOr<v1::Plan> GetPlan(v1::Scheduler::Stub& stub, const Connection& co
   if (status.ok()) return plan;
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
-      return absl::UnavailableError(absl::StrCat("cannot reach serenity-server at ", flags.connection.server, ": ",
-                                                 status.error_message()));
+      return absl::UnavailableError(
+          absl::StrCat("cannot reach serenity-server at ", flags.connection.server, ": ", status.error_message()));
     case grpc::StatusCode::NOT_FOUND:
       return absl::NotFoundError(
           absl::StrCat(status.error_message(),
@@ -53,13 +53,12 @@ absl::StatusOr<v1::Plan> GetPlan(v1::Scheduler::Stub& stub, const Connection& co
 
 int RunGet(const std::vector<std::string>& args) {
   GetFlags flags;
-  FlagSet flag_set(
-      "serenity-client get PLAN_ID... [flags]",
-      "Fetches plans a serenity-server stored, by the plan_id a plan or score call\n"
-      "returned (GetPlan), and prints them as plan does: a summary for one, a table\n"
-      "for several, or --json lines whose source is the PLAN_ID.\n"
-      "Exit status: 0 when every plan was returned, 1 when one was not (NOT_FOUND:\n"
-      "the server no longer holds it), 2 on usage errors.");
+  FlagSet flag_set("serenity-client get PLAN_ID... [flags]",
+                   "Fetches plans a serenity-server stored, by the plan_id a plan or score call\n"
+                   "returned (GetPlan), and prints them as plan does: a summary for one, a table\n"
+                   "for several, or --json lines whose source is the PLAN_ID.\n"
+                   "Exit status: 0 when every plan was returned, 1 when one was not (NOT_FOUND:\n"
+                   "the server no longer holds it), 2 on usage errors.");
   AddConnectionFlags(flag_set, &flags.connection);
   flag_set.AddBool("json", &flags.json,
                    "Print one JSON object per line and plan, as plan --json does; a plan not found\n"

@@ -92,8 +92,7 @@ nlohmann::ordered_json MapValue(const Message& message, const FieldDescriptor& f
   const FieldDescriptor& value = *field.message_type()->map_value();
   std::vector<const Message*> entries;
   for (int i = 0; i < r.FieldSize(message, &field); ++i) entries.push_back(&r.GetRepeatedMessage(message, &field, i));
-  std::sort(entries.begin(), entries.end(),
-            [&](const Message* a, const Message* b) { return KeyLess(*a, *b, key); });
+  std::sort(entries.begin(), entries.end(), [&](const Message* a, const Message* b) { return KeyLess(*a, *b, key); });
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const Message* entry : entries) out[MapKeyText(*entry, key)] = SingleValue(*entry, value);
   return out;

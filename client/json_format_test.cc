@@ -75,8 +75,7 @@ TEST(JsonFormatTest, EveryScalarAndRepeatedFieldIsWrittenWithItsDefault) {
 }
 
 TEST(JsonFormatTest, FieldsComeInFieldNumberOrderUnderTheirProtoNames) {
-  EXPECT_THAT(Keys(MessageToJson(v1::Arena())),
-              ElementsAre("size_bytes", "alignment", "buffers", "tflite_size_bytes"));
+  EXPECT_THAT(Keys(MessageToJson(v1::Arena())), ElementsAre("size_bytes", "alignment", "buffers", "tflite_size_bytes"));
   EXPECT_THAT(Keys(MessageToJson(v1::Move())),
               ElementsAre("tensor", "before_step", "from_offset", "to_offset", "bytes", "kind"));
   const std::vector<std::string> plan_keys = Keys(MessageToJson(v1::Plan()));
@@ -84,7 +83,7 @@ TEST(JsonFormatTest, FieldsComeInFieldNumberOrderUnderTheirProtoNames) {
   const auto at = [&](const std::string& key) {
     return std::find(plan_keys.begin(), plan_keys.end(), key) - plan_keys.begin();
   };
-  EXPECT_LT(at("steps"), at("step_bytes"));   // 18, 19
+  EXPECT_LT(at("steps"), at("step_bytes"));    // 18, 19
   EXPECT_LT(at("step_bytes"), at("plan_id"));  // 19, 20
 }
 

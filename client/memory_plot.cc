@@ -19,11 +19,20 @@ std::string Escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -62,30 +71,33 @@ constexpr double kTickFont = 11, kLevelFont = 10;
 // Axes with round ticks on y (bytes, up to y.top) and x (steps), and labels.
 void Axes(std::string& svg, double top, const AxisTicks& y_ticks, int steps, const std::string& y_label) {
   const double plot_w = kWidth - kLeft - kRight;
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", kLeft, top,
-      plot_w, kPanel));
+  absl::StrAppend(
+      &svg,
+      absl::StrFormat("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n",
+                      kLeft, top, plot_w, kPanel));
   for (int64_t value : y_ticks.values) {
     const double y = top + kPanel - kPanel * static_cast<double>(value) / static_cast<double>(y_ticks.top);
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-        "<text class=\"ytick\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"end\">%s</text>\n",
-        kLeft, y, kLeft + plot_w, y, kLeft - 6, y + 4, kTickFont, TickLabel(y_ticks, value)));
+    absl::StrAppend(
+        &svg, absl::StrFormat(
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                  "<text class=\"ytick\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"end\">%s</text>\n",
+                  kLeft, y, kLeft + plot_w, y, kLeft - 6, y + 4, kTickFont, TickLabel(y_ticks, value)));
   }
   const AxisTicks x_ticks = StepTicks(steps);
   for (int64_t value : x_ticks.values) {
     if (value > steps) break;
     const double x = kLeft + plot_w * static_cast<double>(value) / steps;
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\">%s</text>\n", x,
-        top + kPanel + 16, kTickFont, TickLabel(x_ticks, value)));
+    absl::StrAppend(
+        &svg, absl::StrFormat(
+                  "<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
+                  x, top + kPanel + 16, kTickFont, TickLabel(x_ticks, value)));
   }
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">step</text>\n", kLeft + plot_w / 2,
-      top + kPanel + 34));
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"18\" y=\"%.1f\" font-size=\"12\" transform=\"rotate(-90 18 %.1f)\" text-anchor=\"middle\">%s</text>\n",
-      top + kPanel / 2, top + kPanel / 2, y_label));
+  absl::StrAppend(&svg,
+                  absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">step</text>\n",
+                                  kLeft + plot_w / 2, top + kPanel + 34));
+  absl::StrAppend(&svg, absl::StrFormat("<text x=\"18\" y=\"%.1f\" font-size=\"12\" transform=\"rotate(-90 18 %.1f)\" "
+                                        "text-anchor=\"middle\">%s</text>\n",
+                                        top + kPanel / 2, top + kPanel / 2, y_label));
 }
 
 }  // namespace
@@ -108,8 +120,7 @@ std::string MemoryPlotSvg(const v1::Plan& plan) {
   const int steps = std::max(1, plan.step_bytes_size());
   const double plot_w = kWidth - kLeft - kRight;
   // One colour per baseline, in BaselineTable()'s order.
-  static constexpr const char* kBaselineColors[kNumBaselines] = {"#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e",
-                                                                 "#8c564b"};
+  static constexpr const char* kBaselineColors[kNumBaselines] = {"#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e", "#8c564b"};
   std::vector<Series> series = {{"serenity", "#d62728", &plan.step_bytes()}};
   for (const BaselineInfo& b : BaselineTable()) {
     series.push_back({BaselineDisplayName(b.baseline), kBaselineColors[static_cast<size_t>(b.baseline)],
@@ -134,9 +145,11 @@ std::string MemoryPlotSvg(const v1::Plan& plan) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       kWidth, height);
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"%.1f\" y=\"24\" font-size=\"15\" font-weight=\"bold\">%s: live activation bytes per step</text>\n",
-      kLeft, Escape(plan.model())));
+  absl::StrAppend(
+      &svg,
+      absl::StrFormat(
+          "<text x=\"%.1f\" y=\"24\" font-size=\"15\" font-weight=\"bold\">%s: live activation bytes per step</text>\n",
+          kLeft, Escape(plan.model())));
 
   // Top panel: one curve per order.
   double top = kTop;
@@ -147,19 +160,21 @@ std::string MemoryPlotSvg(const v1::Plan& plan) {
     std::string points;
     for (int t = 0; t < s.steps->size(); ++t) {
       // Steps as plateaus: each step spans [t, t + 1).
-      absl::StrAppend(&points, absl::StrFormat("%.1f,%.1f %.1f,%.1f ", x_of(t), y_of(top, s.steps->Get(t)),
-                                               x_of(t + 1), y_of(top, s.steps->Get(t))));
+      absl::StrAppend(&points, absl::StrFormat("%.1f,%.1f %.1f,%.1f ", x_of(t), y_of(top, s.steps->Get(t)), x_of(t + 1),
+                                               y_of(top, s.steps->Get(t))));
     }
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<polyline class=\"order\" data-order=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" "
-        "points=\"%s\"/>\n",
-        s.name, s.color, i == 0 ? "2.2" : "1.2", points));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat("<polyline class=\"order\" data-order=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" "
+                        "points=\"%s\"/>\n",
+                        s.name, s.color, i == 0 ? "2.2" : "1.2", points));
     const double legend_y = top + 14 + 16 * static_cast<double>(i);
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>"
-        "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s (peak %s)</text>\n",
-        kLeft + plot_w + 10, legend_y, kLeft + plot_w + 28, legend_y, s.color, kLeft + plot_w + 32, legend_y + 4,
-        s.name, WithCommas(*std::max_element(s.steps->begin(), s.steps->end()))));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>"
+                        "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s (peak %s)</text>\n",
+                        kLeft + plot_w + 10, legend_y, kLeft + plot_w + 28, legend_y, s.color, kLeft + plot_w + 32,
+                        legend_y + 4, s.name, WithCommas(*std::max_element(s.steps->begin(), s.steps->end()))));
   }
   // The budget and on-chip sizes as dashed lines, each labelled just above
   // its line; labels of close lines are pushed up so that none overlaps the
@@ -184,34 +199,38 @@ std::string MemoryPlotSvg(const v1::Plan& plan) {
     for (const Level& l : level_list) {
       const double y = y_of(panel_top, l.bytes);
       label_y = std::min(y - 3, label_y - (kLevelFont + 2));
-      absl::StrAppend(&svg, absl::StrFormat(
-          "<line class=\"level\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-          "stroke-dasharray=\"6 4\"/>"
-          "<text class=\"level-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" fill=\"%s\">%s</text>\n",
-          kLeft, y, kLeft + plot_w, y, l.color, kLeft + 4, label_y, kLevelFont, l.color, Escape(l.label)));
+      absl::StrAppend(
+          &svg, absl::StrFormat(
+                    "<line class=\"level\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                    "stroke-dasharray=\"6 4\"/>"
+                    "<text class=\"level-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" fill=\"%s\">%s</text>\n",
+                    kLeft, y, kLeft + plot_w, y, l.color, kLeft + 4, label_y, kLevelFont, l.color, Escape(l.label)));
     }
   };
   levels(top);
 
   // Bottom panel: the arena of Serenity's order.
   top = kTop + kPanel + kGap;
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\">arena: %s bytes, one rectangle per buffer "
-      "(steps x offsets)</text>\n",
-      kLeft, top - 10, WithCommas(plan.arena().size_bytes())));
+  absl::StrAppend(
+      &svg,
+      absl::StrFormat(
+          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\">arena: %s bytes, one rectangle per buffer "
+          "(steps x offsets)</text>\n",
+          kLeft, top - 10, WithCommas(plan.arena().size_bytes())));
   Axes(svg, top, y_ticks, steps, "arena offset (bytes)");
   for (const v1::ArenaBuffer& b : plan.arena().buffers()) {
     if (b.size() == 0) continue;
     const char* fill = b.kind() == v1::BUFFER_KIND_WORKSPACE ? "#ffbb78"
                        : b.kind() == v1::BUFFER_KIND_WEIGHT  ? "#c7c7c7"
-                                                              : "#aec7e8";
+                                                             : "#aec7e8";
     const double y_hi = y_of(top, b.offset() + b.size()), y_lo = y_of(top, b.offset());
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"#1f4e79\" "
-        "stroke-width=\"0.4\"><title>%s: %s bytes at %s, steps %d-%d</title></rect>\n",
-        x_of(b.first_step()), y_hi, std::max(0.5, x_of(b.last_step() + 1) - x_of(b.first_step())),
-        std::max(0.5, y_lo - y_hi), fill, Escape(b.tensor()), WithCommas(b.size()), WithCommas(b.offset()),
-        b.first_step(), b.last_step()));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat("<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"#1f4e79\" "
+                        "stroke-width=\"0.4\"><title>%s: %s bytes at %s, steps %d-%d</title></rect>\n",
+                        x_of(b.first_step()), y_hi, std::max(0.5, x_of(b.last_step() + 1) - x_of(b.first_step())),
+                        std::max(0.5, y_lo - y_hi), fill, Escape(b.tensor()), WithCommas(b.size()),
+                        WithCommas(b.offset()), b.first_step(), b.last_step()));
   }
   levels(top);
   absl::StrAppend(&svg, "</svg>\n");

@@ -205,7 +205,8 @@ TEST(MemoryPlotTest, RealPlanTicksAreRoundAndApart) {
   const auto y_ticks = Labels(svg, "ytick", "y");
   ASSERT_EQ(y_ticks.size() % 2, 0u);
   ExpectSeparate(y_ticks, y_ticks.size() / 2, 11, true);
-  for (const auto& [label, y] : y_ticks) EXPECT_TRUE(std::regex_match(label, std::regex("0|[0-9,]+ (B|KiB|MiB)"))) << label;
+  for (const auto& [label, y] : y_ticks)
+    EXPECT_TRUE(std::regex_match(label, std::regex("0|[0-9,]+ (B|KiB|MiB)"))) << label;
   const auto x_ticks = Labels(svg, "xtick", "x");
   ExpectSeparate(x_ticks, x_ticks.size() / 2, 40, true);
   ExpectSeparate(Labels(svg, "legend", "y"), 6, 11, false);

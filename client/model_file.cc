@@ -98,9 +98,10 @@ absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path) {
   }
   absl::StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();
-  const ModelFormat format = absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".textproto") ? ModelFormat::kGraphText
-                             : absl::EndsWith(path, ".pb")                                          ? ModelFormat::kGraphBinary
-                                                                                                    : ModelFormat::kOnnx;
+  const ModelFormat format = absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".textproto")
+                                 ? ModelFormat::kGraphText
+                             : absl::EndsWith(path, ".pb") ? ModelFormat::kGraphBinary
+                                                           : ModelFormat::kOnnx;
   return ModelFromBytes(std::move(bytes).value(), format, std::filesystem::path(path).stem().string(), path);
 }
 
@@ -129,8 +130,7 @@ absl::Status ReadWorkspaceFile(const std::string& path, v1::PlanOptions& options
   if (!bytes.ok()) return bytes.status();
   nlohmann::json json = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", path, "' must hold a JSON object {\"op name\": bytes, ...}"));
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' must hold a JSON object {\"op name\": bytes, ...}"));
   }
   for (const auto& [name, value] : json.items()) {
     if (!value.is_number_integer() || value.get<int64_t>() < 0) {

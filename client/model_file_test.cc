@@ -49,8 +49,8 @@ TEST(DetectModelFormatTest, RefusesEmptyAndUnrecognisedBytes) {
     EXPECT_THAT(format.status().message(), HasSubstr("empty"));
   }
   // Not text format, and not wire format with a Graph's or ModelProto's fields.
-  for (const std::string& bytes : {std::string("hello, world {"), std::string("\x08\x07", 2),
-                                   std::string("\xff\xff\xff", 3)}) {
+  for (const std::string& bytes :
+       {std::string("hello, world {"), std::string("\x08\x07", 2), std::string("\xff\xff\xff", 3)}) {
     absl::StatusOr<ModelFormat> format = DetectModelFormat(bytes);
     EXPECT_EQ(format.status().code(), absl::StatusCode::kInvalidArgument) << bytes;
     EXPECT_THAT(format.status().message(), HasSubstr("expected an ONNX model or a serenity.v1.Graph"));

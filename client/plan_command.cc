@@ -6,14 +6,14 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/connection.h"
 #include "client/json_format.h"
@@ -25,8 +25,8 @@
 #include "common/thread_pool.h"
 #include "core/onnx/onnx_export.h"
 #include "core/plan_request.h"
-#include "core/request_scan.h"
 #include "core/planner.h"
+#include "core/request_scan.h"
 #include "core/util/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
@@ -65,9 +65,8 @@ absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const Connection&
 }
 
 // Plans the model in `path` in-process (stub == nullptr) or on the server.
-absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOptions& options,
-                                   const v1::GivenOrder& given, const PlanFlags& flags, v1::Scheduler::Stub* stub,
-                                   const Connection& connection) {
+absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOptions& options, const v1::GivenOrder& given,
+                                   const PlanFlags& flags, v1::Scheduler::Stub* stub, const Connection& connection) {
   ASSIGN_OR_RETURN(v1::PlanRequest request, ReadModelFile(path));
   *request.mutable_options() = options;
   *request.mutable_given_order() = given;
@@ -77,8 +76,8 @@ absl::StatusOr<v1::Plan> PlanModel(const std::string& path, const v1::PlanOption
   // tens of gigabytes of reachability and end in an abort).
   ASSIGN_OR_RETURN(RequestShape shape, ScanPlanRequest(request.SerializeAsString()));
   if (shape.ops > flags.max_ops) {
-    return absl::InvalidArgumentError(absl::StrCat("the graph has ", shape.ops, " ops; --local plans at most ",
-                                                   flags.max_ops, " (--max-ops)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the graph has ", shape.ops, " ops; --local plans at most ", flags.max_ops, " (--max-ops)"));
   }
   static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return ExecutePlanRequest(request, &pool);
@@ -102,15 +101,14 @@ absl::Status ExportModel(const std::string& path, const v1::Plan& plan, const st
 
 int RunPlan(const std::vector<std::string>& args) {
   PlanFlags flags;
-  FlagSet flag_set(
-      "serenity-client plan MODEL... [flags]",
-      "Plans each MODEL: the operator order with the least peak activation memory\n"
-      "found, its peak, a lower bound, arena offsets, and the file/Kahn/greedy\n"
-      "baselines. One model prints a summary, several print a comparison table.\n"
-      "MODEL is an ONNX file (weights are not needed and are not sent), or a\n"
-      "serenity.v1.Graph as .pb (binary) or .pbtxt (text). ONNX ops have no\n"
-      "workspace bytes unless --workspace gives them.\n"
-      "Exit status: 0 when every model was planned, 1 when one failed, 2 on usage errors.");
+  FlagSet flag_set("serenity-client plan MODEL... [flags]",
+                   "Plans each MODEL: the operator order with the least peak activation memory\n"
+                   "found, its peak, a lower bound, arena offsets, and the file/Kahn/greedy\n"
+                   "baselines. One model prints a summary, several print a comparison table.\n"
+                   "MODEL is an ONNX file (weights are not needed and are not sent), or a\n"
+                   "serenity.v1.Graph as .pb (binary) or .pbtxt (text). ONNX ops have no\n"
+                   "workspace bytes unless --workspace gives them.\n"
+                   "Exit status: 0 when every model was planned, 1 when one failed, 2 on usage errors.");
   AddConnectionFlags(flag_set, &flags.connection);
   flag_set.AddBool("local", &flags.local, "Plan in this process instead of calling a server.");
   flag_set.AddInt("max-ops", &flags.max_ops, "N",

@@ -21,9 +21,7 @@ std::string Ratio(int64_t value, int64_t reference) {
 
 }  // namespace
 
-std::string BaselineDisplayName(Baseline baseline) {
-  return absl::StrReplaceAll(BaselineName(baseline), {{"_", " "}});
-}
+std::string BaselineDisplayName(Baseline baseline) { return absl::StrReplaceAll(BaselineName(baseline), {{"_", " "}}); }
 
 std::string WithCommas(int64_t value) {
   std::string digits = absl::StrCat(value < 0 ? -value : value);
@@ -44,19 +42,19 @@ nlohmann::ordered_json PlanJsonLine(absl::string_view source, const v1::Plan& pl
 
 std::string PlanSummary(const v1::Plan& plan) {
   std::string out;
-  absl::StrAppend(&out, "model        ", plan.model(), " (", plan.nodes(), " ops, ",
-                  WithCommas(plan.weight_bytes()), " weight bytes, ", WithCommas(plan.macs()), " MACs)\n");
+  absl::StrAppend(&out, "model        ", plan.model(), " (", plan.nodes(), " ops, ", WithCommas(plan.weight_bytes()),
+                  " weight bytes, ", WithCommas(plan.macs()), " MACs)\n");
   int64_t lb = plan.lower_bound_bytes();
   double gap = lb > 0 ? 100.0 * static_cast<double>(plan.peak_bytes() - lb) / static_cast<double>(lb) : 0;
-  absl::StrAppend(&out, "order        ", plan.stats().algorithm(), ", certificate ",
-                  EnumShortName(plan.certificate()), "\n");
-  absl::StrAppend(&out, "peak         ", WithCommas(plan.peak_bytes()), " bytes (lower bound ",
-                  WithCommas(lb), absl::StrFormat(", gap %.1f%%)\n", gap));
-  absl::StrAppend(&out, "arena        ", WithCommas(plan.arena().size_bytes()), " bytes, ",
-                  plan.arena().buffers_size(), " buffers, alignment ", plan.arena().alignment(), "\n");
+  absl::StrAppend(&out, "order        ", plan.stats().algorithm(), ", certificate ", EnumShortName(plan.certificate()),
+                  "\n");
+  absl::StrAppend(&out, "peak         ", WithCommas(plan.peak_bytes()), " bytes (lower bound ", WithCommas(lb),
+                  absl::StrFormat(", gap %.1f%%)\n", gap));
+  absl::StrAppend(&out, "arena        ", WithCommas(plan.arena().size_bytes()), " bytes, ", plan.arena().buffers_size(),
+                  " buffers, alignment ", plan.arena().alignment(), "\n");
   if (plan.memory_budget_bytes() > 0) {
-    absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()), " bytes: ",
-                    plan.feasible() ? "fits, " : "DOES NOT FIT, ", WithCommas(plan.headroom_bytes()),
+    absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()),
+                    " bytes: ", plan.feasible() ? "fits, " : "DOES NOT FIT, ", WithCommas(plan.headroom_bytes()),
                     " bytes of headroom\n");
     if (plan.moves_size() > 0) {
       absl::StrAppend(&out, "moves        ", plan.moves_size(), " defragmentation moves copy ",
@@ -97,9 +95,9 @@ std::string PlanSummary(const v1::Plan& plan) {
     for (const v1::OrderTraffic& t : plan.traffic()) {
       absl::StrAppend(&out, absl::StrFormat("  %-12s", t.order()));
       for (const v1::TrafficPoint& p : t.points()) {
-        const std::string cell = !p.feasible()                                ? "op too big"
+        const std::string cell = !p.feasible()                           ? "op too big"
                                  : p.read_bytes() + p.write_bytes() == 0 ? "none"
-                                                                          : WithCommas(p.read_bytes() + p.write_bytes());
+                                                                         : WithCommas(p.read_bytes() + p.write_bytes());
         absl::StrAppend(&out, absl::StrFormat(" %14s", cell));
       }
       absl::StrAppend(&out, "\n");
@@ -108,9 +106,10 @@ std::string PlanSummary(const v1::Plan& plan) {
   const std::string& cache = plan.stats().cache();
   if (cache == "local" || cache == "shared") {
     // solve_ms is from the call that computed the plan; total_ms is this one.
-    absl::StrAppend(&out, absl::StrFormat("\ntime         %.2f ms from the %s cache (solved in %.2f ms when first planned)\n",
-                                          plan.stats().total_ms(), cache == "local" ? "server's" : "shared",
-                                          plan.stats().solve_ms()));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("\ntime         %.2f ms from the %s cache (solved in %.2f ms when first planned)\n",
+                        plan.stats().total_ms(), cache == "local" ? "server's" : "shared", plan.stats().solve_ms()));
   } else {
     absl::StrAppend(&out, absl::StrFormat("\ntime         solve %.2f ms, total %.2f ms\n", plan.stats().solve_ms(),
                                           plan.stats().total_ms()));

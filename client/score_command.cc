@@ -85,14 +85,13 @@ int RunScore(const std::vector<std::string>& args) {
   bool pretty = false;
   std::string list_file;
   double timeout = 600;
-  FlagSet flag_set(
-      "serenity-client score MODEL... [flags]",
-      "Scores every MODEL in one streaming call to a serenity-server (NAS pipelines):\n"
-      "the least peak activation memory found, whether it fits --budget, and the slack\n"
-      "(peak - budget; <= 0 fits). One line per model, printed as results arrive (not\n"
-      "in argument order). A file that cannot be read gets its own error line; the\n"
-      "others go on. Arena offsets are not computed (use plan for those).\n"
-      "Exit status: 0 when every model was scored, 1 when one failed, 2 on usage errors.");
+  FlagSet flag_set("serenity-client score MODEL... [flags]",
+                   "Scores every MODEL in one streaming call to a serenity-server (NAS pipelines):\n"
+                   "the least peak activation memory found, whether it fits --budget, and the slack\n"
+                   "(peak - budget; <= 0 fits). One line per model, printed as results arrive (not\n"
+                   "in argument order). A file that cannot be read gets its own error line; the\n"
+                   "others go on. Arena offsets are not computed (use plan for those).\n"
+                   "Exit status: 0 when every model was scored, 1 when one failed, 2 on usage errors.");
   AddConnectionFlags(flag_set, &connection_flags);
   AddRequestFlags(flag_set, &request_flags, /*with_outputs=*/false);
   flag_set.AddString("from-file", &list_file, "LIST",

@@ -27,8 +27,7 @@ void FlagSet::AddString(const std::string& name, std::string* target, const std:
   Add({name, Kind::kString, target, value_name, help, target->empty() ? "" : *target});
 }
 
-void FlagSet::AddInt(const std::string& name, int64_t* target, const std::string& value_name,
-                     const std::string& help) {
+void FlagSet::AddInt(const std::string& name, int64_t* target, const std::string& value_name, const std::string& help) {
   Add({name, Kind::kInt, target, value_name, help, absl::StrCat(*target)});
 }
 
@@ -42,8 +41,8 @@ void FlagSet::AddDouble(const std::string& name, double* target, const std::stri
   Add({name, Kind::kDouble, target, value_name, help, absl::StrCat(*target)});
 }
 
-void FlagSet::AddRepeated(const std::string& name, std::vector<std::string>* target,
-                          const std::string& value_name, const std::string& help) {
+void FlagSet::AddRepeated(const std::string& name, std::vector<std::string>* target, const std::string& value_name,
+                          const std::string& help) {
   Add({name, Kind::kRepeated, target, value_name, help, ""});
 }
 
@@ -137,7 +136,8 @@ std::string FlagSet::Help() const {
     for (absl::string_view& line : lines) line = absl::StripLeadingAsciiWhitespace(line);
     absl::StrAppend(&out, head, "\n      ", absl::StrJoin(lines, "\n      "));
     // A help text that states its default in words keeps it alone.
-    if (!f.default_text.empty() && !absl::StrContains(f.help, "(default")) absl::StrAppend(&out, " (default: ", f.default_text, ")");
+    if (!f.default_text.empty() && !absl::StrContains(f.help, "(default"))
+      absl::StrAppend(&out, " (default: ", f.default_text, ")");
     if (f.kind == Kind::kRepeated) absl::StrAppend(&out, " (repeatable)");
     absl::StrAppend(&out, "\n");
   }

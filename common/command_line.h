@@ -28,17 +28,13 @@ class FlagSet {
   // the default shown in --help. Bool flags take no value (--x sets true;
   // --x=false clears). Repeated flags append each occurrence.
   void AddBool(const std::string& name, bool* target, const std::string& help);
-  void AddString(const std::string& name, std::string* target, const std::string& value_name,
-                 const std::string& help);
-  void AddInt(const std::string& name, int64_t* target, const std::string& value_name,
-              const std::string& help);
+  void AddString(const std::string& name, std::string* target, const std::string& value_name, const std::string& help);
+  void AddInt(const std::string& name, int64_t* target, const std::string& value_name, const std::string& help);
   // A byte count: a plain integer or one with a unit suffix, as
   // ParseByteSize (common/byte_size.h) reads it ("2MiB", "64KB"); the
   // default in --help is in bytes.
-  void AddBytes(const std::string& name, int64_t* target, const std::string& value_name,
-                const std::string& help);
-  void AddDouble(const std::string& name, double* target, const std::string& value_name,
-                 const std::string& help);
+  void AddBytes(const std::string& name, int64_t* target, const std::string& value_name, const std::string& help);
+  void AddDouble(const std::string& name, double* target, const std::string& value_name, const std::string& help);
   void AddRepeated(const std::string& name, std::vector<std::string>* target, const std::string& value_name,
                    const std::string& help);
 

@@ -50,10 +50,13 @@ TEST(JobRunnerTest, RefusesJobsBeyondThreadsPlusQueue) {
   std::atomic<int> runs{0};
   JobRunner runner(2, 3);
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(runner.Submit([&] {
-      gate.Wait();
-      ++runs;
-    }).ok()) << i;
+    ASSERT_TRUE(runner
+                    .Submit([&] {
+                      gate.Wait();
+                      ++runs;
+                    })
+                    .ok())
+        << i;
   }
   gate.AwaitWaiting(2);  // both threads busy, three queued
   EXPECT_EQ(runner.running(), 2);

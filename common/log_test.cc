@@ -31,7 +31,7 @@ TEST(LogTest, CutsLongValuesAndSaysHowManyBytesWereLeftOut) {
   const std::string huge(5 << 20, 'a');  // a client's 5 MB model name
   std::string line = FormatLogLine("info", "plan", {{"model", huge}, {"request_id", "7"}});
   EXPECT_THAT(line, HasSubstr(" model=\"" + std::string(kMaxLogValueBytes, 'a') + "...(+" +
-                                  std::to_string(huge.size() - kMaxLogValueBytes) + " bytes)\" request_id=7"));
+                              std::to_string(huge.size() - kMaxLogValueBytes) + " bytes)\" request_id=7"));
   EXPECT_LT(line.size(), 2 * kMaxLogValueBytes);
   // The event too.
   line = FormatLogLine("info", huge, {});
@@ -66,7 +66,9 @@ TEST(LogTest, NeverCutsInsideAUtf8Character) {
 TEST(LogTest, KeepsValidUtf8AndEscapesBytesThatAreNot) {
   std::string line = FormatLogLine("info", "plan",
                                    {{"ok", "caf\xc3\xa9 \xe2\x82\xac"},
-                                    {"bad", "a\xff" "b"},
+                                    {"bad",
+                                     "a\xff"
+                                     "b"},
                                     {"truncated", "c\xe2\x82"},
                                     {"surrogate", "\xed\xa0\x80"},
                                     {"overlong", "\xc0\xaf"}});

@@ -14,8 +14,8 @@ TEST(VersionTest, VersionIsDottedNumbers) { EXPECT_THAT(SerenityVersion(), Match
 
 TEST(VersionTest, CommitIsHexOrUnknown) {
   const std::string commit = SerenityCommit();
-  EXPECT_TRUE(commit == "unknown" || (commit.size() == 12 && commit.find_first_not_of("0123456789abcdef") ==
-                                                                  std::string::npos))
+  EXPECT_TRUE(commit == "unknown" ||
+              (commit.size() == 12 && commit.find_first_not_of("0123456789abcdef") == std::string::npos))
       << commit;
 }
 

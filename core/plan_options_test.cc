@@ -62,7 +62,12 @@ TEST(PlanOptionsTest, ObjectiveNamesRoundTrip) {
 // Sanitizing checks what ValidatePlanOptions checks and the given order
 // against the graph, and applies the default time limit.
 TEST(PlanOptionsTest, SanitizeChecksAndDefaults) {
-  const Graph g = testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"mid", 1}}).Op("b", "Relu", {"mid"}, {{"out", 1}}).Output("out").Build();
+  const Graph g = testing::TestGraph()
+                      .Input("in", 1)
+                      .Op("a", "Relu", {"in"}, {{"mid", 1}})
+                      .Op("b", "Relu", {"mid"}, {{"out", 1}})
+                      .Output("out")
+                      .Build();
   absl::StatusOr<SanitizedOptions> plain = SanitizePlanOptions(g, PlanOptions());
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ((*plain)->time_limit_seconds, kDefaultTimeLimitSeconds);

@@ -308,9 +308,8 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
     }
     step->mutable_workspace()->set_tensor(op.name);
     step->mutable_workspace()->set_size(op.workspace_bytes);
-    step->mutable_workspace()->set_offset(op.workspace_bytes > 0 && workspace_buffer[u] >= 0
-                                              ? current[workspace_buffer[u]]
-                                              : 0);
+    step->mutable_workspace()->set_offset(
+        op.workspace_bytes > 0 && workspace_buffer[u] >= 0 ? current[workspace_buffer[u]] : 0);
   }
 }
 

@@ -26,7 +26,8 @@ TEST(PlanRequestTest, GraphSpecToProtoRoundTrips) {
 TEST(PlanProtoTest, EachBaselineHasItsField) {
   v1::Baselines baselines;
   int64_t peak = 1;
-  for (const BaselineInfo& info : BaselineTable()) MutableBaselineProto(info.baseline, &baselines)->set_peak_bytes(peak++);
+  for (const BaselineInfo& info : BaselineTable())
+    MutableBaselineProto(info.baseline, &baselines)->set_peak_bytes(peak++);
   EXPECT_EQ(baselines.file_order().peak_bytes(), 1);
   EXPECT_EQ(baselines.kahn().peak_bytes(), 2);
   EXPECT_EQ(baselines.greedy().peak_bytes(), 3);

@@ -35,8 +35,7 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
-  const double import_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double import_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSIGN_OR_RETURN(v1::Plan out, ExecutePreparedRequest(prepared, executor));
   (*out.mutable_stats()->mutable_phase_ms())["import"] = import_ms;
   out.mutable_stats()->set_total_ms(

@@ -56,9 +56,11 @@ TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {
   EXPECT_THAT(ExecutePlanRequest(request).status().message(), HasSubstr("alignment"));
   // Names are parsed where the request is read.
   v1::PlanRequest named;
-  *named.mutable_graph() = GraphSpecToProto(testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").spec());
+  *named.mutable_graph() =
+      GraphSpecToProto(testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").spec());
   named.mutable_options()->set_algorithm("magic");
-  EXPECT_THAT(ExecutePlanRequest(named).status().message(), HasSubstr("unknown algorithm 'magic'; choose one of: auto,"));
+  EXPECT_THAT(ExecutePlanRequest(named).status().message(),
+              HasSubstr("unknown algorithm 'magic'; choose one of: auto,"));
   named.mutable_options()->set_algorithm("kahn");
   named.mutable_options()->set_objective("fastest");
   EXPECT_THAT(ExecutePlanRequest(named).status().message(), HasSubstr("unknown objective 'fastest'"));
@@ -73,9 +75,12 @@ TEST(PlanRequestTest, RejectsEmptyAndBadRequests) {
 // bad order refused.
 TEST(PlanRequestTest, PrepareRequestResolvesAndSanitizes) {
   v1::PlanRequest request;
-  *request.mutable_graph() = GraphSpecToProto(
-      testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"mid", 1}}).Op("b", "Relu", {"mid"}, {{"out", 1}})
-          .Output("out").spec());
+  *request.mutable_graph() = GraphSpecToProto(testing::TestGraph()
+                                                  .Input("in", 1)
+                                                  .Op("a", "Relu", {"in"}, {{"mid", 1}})
+                                                  .Op("b", "Relu", {"mid"}, {{"out", 1}})
+                                                  .Output("out")
+                                                  .spec());
   absl::StatusOr<PreparedRequest> prepared = PrepareRequest(request);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   EXPECT_EQ(prepared->options->time_limit_seconds, kDefaultTimeLimitSeconds);

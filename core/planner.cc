@@ -8,8 +8,8 @@
 
 #include "core/arena/instance_search.h"
 #include "core/schedule/baselines.h"
-#include "core/schedule/compiler_baselines.h"
 #include "core/schedule/budget_search.h"
+#include "core/schedule/compiler_baselines.h"
 #include "core/schedule/divide_and_conquer.h"
 #include "core/schedule/reference_search.h"
 #include "core/schedule/signature_dp.h"
@@ -94,9 +94,7 @@ constexpr CertificateInfo kCertificates[] = {
 
 }  // namespace
 
-const char* CertificateName(Certificate certificate) {
-  return kCertificates[static_cast<size_t>(certificate)].name;
-}
+const char* CertificateName(Certificate certificate) { return kCertificates[static_cast<size_t>(certificate)].name; }
 
 namespace {
 
@@ -113,7 +111,8 @@ double SecondsLeft(Clock::time_point end) {
 std::vector<ArenaBuffer> ActivationBuffers(const MemoryProfile& profile) {
   std::vector<ArenaBuffer> activations;
   for (const BufferLifetimeInfo& b : profile.buffers) {
-    if (b.kind != BufferKind::kWeight) activations.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
+    if (b.kind != BufferKind::kWeight)
+      activations.push_back({b.bytes, b.first_step, b.last_step, b.anchor, b.offset_from_anchor});
   }
   return activations;
 }
@@ -141,11 +140,11 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
     limits.deadline = end;
     ArenaCut cut;
     ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(profile, options.alignment, TfliteStyle));
-    ASSIGN_OR_RETURN(ArenaPlan ours,
-                     PlanProfileArena(profile, options.alignment,
-                                      [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
-                                        return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &cut);
-                                      }));
+    ASSIGN_OR_RETURN(
+        ArenaPlan ours,
+        PlanProfileArena(profile, options.alignment, [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+          return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &cut);
+        }));
     summary->arena_bytes = tflite.size_bytes;
     summary->arena_bytes_ours = ours.size_bytes;
     if (!cut.reason.empty()) {
@@ -196,8 +195,7 @@ std::vector<NamedOrder> BaselineOrdersByName(const PerBaseline<OrderSummary>& ba
 // options.onchip_bytes while time lasts before `end` (then `fall_back`
 // names the phase). Cancelled when options.cancelled became true.
 absl::Status OrderTraffic(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
-                          absl::Span<const NamedOrder> orders,
-                          const FallBack& fall_back,
+                          absl::Span<const NamedOrder> orders, const FallBack& fall_back,
                           std::vector<std::pair<std::string, std::vector<TrafficResult>>>* traffic) {
   for (const auto& [name, order] : orders) {
     if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
@@ -324,9 +322,9 @@ class PlanRun {
       // The list schedules (greedy, inductor, xla) choose among all ready
       // ops at every step: on a wide graph they may stop choosing at half
       // the time limit (fallback "baselines").
-      ASSIGN_OR_RETURN(BaselineReport report, BaselineOrders(buffers_, options_,
-                                                             std::min(search_end_, After(start_, time_limit_ / 2)),
-                                                             fall_back_));
+      ASSIGN_OR_RETURN(
+          BaselineReport report,
+          BaselineOrders(buffers_, options_, std::min(search_end_, After(start_, time_limit_ / 2)), fall_back_));
       plan_.baselines = std::move(report.baselines);
     }
     const Algorithm algorithm = options_.algorithm;
@@ -417,8 +415,7 @@ class PlanRun {
     plan_.search_stats = result.stats;
     plan_.algorithm = AlgorithmName(options_.algorithm);
     plan_.certificate = result.optimal ? Certificate::kOptimal : Certificate::kBestFound;
-    if (!result.order.empty() &&
-        (result.optimal || result.peak_bytes < plan_.baselines[start_baseline_].peak_bytes)) {
+    if (!result.order.empty() && (result.optimal || result.peak_bytes < plan_.baselines[start_baseline_].peak_bytes)) {
       plan_.order = std::move(result.order);
       plan_.lower_bound_bytes = std::max(plan_.lower_bound_bytes, result.lower_bound_bytes);
     }
@@ -446,12 +443,11 @@ class PlanRun {
       limits.memory = options_.memory;
       limits.deadline = end_ == Clock::time_point::max() ? end_ : After(Clock::now(), SecondsLeft(end_) / 2);
       ArenaCut cut;
-      ASSIGN_OR_RETURN(plan_.arena,
-                       PlanProfileArena(plan_.profile, options_.alignment,
-                                        [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
-                                          return PlanArenaInstance(activations, alignment, PlanArenaSearch(), limits,
-                                                                   &cut);
-                                        }));
+      ASSIGN_OR_RETURN(plan_.arena, PlanProfileArena(plan_.profile, options_.alignment,
+                                                     [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+                                                       return PlanArenaInstance(activations, alignment,
+                                                                                PlanArenaSearch(), limits, &cut);
+                                                     }));
       if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
       if (!cut.reason.empty()) fall_back_("arena", cut.reason, cut.used);
       if (EstimatePlacementSeconds(ActivationBuffers(plan_.profile)) > SecondsLeft(end_)) {
@@ -551,9 +547,9 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Sani
   auto fall_back = [&](const std::string& phase, const std::string& reason, const std::string& used) {
     fallbacks.push_back({phase, reason, used});
   };
-  ASSIGN_OR_RETURN(BaselineReport report, BaselineOrders(buffers, options,
-                                                         std::min(end, After(start, options.time_limit_seconds / 2)),
-                                                         fall_back));
+  ASSIGN_OR_RETURN(
+      BaselineReport report,
+      BaselineOrders(buffers, options, std::min(end, After(start, options.time_limit_seconds / 2)), fall_back));
   if (!options.score_only) {
     RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back));
     if (!options.onchip_bytes.empty()) {

@@ -31,8 +31,8 @@ const char* CertificateName(Certificate certificate);
 struct OrderSummary {
   std::vector<OpId> order;
   int64_t peak_bytes = 0;
-  int64_t arena_bytes = 0;        // TensorFlow-Lite-style planner
-  int64_t arena_bytes_ours = 0;   // PlanArena without the skyline search
+  int64_t arena_bytes = 0;          // TensorFlow-Lite-style planner
+  int64_t arena_bytes_ours = 0;     // PlanArena without the skyline search
   std::vector<int64_t> step_bytes;  // live bytes while each step runs
 };
 
@@ -50,27 +50,27 @@ struct PhaseFallback {
 
 struct Plan {
   std::vector<OpId> order;
-  MemoryProfile profile;             // of `order`; peak_bytes is the reported peak
+  MemoryProfile profile;  // of `order`; peak_bytes is the reported peak
   int64_t lower_bound_bytes = 0;
   Certificate certificate = Certificate::kBaseline;
-  ArenaPlan arena;                   // offsets parallel to profile.buffers (PlanArena)
+  ArenaPlan arena;  // offsets parallel to profile.buffers (PlanArena)
   // Defragmentation moves (buffer indices into profile.buffers) when the
   // budget fits the peak but not the static arena; then arena.offsets are
   // each buffer's offset at its first step.
   std::vector<ArenaMove> moves;
   int64_t moved_bytes = 0;
-  bool arena_fits_budget = true;     // arena.size_bytes <= budget (or no budget): ApplyBudget
-  int64_t arena_bytes_tflite = 0;    // the TFLite-style planner on the same order
+  bool arena_fits_budget = true;   // arena.size_bytes <= budget (or no budget): ApplyBudget
+  int64_t arena_bytes_tflite = 0;  // the TFLite-style planner on the same order
   PerBaseline<OrderSummary> baselines;
   std::optional<OrderSummary> serenity;  // set when a given order was evaluated
-  std::string algorithm;             // the algorithm that produced `order`
-  SearchStats search_stats;          // zero unless a search ran
+  std::string algorithm;                 // the algorithm that produced `order`
+  SearchStats search_stats;              // zero unless a search ran
   // Per order ("serenity" first, then the baselines), one result per
   // options.onchip_bytes entry.
   std::vector<std::pair<std::string, std::vector<TrafficResult>>> traffic;
   double solve_ms = 0;
   double total_ms = 0;
-  bool feasible = true;              // peak within the budget (or no budget): ApplyBudget
+  bool feasible = true;  // peak within the budget (or no budget): ApplyBudget
   // Phases cut short by a limit, in the order they ran (empty: none).
   std::vector<PhaseFallback> fallbacks;
   // Wall time of each phase that ran, in milliseconds: "baselines" (the

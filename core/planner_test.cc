@@ -70,7 +70,8 @@ TEST(PlannerTest, PlansWithConcatsInPlacePassTheVerifier) {
       absl::StatusOr<Plan> moved = PlanGraph(g, tight);
       ASSERT_TRUE(moved.ok()) << moved.status();
       v1::Plan moved_proto = PlanToProto(g, *moved, tight);
-      ASSERT_TRUE(testing::VerifyPlan(g, moved_proto).ok()) << testing::VerifyPlan(g, moved_proto) << " trial " << trial;
+      ASSERT_TRUE(testing::VerifyPlan(g, moved_proto).ok())
+          << testing::VerifyPlan(g, moved_proto) << " trial " << trial;
       for (const v1::Move& m : moved_proto.moves()) {
         for (const v1::ArenaBuffer& b : moved_proto.arena().buffers()) {
           moved_slices += b.tensor() == m.tensor() && !b.slice_of().empty() ? 1 : 0;
@@ -108,8 +109,8 @@ TEST(PlannerTest, RelaxedPlansSaySoAndProveOnlyByTheirBound) {
     EXPECT_EQ(plan->algorithm, "relaxed");
     EXPECT_EQ(plan->certificate == Certificate::kOptimal, plan->profile.peak_bytes == plan->lower_bound_bytes);
   }
-  absl::StatusOr<Graph> cell = ImportOnnxModel(
-      testing::ReadFile(SERENITY_SHARED_DIR "/bench/models/darts_v2_cifar10_normal_cell.onnx"), {});
+  absl::StatusOr<Graph> cell =
+      ImportOnnxModel(testing::ReadFile(SERENITY_SHARED_DIR "/bench/models/darts_v2_cifar10_normal_cell.onnx"), {});
   ASSERT_TRUE(cell.ok()) << cell.status();
   PlanOptions options;
   options.algorithm = Algorithm::kRelaxed;
@@ -220,8 +221,9 @@ TEST(PlannerTest, PaperVariantsFallBackToTheBestBaselineHonestly) {
   if (plan->profile.peak_bytes > plan->lower_bound_bytes) {
     EXPECT_EQ(plan->certificate, Certificate::kBestFound);
   }
-  EXPECT_LE(plan->profile.peak_bytes, std::min({plan->baselines[Baseline::kFileOrder].peak_bytes, plan->baselines[Baseline::kKahn].peak_bytes,
-                                                plan->baselines[Baseline::kGreedy].peak_bytes}));
+  EXPECT_LE(plan->profile.peak_bytes,
+            std::min({plan->baselines[Baseline::kFileOrder].peak_bytes, plan->baselines[Baseline::kKahn].peak_bytes,
+                      plan->baselines[Baseline::kGreedy].peak_bytes}));
 }
 
 TEST(PlannerTest, EvaluatesAGivenOrderAgainstSerenitys) {
@@ -414,7 +416,7 @@ TEST(PlannerTest, WideFanOutPastItsDeadlineFallsBackAndStaysValid) {
     }
     return false;
   };
-  EXPECT_TRUE(has("arena", "fast greedy placement")) ;
+  EXPECT_TRUE(has("arena", "fast greedy placement"));
   EXPECT_TRUE(has("tflite_arena", "skipped"));
   EXPECT_TRUE(has("baseline_arenas", "skipped"));
   EXPECT_EQ(proto.arena().tflite_size_bytes(), 0);
@@ -437,8 +439,8 @@ TEST(PlannerTest, WideFanOutWithinOneSecondIsValid) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   const v1::Plan proto = PlanToProto(g, *plan, options);
   EXPECT_TRUE(testing::VerifyPlan(g, proto).ok()) << testing::VerifyPlan(g, proto);
-  const std::vector<std::string> phases = {"baselines", "search",    "lower_bound", "arena",
-                                           "tflite_arena", "baseline_arenas", "defragment", "traffic"};
+  const std::vector<std::string> phases = {"baselines",    "search",          "lower_bound", "arena",
+                                           "tflite_arena", "baseline_arenas", "defragment",  "traffic"};
   for (const v1::PhaseFallback& f : proto.fallbacks()) {
     EXPECT_NE(std::find(phases.begin(), phases.end(), f.phase()), phases.end()) << f.phase();
     EXPECT_EQ(f.reason(), "time_limit");
@@ -466,7 +468,8 @@ TEST(PlannerTest, SmallModelsHaveNoFallbacksAndTheSamePlanUnderLimits) {
     EXPECT_EQ(plan->order, free_plan->order);
     EXPECT_EQ(plan->arena.offsets, free_plan->arena.offsets);
     EXPECT_EQ(plan->arena_bytes_tflite, free_plan->arena_bytes_tflite);
-    EXPECT_EQ(plan->baselines[Baseline::kGreedy].arena_bytes_ours, free_plan->baselines[Baseline::kGreedy].arena_bytes_ours);
+    EXPECT_EQ(plan->baselines[Baseline::kGreedy].arena_bytes_ours,
+              free_plan->baselines[Baseline::kGreedy].arena_bytes_ours);
     EXPECT_EQ(plan->traffic.size(), free_plan->traffic.size());
     EXPECT_EQ(account.used(), 0);  // every charge given back
     for (const char* phase : {"baselines", "search", "arena", "baseline_arenas", "traffic"}) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -15,27 +15,27 @@
 namespace serenity {
 namespace {
 
-using ::google::protobuf::io::CodedInputStream;
 using ::google::protobuf::internal::WireFormatLite;
+using ::google::protobuf::io::CodedInputStream;
 
 // Field numbers of onnx.proto (ONNX 1.12; request_scan_test checks them
 // against the generated onnx:: classes). core/request_scan does not link
 // the ONNX library.
 namespace onnx_field {
-constexpr int kModelGraph = 7;             // ModelProto.graph
-constexpr int kGraphNode = 1;              // GraphProto.node
-constexpr int kGraphName = 2;              // GraphProto.name
-constexpr int kGraphInitializer = 5;       // GraphProto.initializer
+constexpr int kModelGraph = 7;               // ModelProto.graph
+constexpr int kGraphNode = 1;                // GraphProto.node
+constexpr int kGraphName = 2;                // GraphProto.name
+constexpr int kGraphInitializer = 5;         // GraphProto.initializer
 constexpr int kGraphSparseInitializer = 15;  // GraphProto.sparse_initializer
-constexpr int kGraphInput = 11;            // GraphProto.input
-constexpr int kGraphOutput = 12;           // GraphProto.output
-constexpr int kGraphValueInfo = 13;        // GraphProto.value_info
-constexpr int kNodeInput = 1;              // NodeProto.input
-constexpr int kNodeOutput = 2;             // NodeProto.output
-constexpr int kNodeName = 3;               // NodeProto.name
-constexpr int kNodeOpType = 4;             // NodeProto.op_type
-constexpr int kValueInfoName = 1;          // ValueInfoProto.name
-constexpr int kTensorName = 8;             // TensorProto.name
+constexpr int kGraphInput = 11;              // GraphProto.input
+constexpr int kGraphOutput = 12;             // GraphProto.output
+constexpr int kGraphValueInfo = 13;          // GraphProto.value_info
+constexpr int kNodeInput = 1;                // NodeProto.input
+constexpr int kNodeOutput = 2;               // NodeProto.output
+constexpr int kNodeName = 3;                 // NodeProto.name
+constexpr int kNodeOpType = 4;               // NodeProto.op_type
+constexpr int kValueInfoName = 1;            // ValueInfoProto.name
+constexpr int kTensorName = 8;               // TensorProto.name
 // TensorProto data fields: float_data, int32_data, string_data, int64_data,
 // raw_data, double_data, uint64_data.
 constexpr int kTensorDataFields[] = {4, 5, 6, 7, 9, 10, 11};
@@ -286,8 +286,8 @@ bool Scanner::Options() {
   for (uint32_t tag; NextTag(&tag);) {
     if (tag == 0) return true;
     const int field = WireFormatLite::GetTagFieldNumber(tag);
-    if (Delimited(tag) && (field == v1::PlanOptions::kDimValuesFieldNumber ||
-                           field == v1::PlanOptions::kWorkspaceBytesFieldNumber)) {
+    if (Delimited(tag) &&
+        (field == v1::PlanOptions::kDimValuesFieldNumber || field == v1::PlanOptions::kWorkspaceBytesFieldNumber)) {
       ++shape_->option_entries;
       if (!SkipBytes(&shape_->name_bytes)) return false;
     } else if (!Skip(tag)) {

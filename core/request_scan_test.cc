@@ -11,8 +11,8 @@
 #include "core/plan_proto.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -155,7 +155,8 @@ TEST(RequestScanTest, ShapeDimsCountPackedAndUnpackedValues) {
     google::protobuf::io::StringOutputStream out(&tensor);
     google::protobuf::io::CodedOutputStream coded(&out);
     WireFormatLite::WriteString(v1::Tensor::kNameFieldNumber, "t", &coded);
-    for (int64_t d : {int64_t{7}, int64_t{8}, int64_t{9}}) WireFormatLite::WriteInt64(v1::Tensor::kShapeFieldNumber, d, &coded);
+    for (int64_t d : {int64_t{7}, int64_t{8}, int64_t{9}})
+      WireFormatLite::WriteInt64(v1::Tensor::kShapeFieldNumber, d, &coded);
   }
   std::string graph;
   {
@@ -281,8 +282,7 @@ TEST(RequestScanTest, CountsTheSharedOnnxModels) {
     }
     EXPECT_EQ(shape->op_inputs, op_inputs);
     EXPECT_EQ(shape->op_outputs, op_outputs);
-    EXPECT_EQ(shape->tensors,
-              g.initializer_size() + g.sparse_initializer_size() + g.input_size() + op_outputs);
+    EXPECT_EQ(shape->tensors, g.initializer_size() + g.sparse_initializer_size() + g.input_size() + op_outputs);
     EXPECT_EQ(shape->name_bytes, names);
     EXPECT_GE(shape->onnx_initializer_bytes, payload);
 
@@ -388,15 +388,15 @@ TEST(RequestScanTest, CorruptedRequestsAreRefusedOrCountedLikeTheParser) {
 TEST(RequestScanTest, RefusesBadFraming) {
   auto code = [](const std::string& bytes) { return ScanPlanRequest(bytes).status().code(); };
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  EXPECT_EQ(code(""), absl::StatusCode::kOk);  // the empty message
-  EXPECT_EQ(code(std::string("\x00", 1)), kInvalid);                 // tag 0
-  EXPECT_EQ(code("\x0a\xff\xff\xff\xff\x0f"), kInvalid);             // graph of 4 GiB
-  EXPECT_EQ(code("\x0a\x05\x12\x10"), kInvalid);                     // op runs past its graph
-  EXPECT_EQ(code("\x0c"), kInvalid);                                 // end group at top level
-  EXPECT_EQ(code("\x0f"), kInvalid);                                 // wire type 7
-  EXPECT_EQ(code("\x0b"), kInvalid);                                 // group never ended
-  EXPECT_EQ(code("\x08\x80\x80"), kInvalid);                         // varint cut short
-  EXPECT_EQ(code("\x0a\x03\x1a\x02\x12"), kInvalid);                 // packed... tensor name cut
+  EXPECT_EQ(code(""), absl::StatusCode::kOk);             // the empty message
+  EXPECT_EQ(code(std::string("\x00", 1)), kInvalid);      // tag 0
+  EXPECT_EQ(code("\x0a\xff\xff\xff\xff\x0f"), kInvalid);  // graph of 4 GiB
+  EXPECT_EQ(code("\x0a\x05\x12\x10"), kInvalid);          // op runs past its graph
+  EXPECT_EQ(code("\x0c"), kInvalid);                      // end group at top level
+  EXPECT_EQ(code("\x0f"), kInvalid);                      // wire type 7
+  EXPECT_EQ(code("\x0b"), kInvalid);                      // group never ended
+  EXPECT_EQ(code("\x08\x80\x80"), kInvalid);              // varint cut short
+  EXPECT_EQ(code("\x0a\x03\x1a\x02\x12"), kInvalid);      // packed... tensor name cut
   // Groups nested deeper than the parser allows (its recursion limit, 100).
   std::string deep;
   for (int i = 0; i < 5000; ++i) deep += "\x33";  // start group, field 6

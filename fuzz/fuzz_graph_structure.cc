@@ -194,8 +194,8 @@ class Builder {
   std::string ChainOp(const std::string& in, int64_t in_bytes, int64_t* out_bytes, uint8_t pattern) {
     const char* type = kChainTypes[(pattern + mix_.Below(3)) % (sizeof(kChainTypes) / sizeof(kChainTypes[0]))];
     const std::string t = type;
-    const bool same = (t == "Relu" || t == "Reshape" || t == "Identity" || t == "Sigmoid" || t == "Add") &&
-                      size_mode_ != 1;
+    const bool same =
+        (t == "Relu" || t == "Reshape" || t == "Identity" || t == "Sigmoid" || t == "Add") && size_mode_ != 1;
     *out_bytes = same ? in_bytes : NextSize();
     return Op(t, {in}, *out_bytes);
   }
@@ -306,9 +306,8 @@ void BuildLayered(Bytes& bytes, Builder& b, uint8_t pattern, std::string* desc) 
       const int d = 1 + static_cast<int>(b.mix().Below(static_cast<uint32_t>(fan_in)));
       for (int e = 0; e < d; ++e) {
         // Mostly near the same position (a little locality), sometimes anywhere.
-        const uint32_t p = b.mix().Below(4) == 0
-                               ? b.mix().Below(static_cast<uint32_t>(prev.size()))
-                               : static_cast<uint32_t>((i + e) % static_cast<int>(prev.size()));
+        const uint32_t p = b.mix().Below(4) == 0 ? b.mix().Below(static_cast<uint32_t>(prev.size()))
+                                                 : static_cast<uint32_t>((i + e) % static_cast<int>(prev.size()));
         inputs.push_back(prev[p]);  // a repeat is allowed (an op may read a tensor twice)
       }
       const char* type = kElementwise[(pattern + i + l) % 6];
@@ -410,15 +409,15 @@ void Run(const uint8_t* data, size_t size) {
   options.time_limit_seconds = time_limit;
   options.max_search_states = 100000;
   if (use_budget) {
-    options.memory_budget_bytes =
-        std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(total_bytes) * std::pow(2.0, -budget_byte / 16.0)));
+    options.memory_budget_bytes = std::max<int64_t>(
+        1, static_cast<int64_t>(static_cast<double>(total_bytes) * std::pow(2.0, -budget_byte / 16.0)));
     if (fit) options.objective = Objective::kFit;
   }
   const int64_t account_limit = static_cast<int64_t>(std::pow(2.0, 20 + account_byte / 32.0));
   MemoryAccount account(account_limit);
   if (use_account) options.memory = &account;
-  absl::StrAppend(&desc, " ops=", graph->num_ops(), " time_limit=", time_limit, " budget=",
-                  options.memory_budget_bytes, fit ? " (fit)" : "", " account=", use_account ? account_limit : 0,
+  absl::StrAppend(&desc, " ops=", graph->num_ops(), " time_limit=", time_limit, " budget=", options.memory_budget_bytes,
+                  fit ? " (fit)" : "", " account=", use_account ? account_limit : 0,
                   " model(views+in_place=", model.in_place, " concat=", model.concat_in_place,
                   " weights=", model.count_weights, ")");
 
@@ -473,8 +472,8 @@ void Run(const uint8_t* data, size_t size) {
                  fallbacks.c_str(), static_cast<long long>(account.peak()));
   }
   if (t > limit_ms + kSlackMs && plan->fallbacks.empty()) {
-    Fail(desc, absl::StrCat("total_ms ", t, " over ", limit_ms, " + ", kSlackMs, " ms with no fallback named; phases:",
-                            phases));
+    Fail(desc, absl::StrCat("total_ms ", t, " over ", limit_ms, " + ", kSlackMs,
+                            " ms with no fallback named; phases:", phases));
   }
   if (t > kHardFactor * limit_ms + kHardMs) {
     Fail(desc, absl::StrCat("total_ms ", t, " over the hard bound ", kHardFactor * limit_ms + kHardMs,

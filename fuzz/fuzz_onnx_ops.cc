@@ -31,8 +31,8 @@ const std::vector<onnx::OpSchema>& Schemas() {
 }
 
 int64_t PickInt(FuzzedDataProvider& in) {
-  static constexpr int64_t kInts[] = {-3, -2, -1, 0, 1, 2, 3, 4, 5, 8, 64, int64_t{1} << 31, int64_t{1} << 32,
-                                      int64_t{1} << 62, INT64_MAX, INT64_MIN};
+  static constexpr int64_t kInts[] = {
+      -3, -2, -1, 0, 1, 2, 3, 4, 5, 8, 64, int64_t{1} << 31, int64_t{1} << 32, int64_t{1} << 62, INT64_MAX, INT64_MIN};
   return in.ConsumeBool() ? in.PickValueInArray(kInts) : in.ConsumeIntegralInRange<int64_t>(-4, 16);
 }
 
@@ -43,11 +43,11 @@ int64_t PickDim(FuzzedDataProvider& in) {
 
 std::string PickString(FuzzedDataProvider& in) {
   static const char* const kStrings[] = {
-      "",        "SAME_UPPER", "SAME_LOWER", "VALID",    "NOTSET",        "constant",   "reflect",
-      "edge",    "nearest",    "linear",     "cubic",    "half_pixel",    "asymmetric", "align_corners",
-      "floor",   "ceil",       "DCR",        "CRD",      "ij,jk->ik",     "ii->i",      "...ij->...ji",
-      "bij,bjk->bik", "i,i",   "tanh",       "Sigmoid",  "relu",          "none",       "mean",
-      "sum",     "max",        "LEFT",       "RIGHT",    "bilinear",      "zeros",      "border"};
+      "",         "SAME_UPPER", "SAME_LOWER", "VALID",      "NOTSET",       "constant",      "reflect", "edge",
+      "nearest",  "linear",     "cubic",      "half_pixel", "asymmetric",   "align_corners", "floor",   "ceil",
+      "DCR",      "CRD",        "ij,jk->ik",  "ii->i",      "...ij->...ji", "bij,bjk->bik",  "i,i",     "tanh",
+      "Sigmoid",  "relu",       "none",       "mean",       "sum",          "max",           "LEFT",    "RIGHT",
+      "bilinear", "zeros",      "border"};
   return in.PickValueInArray(kStrings);
 }
 
@@ -68,11 +68,21 @@ void FillTensor(FuzzedDataProvider& in, onnx::TensorProto* t) {
   }
   for (int64_t i = 0; i < count; ++i) {
     switch (type) {
-      case onnx::TensorProto::INT64: t->add_int64_data(PickInt(in)); break;
-      case onnx::TensorProto::FLOAT: t->add_float_data(static_cast<float>(PickInt(in))); break;
-      case onnx::TensorProto::STRING: t->add_string_data(PickString(in)); break;
-      case onnx::TensorProto::DOUBLE: t->add_double_data(static_cast<double>(PickInt(in))); break;
-      default: t->add_int32_data(static_cast<int32_t>(in.ConsumeIntegralInRange(-3, 8))); break;
+      case onnx::TensorProto::INT64:
+        t->add_int64_data(PickInt(in));
+        break;
+      case onnx::TensorProto::FLOAT:
+        t->add_float_data(static_cast<float>(PickInt(in)));
+        break;
+      case onnx::TensorProto::STRING:
+        t->add_string_data(PickString(in));
+        break;
+      case onnx::TensorProto::DOUBLE:
+        t->add_double_data(static_cast<double>(PickInt(in)));
+        break;
+      default:
+        t->add_int32_data(static_cast<int32_t>(in.ConsumeIntegralInRange(-3, 8)));
+        break;
     }
   }
   if (in.ConsumeIntegralInRange(0, 15) == 0) t->set_raw_data(in.ConsumeBytesAsString(in.ConsumeIntegralInRange(0, 17)));
@@ -87,10 +97,17 @@ void SetTensorType(FuzzedDataProvider& in, onnx::TypeProto* type) {
   for (int d = 0; d < rank; ++d) {
     onnx::TensorShapeProto_Dimension* dim = shape->add_dim();
     switch (in.ConsumeIntegralInRange(0, 15)) {
-      case 0: dim->set_dim_param("N"); break;
-      case 1: break;  // unknown
-      case 2: dim->set_dim_value(-in.ConsumeIntegralInRange<int64_t>(1, 3)); break;
-      default: dim->set_dim_value(PickDim(in)); break;
+      case 0:
+        dim->set_dim_param("N");
+        break;
+      case 1:
+        break;  // unknown
+      case 2:
+        dim->set_dim_value(-in.ConsumeIntegralInRange<int64_t>(1, 3));
+        break;
+      default:
+        dim->set_dim_value(PickDim(in));
+        break;
     }
   }
 }
@@ -102,15 +119,32 @@ void AddAttribute(FuzzedDataProvider& in, const std::string& name, onnx::Attribu
   a->set_type(type);
   const int n = in.ConsumeIntegralInRange(0, 6);
   switch (type) {
-    case onnx::AttributeProto::INT: a->set_i(PickInt(in)); break;
-    case onnx::AttributeProto::INTS: for (int i = 0; i < n; ++i) a->add_ints(PickInt(in)); break;
-    case onnx::AttributeProto::FLOAT: a->set_f(static_cast<float>(PickInt(in)) / 2); break;
-    case onnx::AttributeProto::FLOATS: for (int i = 0; i < n; ++i) a->add_floats(static_cast<float>(PickInt(in))); break;
-    case onnx::AttributeProto::STRING: a->set_s(PickString(in)); break;
-    case onnx::AttributeProto::STRINGS: for (int i = 0; i < n; ++i) a->add_strings(PickString(in)); break;
-    case onnx::AttributeProto::TENSOR: FillTensor(in, a->mutable_t()); break;
-    case onnx::AttributeProto::TYPE_PROTO: SetTensorType(in, a->mutable_tp()); break;
-    default: break;  // graphs are rejected before inference
+    case onnx::AttributeProto::INT:
+      a->set_i(PickInt(in));
+      break;
+    case onnx::AttributeProto::INTS:
+      for (int i = 0; i < n; ++i) a->add_ints(PickInt(in));
+      break;
+    case onnx::AttributeProto::FLOAT:
+      a->set_f(static_cast<float>(PickInt(in)) / 2);
+      break;
+    case onnx::AttributeProto::FLOATS:
+      for (int i = 0; i < n; ++i) a->add_floats(static_cast<float>(PickInt(in)));
+      break;
+    case onnx::AttributeProto::STRING:
+      a->set_s(PickString(in));
+      break;
+    case onnx::AttributeProto::STRINGS:
+      for (int i = 0; i < n; ++i) a->add_strings(PickString(in));
+      break;
+    case onnx::AttributeProto::TENSOR:
+      FillTensor(in, a->mutable_t());
+      break;
+    case onnx::AttributeProto::TYPE_PROTO:
+      SetTensorType(in, a->mutable_tp());
+      break;
+    default:
+      break;  // graphs are rejected before inference
   }
 }
 
@@ -139,7 +173,9 @@ std::string BuildModel(FuzzedDataProvider& in) {
   for (int i = 0; i < inputs; ++i) {
     const std::string name = "in" + std::to_string(i);
     switch (in.ConsumeIntegralInRange(0, 9)) {
-      case 0: node->add_input(""); break;  // omitted optional input
+      case 0:
+        node->add_input("");
+        break;  // omitted optional input
       case 1:
       case 2: {
         onnx::TensorProto* init = graph->add_initializer();
@@ -148,7 +184,9 @@ std::string BuildModel(FuzzedDataProvider& in) {
         node->add_input(name);
         break;
       }
-      case 3: node->add_input("in0"); break;  // a repeated input
+      case 3:
+        node->add_input("in0");
+        break;  // a repeated input
       default: {
         onnx::ValueInfoProto* v = graph->add_input();
         v->set_name(name);

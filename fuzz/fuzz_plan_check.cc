@@ -23,8 +23,7 @@ void FuzzPlanAndCheck(const Graph& graph) {
     if (!plan.ok()) {
       // Errors are fine for odd graphs, but Graph::Build accepted this one,
       // so anything but a clear status code is a bug worth a look.
-      if (plan.status().code() == absl::StatusCode::kInternal ||
-          plan.status().code() == absl::StatusCode::kUnknown) {
+      if (plan.status().code() == absl::StatusCode::kInternal || plan.status().code() == absl::StatusCode::kUnknown) {
         std::fprintf(stderr, "PlanGraph: unexpected status %s\n", plan.status().ToString().c_str());
         __builtin_trap();
       }

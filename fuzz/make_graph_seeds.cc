@@ -25,8 +25,10 @@ namespace {
 GraphSpec TinyGraph(bool diamond) {
   GraphSpec spec;
   spec.name = diamond ? "diamond" : "chain";
-  spec.tensors = {{"x", {1, 8}, 1, -1, false}, {"w", {8, 8}, 1, -1, true},
-                  {"ta", {}, 1, 64, false},   {"tb", {}, 1, 128, false},
+  spec.tensors = {{"x", {1, 8}, 1, -1, false},
+                  {"w", {8, 8}, 1, -1, true},
+                  {"ta", {}, 1, 64, false},
+                  {"tb", {}, 1, 128, false},
                   {"y", {1, 8}, 1, -1, false}};
   spec.inputs = {"x"};
   spec.outputs = {"y"};

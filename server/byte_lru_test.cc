@@ -97,9 +97,9 @@ TEST(ByteLruTest, AnOwnerBeyondItsShareEvictsItsOwnEntriesFirst) {
   Lru lru(100, 50);
   lru.Put("x1", 1, 30, "x");
   lru.Put("y1", 2, 30, "y");
-  lru.Put("y2", 3, 20, "y");  // y holds 50: its share
+  lru.Put("y2", 3, 20, "y");          // y holds 50: its share
   ASSERT_NE(lru.Get("y1"), nullptr);  // y's least recently used is now y2
-  lru.Put("y3", 4, 10, "y");  // y beyond its share: y2 goes, not x1 (the oldest overall)
+  lru.Put("y3", 4, 10, "y");          // y beyond its share: y2 goes, not x1 (the oldest overall)
   EXPECT_EQ(lru.Get("y2"), nullptr);
   EXPECT_NE(lru.Get("x1"), nullptr);
   EXPECT_NE(lru.Get("y1"), nullptr);

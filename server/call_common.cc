@@ -17,8 +17,8 @@ namespace {
 // server's op limit (it could never be planned here: not to be retried).
 absl::Status CheckShape(const RequestShape& shape, int64_t max_ops) {
   if (shape.ops > max_ops) {
-    return absl::InvalidArgumentError(absl::StrCat("the graph has ", shape.ops, " ops; this server accepts at most ",
-                                                   max_ops, " (--max-ops)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the graph has ", shape.ops, " ops; this server accepts at most ", max_ops, " (--max-ops)"));
   }
   return absl::OkStatus();
 }
@@ -79,8 +79,8 @@ absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::Plan
   }
 }
 
-bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
-                  const CallContext& call, v1::Plan* reply) {
+bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only, const CallContext& call,
+                  v1::Plan* reply) {
   try {
     return backend->AnswerRepeat(request, score_only, call, reply);
   } catch (...) {
@@ -136,8 +136,8 @@ absl::Status AdmitRequest(SchedulerService* service, const std::string& tenant, 
 }
 
 absl::StatusOr<MemoryAdmission::Ticket> AdmitJob(MemoryAdmission* admission, const JobMemory& memory,
-                                                  const grpc::CallbackServerContext& context,
-                                                  const std::atomic<bool>* cancelled) {
+                                                 const grpc::CallbackServerContext& context,
+                                                 const std::atomic<bool>* cancelled) {
   if (admission == nullptr) return MemoryAdmission::Ticket();
   return admission->Admit(memory.estimate, AbslDeadline(context), cancelled);
 }

@@ -46,8 +46,8 @@ absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::Plan
 // Writes the memo's answer to a repeated request to `reply` and returns
 // true, or false (also when the memo lookup throws: Answer then runs and
 // reports, into a cleared `reply`).
-bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
-                  const CallContext& call, v1::Plan* reply);
+bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only, const CallContext& call,
+                  v1::Plan* reply);
 
 // The bytes of a raw request, in one piece: the scan and the parse read
 // them in place (a request gRPC received in one slice is not copied).
@@ -99,8 +99,8 @@ absl::Status AdmitRequest(SchedulerService* service, const std::string& tenant, 
 // Waits (on this job's thread) for the job's memory; with no admission,
 // an empty ticket at once.
 absl::StatusOr<MemoryAdmission::Ticket> AdmitJob(MemoryAdmission* admission, const JobMemory& memory,
-                                                  const grpc::CallbackServerContext& context,
-                                                  const std::atomic<bool>* cancelled);
+                                                 const grpc::CallbackServerContext& context,
+                                                 const std::atomic<bool>* cancelled);
 
 // The call context of a job holding `ticket` (may be null or empty).
 CallContext JobCall(const grpc::CallbackServerContext& context, const std::atomic<bool>* cancelled,

@@ -44,8 +44,8 @@ TEST(GrpcCodeNameTest, AValueThatIsNoCodeIsUnknown) {
 }
 
 TEST(ToGrpcStatusTest, RequestProblemsBecomeInvalidArgumentWithTheirMessage) {
-  for (const absl::Status& status : {absl::InvalidArgumentError("bad"), absl::OutOfRangeError("bad"),
-                                     absl::FailedPreconditionError("bad")}) {
+  for (const absl::Status& status :
+       {absl::InvalidArgumentError("bad"), absl::OutOfRangeError("bad"), absl::FailedPreconditionError("bad")}) {
     const grpc::Status mapped = ToGrpcStatus(status);
     EXPECT_EQ(mapped.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_EQ(mapped.error_message(), "bad");

@@ -101,8 +101,8 @@ absl::StatusOr<std::unique_ptr<RedisStore>> ConnectRedis(const ServerFlags& flag
 // UNAVAILABLE, not a refused connection; then the server shuts down, and
 // calls still running at the deadline are cancelled (their searches stop at
 // once).
-void DrainOnStopSignal(const sigset_t& stop_signals, double grace_seconds, JobRunner* runner,
-                       SchedulerService* service, grpc::Server* server, grpc::Server* health_server) {
+void DrainOnStopSignal(const sigset_t& stop_signals, double grace_seconds, JobRunner* runner, SchedulerService* service,
+                       grpc::Server* server, grpc::Server* health_server) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   Log("info", "draining",
@@ -119,8 +119,8 @@ void DrainOnStopSignal(const sigset_t& stop_signals, double grace_seconds, JobRu
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                       std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
+                   std::chrono::duration_cast<std::chrono::system_clock::duration>(std::max(
+                       deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
   if (health_server != nullptr) health_server->Shutdown();
 }
 
@@ -204,7 +204,7 @@ int Serve(const ServerFlags& flags, ServerCredentials credentials, const sigset_
   Log("info", "listening",
       {{"address", absl::StrCat(flags.host, ":", bound_port)},
        {"transport", credentials.transport_name},
-       {"auth", service_options.tokens.has_value()            ? "bearer"
+       {"auth", service_options.tokens.has_value()        ? "bearer"
                 : service_options.tenant_from_certificate ? "client_certificate"
                                                           : "none"},
        {"cache_scope", flags.cache_scope},

@@ -92,11 +92,11 @@ absl::Status MemoryAdmission::CheckFits(int64_t bytes) const {
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("a job cannot need ", bytes, " bytes"));
   if (bytes <= max_job_bytes_) return absl::OkStatus();
   const bool job_limit = max_job_bytes_ < capacity_;
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the request needs an estimated ", bytes, " bytes of memory (", (bytes + (1 << 20) - 1) >> 20,
-      " MB) to plan, more than the server's memory limit ", job_limit ? "for one job" : "", job_limit ? " " : "",
-      "of ", max_job_bytes_, " bytes (", max_job_bytes_ >> 20, " MB, ", job_limit ? "--max-job-mb" : "--max-server-mb",
-      "); send a smaller graph"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("the request needs an estimated ", bytes, " bytes of memory (", (bytes + (1 << 20) - 1) >> 20,
+                   " MB) to plan, more than the server's memory limit ", job_limit ? "for one job" : "",
+                   job_limit ? " " : "", "of ", max_job_bytes_, " bytes (", max_job_bytes_ >> 20, " MB, ",
+                   job_limit ? "--max-job-mb" : "--max-server-mb", "); send a smaller graph"));
 }
 
 absl::StatusOr<MemoryAdmission::Ticket> MemoryAdmission::TryAdmit(int64_t bytes) {
@@ -120,9 +120,7 @@ absl::Status MemoryAdmission::Busy() const {
   return absl::ResourceExhaustedError("the server is busy: its memory is held by running jobs; retry later");
 }
 
-void MemoryAdmission::Remove(const Waiter* waiter) {
-  line_.erase(std::find(line_.begin(), line_.end(), waiter));
-}
+void MemoryAdmission::Remove(const Waiter* waiter) { line_.erase(std::find(line_.begin(), line_.end(), waiter)); }
 
 void MemoryAdmission::Pump(absl::Time now, std::deque<Reply>* replies) {
   bool signal = false;

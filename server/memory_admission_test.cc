@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <future>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <optional>
 #include <random>
@@ -88,15 +88,15 @@ TEST(MemoryAdmissionTest, RefusesAJobThatCanNeverFit) {
   EXPECT_EQ(admission.max_job_bytes(), 50 << 20);
   absl::StatusOr<Ticket> t = admission.Admit((60 << 20) + 1, kNever);
   EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(t.status().message(),
-              AllOf(HasSubstr("62914561 bytes"), HasSubstr("52428800 bytes"), HasSubstr("the server's memory limit"),
-                    HasSubstr("--max-job-mb")));
+  EXPECT_THAT(t.status().message(), AllOf(HasSubstr("62914561 bytes"), HasSubstr("52428800 bytes"),
+                                          HasSubstr("the server's memory limit"), HasSubstr("--max-job-mb")));
 
   MemoryAdmission whole(100);  // no job limit: the capacity is the limit
   EXPECT_EQ(whole.max_job_bytes(), 100);
   t = whole.Admit(101, kNever);
   EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(t.status().message(), AllOf(HasSubstr("101 bytes"), HasSubstr("100 bytes"), HasSubstr("--max-server-mb")));
+  EXPECT_THAT(t.status().message(),
+              AllOf(HasSubstr("101 bytes"), HasSubstr("100 bytes"), HasSubstr("--max-server-mb")));
 
   AsyncResult async;
   EXPECT_EQ(whole.AdmitAsync(101, kNever, async.Done()), 0u);
@@ -163,8 +163,7 @@ TEST(MemoryAdmissionTest, SmallJobsDoNotOvertakeABigOne) {
   // 10 bytes are free many times over, but the big job is first in line.
   admission.AdmitAsync(10, kNever, later.Done());
   EXPECT_FALSE(later.called);
-  EXPECT_EQ(admission.Admit(10, absl::Now() - absl::Seconds(1)).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(admission.Admit(10, absl::Now() - absl::Seconds(1)).status().code(), absl::StatusCode::kResourceExhausted);
   small.reset();
   ASSERT_TRUE(big.called);
   ASSERT_TRUE(big.result.ok());
@@ -264,8 +263,8 @@ TEST(MemoryAdmissionTest, TryGrowTakesFreeBytesWithinTheLimits) {
   MemoryAdmission admission(100, /*max_job_bytes=*/60);
   Ticket a = *admission.Admit(40, kNever);
   Ticket b = *admission.Admit(30, kNever);
-  EXPECT_TRUE(a.TryGrow(20));   // 60: the job limit
-  EXPECT_FALSE(a.TryGrow(1));   // past it
+  EXPECT_TRUE(a.TryGrow(20));  // 60: the job limit
+  EXPECT_FALSE(a.TryGrow(1));  // past it
   EXPECT_EQ(a.bytes(), 60);
   EXPECT_FALSE(b.TryGrow(11));  // 101 held: past the capacity
   EXPECT_TRUE(b.TryGrow(10));

@@ -6,8 +6,8 @@ namespace serenity {
 namespace {
 
 const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                                   0.25,  0.5,    1,     2.5,  5,     10,   30, 60};
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                                   0.5,   1,      2.5,   5,    10,    30,   60};
   return kBuckets;
 }
 

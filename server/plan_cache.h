@@ -51,8 +51,8 @@ class PlanCache {
   // (StoredPlanAnswers), from the local tier first, then the shared one (a
   // shared hit that `check` accepts is copied into the local tier).
   // `owner` (the caller's tenant) owns a shared hit copied locally.
-  std::optional<Hit> Lookup(const std::string& id, const PlanKey& key, bool need_complete,
-                            double time_limit_seconds, const SharedCheck& check, const std::string& owner = "");
+  std::optional<Hit> Lookup(const std::string& id, const PlanKey& key, bool need_complete, double time_limit_seconds,
+                            const SharedCheck& check, const std::string& owner = "");
 
   // Stores `stored` under `id` in both tiers unless an entry at least as
   // good is there. A shared entry that `check` refuses does not count (an

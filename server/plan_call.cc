@@ -94,7 +94,8 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   }
 
   static grpc::Status NotARequest() {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the request is not a valid serenity.v1.PlanRequest message");
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the request is not a valid serenity.v1.PlanRequest message");
   }
 
   // Sends the plan in response_.
@@ -133,14 +134,23 @@ class PlanCall final : public grpc::ServerUnaryReactor {
     if (service_->metrics() != nullptr) service_->metrics()->RecordCall("Plan", "unary", code, seconds_);
     if (status.ok()) {
       Log("info", "plan",
-          {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"model", response_->model()},
-           {"code", code}, {"ms", absl::StrCat(seconds_ * 1000)}, {"cache", cache_},
-           {"nodes", absl::StrCat(response_->nodes())}, {"peak_bytes", absl::StrCat(response_->peak_bytes())},
+          {{"request_id", absl::StrCat(request_id_)},
+           {"peer", peer_},
+           {"model", response_->model()},
+           {"code", code},
+           {"ms", absl::StrCat(seconds_ * 1000)},
+           {"cache", cache_},
+           {"nodes", absl::StrCat(response_->nodes())},
+           {"peak_bytes", absl::StrCat(response_->peak_bytes())},
            {"certificate", v1::Certificate_Name(response_->certificate())}});
     } else {
       Log("info", "plan",
-          {{"request_id", absl::StrCat(request_id_)}, {"peer", peer_}, {"model", request_->model_name()},
-           {"code", code}, {"ms", absl::StrCat(seconds_ * 1000)}, {"error", status.error_message()}});
+          {{"request_id", absl::StrCat(request_id_)},
+           {"peer", peer_},
+           {"model", request_->model_name()},
+           {"code", code},
+           {"ms", absl::StrCat(seconds_ * 1000)},
+           {"error", status.error_message()}});
     }
   }
 
@@ -153,7 +163,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
   v1::PlanRequest* const request_;  // parsed once the scan let it through
   v1::Plan* const response_;
   bool parsed_ = false;
-  JobMemory memory_;                  // set by Start
+  JobMemory memory_;       // set by Start
   ReceivedBytes arrival_;  // the request's bytes as received; set by Start
   const std::string peer_;
   const int64_t request_id_;

@@ -13,9 +13,7 @@ google::protobuf::ArenaOptions FirstBlock(char* block, size_t bytes) {
 }  // namespace
 
 PlanMessages::PlanMessages(Pool* pool)
-    : pool_(pool),
-      first_block_(new char[kFirstBlockBytes]),
-      arena_(FirstBlock(first_block_.get(), kFirstBlockBytes)) {
+    : pool_(pool), first_block_(new char[kFirstBlockBytes]), arena_(FirstBlock(first_block_.get(), kFirstBlockBytes)) {
   Reset();
 }
 

@@ -200,8 +200,8 @@ absl::StatusOr<RedisCredentials> ReadRedisCredentials(const std::string& path) {
         absl::StrCat(where, " is empty; it holds one line: PASSWORD, or USERNAME PASSWORD"));
   }
   if (lines > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, " holds ", lines, " lines; it holds one line: PASSWORD, or USERNAME PASSWORD"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " holds ", lines, " lines; it holds one line: PASSWORD, or USERNAME PASSWORD"));
   }
   RedisCredentials credentials;
   size_t space = 0;
@@ -249,9 +249,9 @@ absl::StatusOr<std::unique_ptr<RedisStore>> RedisStore::Create(RedisStoreOptions
   std::string host;
   int port = 0;
   if (!ParseAddress(options.address, &host, &port)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a Redis address is HOST:PORT or [IPV6]:PORT with a port 1..65535, not '", absl::CHexEscape(options.address),
-        "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a Redis address is HOST:PORT or [IPV6]:PORT with a port 1..65535, not '",
+                     absl::CHexEscape(options.address), "'"));
   }
   if (options.timeout <= absl::ZeroDuration() || options.timeout > kMaxTimeout) {
     return absl::InvalidArgumentError(
@@ -339,9 +339,9 @@ absl::Status RedisStore::AuthenticateLocked(Clock::time_point deadline) {
   const std::string as_user =
       options_.username.empty() ? std::string() : absl::StrCat(" as user '", absl::CHexEscape(options_.username), "'");
   if (r.type == REDIS_REPLY_ERROR) {
-    return FailLocked(absl::UnauthenticatedError(absl::StrCat("authentication with Redis at ", options_.address,
-                                                              as_user, " failed: ",
-                                                              QuoteRedacted(r.str, r.len, options_.password))));
+    return FailLocked(
+        absl::UnauthenticatedError(absl::StrCat("authentication with Redis at ", options_.address, as_user,
+                                                " failed: ", QuoteRedacted(r.str, r.len, options_.password))));
   }
   return FailLocked(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address,
                                                      ": AUTH answered with a reply of type ", ReplyTypeName(r.type))));
@@ -352,28 +352,25 @@ absl::Status RedisStore::ErrorReplyLocked(const char* command_name, const redisR
   const std::string quoted = QuoteRedacted(reply.str, reply.len, options_.password);
   if (absl::StartsWith(text, "NOAUTH")) {
     // Every command would fail the same way: fail fast until retry_after.
-    return FailLocked(absl::UnauthenticatedError(
-        absl::StrCat("Redis at ", options_.address, " requires authentication and ",
-                     options_.password.empty() ? "no password is set" : "this connection is not authenticated",
-                     ": ", quoted)));
+    return FailLocked(absl::UnauthenticatedError(absl::StrCat(
+        "Redis at ", options_.address, " requires authentication and ",
+        options_.password.empty() ? "no password is set" : "this connection is not authenticated", ": ", quoted)));
   }
   if (absl::StartsWith(text, "NOPERM")) {
-    return absl::PermissionDeniedError(absl::StrCat("Redis at ", options_.address, " does not allow ",
-                                                    command_name, " for this user: ", quoted));
+    return absl::PermissionDeniedError(
+        absl::StrCat("Redis at ", options_.address, " does not allow ", command_name, " for this user: ", quoted));
   }
   // A proper Redis reply (e.g. WRONGTYPE, OOM): the connection stays usable.
   return absl::InternalError(
       absl::StrCat("Redis at ", options_.address, " answered ", command_name, " with an error: ", quoted));
 }
 
-absl::StatusOr<RedisStore::Reply> RedisStore::RoundTripLocked(const std::string& command,
-                                                              Clock::time_point deadline) {
+absl::StatusOr<RedisStore::Reply> RedisStore::RoundTripLocked(const std::string& command, Clock::time_point deadline) {
   if (absl::Status connected = EnsureConnectedLocked(deadline); !connected.ok()) return connected;
   return ExchangeLocked(command, deadline);
 }
 
-absl::StatusOr<RedisStore::Reply> RedisStore::ExchangeLocked(const std::string& command,
-                                                             Clock::time_point deadline) {
+absl::StatusOr<RedisStore::Reply> RedisStore::ExchangeLocked(const std::string& command, Clock::time_point deadline) {
   const int fd = context_->fd;
   // Send without blocking and without SIGPIPE (hiredis would write()).
   size_t sent = 0;
@@ -384,8 +381,8 @@ absl::StatusOr<RedisStore::Reply> RedisStore::ExchangeLocked(const std::string& 
     const ssize_t n = send(fd, command.data() + sent, command.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      return FailLocked(absl::UnavailableError(
-          absl::StrCat("cannot send to Redis at ", options_.address, ": ", ErrnoText(errno))));
+      return FailLocked(
+          absl::UnavailableError(absl::StrCat("cannot send to Redis at ", options_.address, ": ", ErrnoText(errno))));
     }
     sent += static_cast<size_t>(n);
   }
@@ -393,8 +390,8 @@ absl::StatusOr<RedisStore::Reply> RedisStore::ExchangeLocked(const std::string& 
   for (;;) {
     void* raw = nullptr;
     if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) {
-      return FailLocked(absl::InternalError(
-          absl::StrCat("garbage from Redis at ", options_.address, ": ", context_->errstr)));
+      return FailLocked(
+          absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address, ": ", context_->errstr)));
     }
     if (raw != nullptr) {
       Reply reply(static_cast<redisReply*>(raw));
@@ -417,9 +414,8 @@ absl::StatusOr<RedisStore::Reply> RedisStore::ExchangeLocked(const std::string& 
       return FailLocked(absl::UnavailableError(absl::StrCat("Redis at ", options_.address, " failed: ", why)));
     }
     if (context_->reader->len - context_->reader->pos > kMaxReplyBytes) {
-      return FailLocked(absl::InternalError(
-          absl::StrCat("garbage from Redis at ", options_.address, ": a reply of more than ", kMaxReplyBytes,
-                       " bytes")));
+      return FailLocked(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address,
+                                                         ": a reply of more than ", kMaxReplyBytes, " bytes")));
     }
   }
 }
@@ -473,10 +469,9 @@ absl::Status RedisStore::Put(absl::string_view key, absl::string_view value) {
   if (r.type == REDIS_REPLY_STATUS && absl::string_view(r.str, r.len) == "OK") return absl::OkStatus();
   if (r.type == REDIS_REPLY_ERROR) return Count(ErrorReplyLocked("SET", r));
   DisconnectLocked();
-  return Count(absl::InternalError(absl::StrCat("garbage from Redis at ", options_.address,
-                                                ": SET answered with a reply of type ", ReplyTypeName(r.type),
-                                                r.type == REDIS_REPLY_STATUS ? absl::StrCat(" ", Quote(r.str, r.len))
-                                                                             : std::string())));
+  return Count(absl::InternalError(absl::StrCat(
+      "garbage from Redis at ", options_.address, ": SET answered with a reply of type ", ReplyTypeName(r.type),
+      r.type == REDIS_REPLY_STATUS ? absl::StrCat(" ", Quote(r.str, r.len)) : std::string())));
 }
 
 }  // namespace serenity

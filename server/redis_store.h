@@ -31,10 +31,10 @@ struct redisReply;
 namespace serenity {
 
 struct RedisStoreOptions {
-  std::string address;                                  // "HOST:PORT", "[IPV6]:PORT"
-  absl::Duration timeout = absl::Milliseconds(50);      // connect and each command
-  absl::Duration retry_after = absl::Seconds(1);        // fail fast this long after a failure
-  int64_t ttl_seconds = 7 * 24 * 3600;                  // SET ... EX; 0: no expiry
+  std::string address;                              // "HOST:PORT", "[IPV6]:PORT"
+  absl::Duration timeout = absl::Milliseconds(50);  // connect and each command
+  absl::Duration retry_after = absl::Seconds(1);    // fail fast this long after a failure
+  int64_t ttl_seconds = 7 * 24 * 3600;              // SET ... EX; 0: no expiry
   std::string key_prefix = "serenity:plan:";
   // When `password` is set, every (re)connection first sends AUTH [username]
   // password (binary-safe), within the deadline of the call that connects.
@@ -142,11 +142,11 @@ class RedisStore {
   // confuses ThreadSanitizer).
   std::mutex mu_;
   std::condition_variable turn_over_;
-  bool busy_ = false;                      // guarded by mu_
-  redisContext* context_ = nullptr;        // belongs to the call whose turn it is
-  Clock::time_point retry_at_{};           // belongs to the call whose turn it is
-  bool auth_failed_ = false;               // the last failure was Unauthenticated; as retry_at_
-  const std::string auth_command_;         // RESP AUTH request; empty without a password
+  bool busy_ = false;                // guarded by mu_
+  redisContext* context_ = nullptr;  // belongs to the call whose turn it is
+  Clock::time_point retry_at_{};     // belongs to the call whose turn it is
+  bool auth_failed_ = false;         // the last failure was Unauthenticated; as retry_at_
+  const std::string auth_command_;   // RESP AUTH request; empty without a password
   std::atomic<int64_t> errors_{0};
 };
 

@@ -176,8 +176,8 @@ TEST(RedisStoreTest, AppliesTheKeyPrefixAndTheTtl) {
 
 TEST(RedisStoreTest, RejectsMalformedAddressesAndOptions) {
   for (const char* address : {"", "localhost", ":6379", "host:", "host:0", "host:65536", "host:port", "host:12a",
-                              "host:+80", "host: 80", "host:-1", "host:0000080", "::1:6379", "[::1]6379", "[::1]:",
-                              "[]:6379", "ho st:80", "host\n:80", "[::1:6379"}) {
+                              "host:+80", "host: 80", "host:-1", "host:0000080", "::1:6379", "[::1]6379",
+                              "[::1]:", "[]:6379", "ho st:80", "host\n:80", "[::1:6379"}) {
     EXPECT_EQ(RedisStore::Create(OptionsFor(address)).status().code(), StatusCode::kInvalidArgument)
         << "'" << address << "'";
   }
@@ -389,8 +389,7 @@ TEST(RedisStoreTest, FailsWhileRedisIsDownAndRecoversAfterARestart) {
   redis.Stop();
   absl::StatusOr<std::optional<std::string>> got = store->Get("k");
   EXPECT_FALSE(got.ok());
-  EXPECT_TRUE(IsOneOf(got.status().code(), {StatusCode::kUnavailable, StatusCode::kDeadlineExceeded}))
-      << got.status();
+  EXPECT_TRUE(IsOneOf(got.status().code(), {StatusCode::kUnavailable, StatusCode::kDeadlineExceeded})) << got.status();
   const absl::Status put = store->Put("k", "w");
   EXPECT_FALSE(put.ok());
   EXPECT_TRUE(IsOneOf(put.code(), {StatusCode::kUnavailable, StatusCode::kDeadlineExceeded})) << put;
@@ -569,18 +568,18 @@ class FakePeer {
 
 TEST(RedisStoreTest, GarbageIsAnErrorNotACrash) {
   const std::vector<std::string> replies = {
-      "HELLO\r\n",                    // not RESP at all
+      "HELLO\r\n",                                // not RESP at all
       std::string("\x01\x02\x03\0nonsense", 12),  // with a NUL
-      ":42\r\n",                      // valid RESP, wrong type for GET and SET
-      "*2\r\n$1\r\na\r\n$1\r\nb\r\n",  // an array
-      "+OK\r\n",                      // a status for GET
-      "$-5\r\n",                      // a negative bulk length
-      "$abc\r\n",                     // a bulk length that is no number
-      "*99999999999999\r\n",          // an absurd array
-      "$3\r\nabc\r\n$3\r\ndef\r\n",   // two replies to one command
-      "-ERR no\r\n",                  // an error reply
-      "$5\r\nab",                     // a reply cut short by the close
-      "",                             // closes without a word
+      ":42\r\n",                                  // valid RESP, wrong type for GET and SET
+      "*2\r\n$1\r\na\r\n$1\r\nb\r\n",             // an array
+      "+OK\r\n",                                  // a status for GET
+      "$-5\r\n",                                  // a negative bulk length
+      "$abc\r\n",                                 // a bulk length that is no number
+      "*99999999999999\r\n",                      // an absurd array
+      "$3\r\nabc\r\n$3\r\ndef\r\n",               // two replies to one command
+      "-ERR no\r\n",                              // an error reply
+      "$5\r\nab",                                 // a reply cut short by the close
+      "",                                         // closes without a word
   };
   for (const std::string& reply : replies) {
     SCOPED_TRACE(::testing::PrintToString(reply));
@@ -679,8 +678,7 @@ TEST(RedisStoreTest, SilentPeerTimesOut) {
   ASSERT_NE(store, nullptr);
   absl::StatusOr<std::optional<std::string>> got = store->Get("k");
   EXPECT_FALSE(got.ok());
-  EXPECT_TRUE(IsOneOf(got.status().code(), {StatusCode::kDeadlineExceeded, StatusCode::kUnavailable}))
-      << got.status();
+  EXPECT_TRUE(IsOneOf(got.status().code(), {StatusCode::kDeadlineExceeded, StatusCode::kUnavailable})) << got.status();
   // Then the store fails fast instead of waiting again.
   EXPECT_EQ(store->Put("k", "v").code(), StatusCode::kUnavailable);
   EXPECT_EQ(store->errors(), 2);

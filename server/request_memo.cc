@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -39,10 +38,10 @@ void RequestMemo::Put(std::shared_ptr<const MemoizedReply> entry) {
   // serialized size, which is several times smaller.
   // The LRU's own part per entry, estimated as before it was a ByteLru.
   constexpr int64_t kSlotBytes = 2 * (sizeof(std::shared_ptr<const MemoizedReply>) + sizeof(int64_t));
-  const int64_t bytes = static_cast<int64_t>(2 * entry->request.capacity() + entry->reply.SpaceUsedLong() +
-                                             entry->key.graph.capacity() + entry->key.options.capacity() +
-                                             entry->key.id.capacity() + entry->cache_id.capacity() +
-                                             sizeof(MemoizedReply) + kSlotBytes + 64);
+  const int64_t bytes =
+      static_cast<int64_t>(2 * entry->request.capacity() + entry->reply.SpaceUsedLong() + entry->key.graph.capacity() +
+                           entry->key.options.capacity() + entry->key.id.capacity() + entry->cache_id.capacity() +
+                           sizeof(MemoizedReply) + kSlotBytes + 64);
   const absl::string_view key = entry->request;
   std::lock_guard<std::mutex> lock(mu_);
   lru_.Put(key, std::move(entry), bytes);

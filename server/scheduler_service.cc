@@ -21,8 +21,7 @@ SchedulerService::SchedulerService(JobRunner* runner, SchedulingBackend* backend
       metrics_(metrics),
       options_(std::move(options)),
       slots_(options_.max_jobs_per_connection),
-      tenant_slots_(options_.max_jobs_per_tenant) {
-}
+      tenant_slots_(options_.max_jobs_per_tenant) {}
 
 grpc::Status SchedulerService::AcquireJobSlots(const std::string& peer, const std::string& tenant) {
   if (!slots_.TryAcquire(peer)) {
@@ -93,8 +92,8 @@ grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& c
   return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* SchedulerService::Plan(grpc::CallbackServerContext* context,
-                                                 const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+grpc::ServerUnaryReactor* SchedulerService::Plan(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
   return StartPlanCall(this, context, request, response);
 }
 

@@ -7,9 +7,9 @@
 #define SERENITY_SERVER_SCHEDULER_SERVICE_H_
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <optional>
-#include <cstdint>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -66,8 +66,8 @@ struct ServiceOptions {
 // is refused before it is parsed, so an oversized request never costs the
 // memory of its parsed message and graph.
 class SchedulerService final
-    : public v1::Scheduler::WithRawCallbackMethod_Plan<
-          v1::Scheduler::WithRawCallbackMethod_Score<v1::Scheduler::WithCallbackMethod_GetPlan<v1::Scheduler::Service>>> {
+    : public v1::Scheduler::WithRawCallbackMethod_Plan<v1::Scheduler::WithRawCallbackMethod_Score<
+          v1::Scheduler::WithCallbackMethod_GetPlan<v1::Scheduler::Service>>> {
  public:
   // `runner`, `backend` and `metrics` (may be null) must outlive the server.
   SchedulerService(JobRunner* runner, SchedulingBackend* backend, ServerMetrics* metrics, ServiceOptions options);

@@ -14,11 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job_runner.h"
+#include "core/plan_proto.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "core/plan_proto.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "tests/testing/test_graph.h"
 
@@ -54,8 +54,7 @@ class EchoBackend : public SchedulingBackend {
 class CountingBackend : public EchoBackend {
  public:
   using EchoBackend::EchoBackend;
-  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
-                                  const CallContext& call) override {
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only, const CallContext& call) override {
     ++answers;
     return EchoBackend::Answer(request, score_only, call);
   }
@@ -67,8 +66,7 @@ class CountingBackend : public EchoBackend {
 // the reply is finished but never reaches the caller.
 class AnswersAfterTheCancelBackend : public EchoBackend {
  public:
-  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
-                                  const CallContext& call) override {
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only, const CallContext& call) override {
     entered.store(true);
     for (int i = 0; i < 1000 && call.cancelled != nullptr && !call.cancelled->load(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -82,8 +80,7 @@ class AnswersAfterTheCancelBackend : public EchoBackend {
 // and records how many it held at once.
 class GateBackend : public EchoBackend {
  public:
-  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
-                                  const CallContext& call) override {
+  absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only, const CallContext& call) override {
     if (request.model_name().rfind("gate", 0) == 0) {
       std::unique_lock<std::mutex> lock(mu_);
       ++held_;
@@ -148,8 +145,8 @@ class InProcessServer {
   std::unique_ptr<v1::Scheduler::Stub> NewConnection() const {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return v1::Scheduler::NewStub(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port_),
-                                                            grpc::InsecureChannelCredentials(), args));
+    return v1::Scheduler::NewStub(
+        grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials(), args));
   }
 
  private:
@@ -184,8 +181,7 @@ TEST(SchedulerServiceTest, AReplyFinishedAfterTheCallerLeftIsNotLoggedOk) {
     canceller.join();
     grpc::ClientContext expired_context;
     expired_context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
-    EXPECT_EQ(server.stub().Plan(&expired_context, request, &plan).error_code(),
-              grpc::StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_EQ(server.stub().Plan(&expired_context, request, &plan).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   }  // the server's shutdown waits for both calls to be done
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_THAT(log, ::testing::ContainsRegex("event=plan request_id=1 [^\n]* code=CANCELLED "));
@@ -264,7 +260,8 @@ TEST(SchedulerServiceTest, ConcurrentScoreStreamsAnswerEveryCandidateOnce) {
         bool consistent = true;
         while (stream->Read(&result)) {
           if (result.index() < 0 || result.index() >= kCandidates || result.code() != 0 ||
-              result.peak_bytes() != result.index() + 1 || result.id() != absl::StrCat(c, "/", s, "/", result.index())) {
+              result.peak_bytes() != result.index() + 1 ||
+              result.id() != absl::StrCat(c, "/", s, "/", result.index())) {
             consistent = false;
             continue;
           }
@@ -599,8 +596,8 @@ TEST(SchedulerServiceTest, RequestsAboveTheOpLimitAreRefusedBeforeTheBackendSees
   {
     // Not a PlanRequest at all: a field 2 (onnx_model) whose length runs
     // past the end.
-    grpc::GenericStub generic(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server.port()),
-                                                  grpc::InsecureChannelCredentials()));
+    grpc::GenericStub generic(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server.port()), grpc::InsecureChannelCredentials()));
     const std::string garbage("\x12\x7f\x01\x02", 4);
     grpc::Slice slice(garbage);
     grpc::ByteBuffer payload(&slice, 1), reply;

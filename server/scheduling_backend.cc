@@ -7,11 +7,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "core/graph/canonical_graph.h"
 #include "core/plan_request.h"
 #include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
-#include "common/log.h"
 
 namespace serenity {
 namespace {
@@ -41,8 +41,7 @@ double SchedulingBackend::JobTimeLimit(double request_limit, double seconds_left
 }
 
 bool SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool score_only, double seconds_left,
-                                       std::chrono::steady_clock::time_point start, bool count_miss,
-                                       v1::Plan* reply) {
+                                       std::chrono::steady_clock::time_point start, bool count_miss, v1::Plan* reply) {
   auto miss = [&] {
     if (count_miss && metrics_ != nullptr) metrics_->RecordCacheLookup("request", "miss");
     return false;

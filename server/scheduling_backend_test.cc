@@ -1,8 +1,8 @@
 #include "server/scheduling_backend.h"
 
 #include <algorithm>
-#include <random>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -108,8 +108,7 @@ TEST_F(SchedulingBackendTest, RepeatedRequestBytesAreAnsweredFromTheMemo) {
   EXPECT_EQ(Lookups("local", "hit"), 0);  // the cache was not consulted
   EXPECT_EQ(again->stats().cache(), "local");
   EXPECT_EQ(again->plan_id(), first->plan_id());
-  EXPECT_TRUE(std::equal(first->order().begin(), first->order().end(), again->order().begin(),
-                         again->order().end()));
+  EXPECT_TRUE(std::equal(first->order().begin(), first->order().end(), again->order().begin(), again->order().end()));
   EXPECT_TRUE(testing::VerifyPlan(BuildFrom(RequestFor(spec)), *again).ok());
 
   std::mt19937 shuffle(3);

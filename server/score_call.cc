@@ -27,7 +27,7 @@ std::string ScoreSlotKey(const std::string& peer) { return peer + " score"; }
 // A Score candidate as read: its bytes, parsed only by its job once its
 // memory is admitted, and the fields its result needs before that.
 struct ScoreCandidate {
-  grpc::Slice bytes;  // in one piece (Contiguous)
+  grpc::Slice bytes;       // in one piece (Contiguous)
   std::string id;          // ScoreRequest.id
   bool full_plan = false;  // ScoreRequest.full_plan
   JobMemory memory;
@@ -205,9 +205,8 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     // A candidate parked before the drain began does not start after it.
     const bool tenant_slot = !service_->draining() && service_->AcquireTenantSlot(tenant_);
     absl::Status queued = tenant_slot ? service_->runner()->Submit([this, candidate, index] { Run(*candidate, index); })
-                          : service_->draining()
-                              ? absl::UnavailableError("the server is shutting down")
-                              : absl::ResourceExhaustedError(service_->TenantBusy().error_message());
+                          : service_->draining() ? absl::UnavailableError("the server is shutting down")
+                                                 : absl::ResourceExhaustedError(service_->TenantBusy().error_message());
     if (!queued.ok()) {
       if (tenant_slot) service_->ReleaseTenantSlot(tenant_);
       v1::ScoreResult result;
@@ -291,7 +290,8 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     if (!plan.ok()) {
       if (plan.status().code() == absl::StatusCode::kInternal) {
         Log("error", "internal_error",
-            {{"request_id", absl::StrCat(request_id_)}, {"candidate", absl::StrCat(index)},
+            {{"request_id", absl::StrCat(request_id_)},
+             {"candidate", absl::StrCat(index)},
              {"detail", plan.status().ToString()}});
       }
       grpc::Status status = ReplyStatus(plan.status(), request_id_);
@@ -375,9 +375,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
 
   // Under mu_: whether the stream may read another candidate: its running
   // candidates and unwritten results are below the per-connection limit.
-  bool HasRoomLocked() const {
-    return in_flight_ + static_cast<int64_t>(outgoing_.size()) < slots_->per_connection();
-  }
+  bool HasRoomLocked() const { return in_flight_ + static_cast<int64_t>(outgoing_.size()) < slots_->per_connection(); }
 
   // The transitions of the stream's state (ScoreCall::Reading and Phase),
   // all under mu_.
@@ -439,8 +437,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
     std::string note;
     // The stream may already have finished CANCELLED itself if it saw the
     // cancellation first; the note is due either way.
-    const bool ended_by_client_or_transport =
-        status.ok() || status.error_code() == grpc::StatusCode::CANCELLED;
+    const bool ended_by_client_or_transport = status.ok() || status.error_code() == grpc::StatusCode::CANCELLED;
     if (ended_by_client_or_transport && context_->IsCancelled()) {
       status = grpc::Status(grpc::StatusCode::CANCELLED, "");
       note = "the client cancelled, its deadline passed, or a candidate or result exceeded --max-message-mb";
@@ -454,7 +451,11 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
           {{"request_id", request_id}, {"peer", peer_}, {"code", code}, {"candidates", candidates}, {"ms", ms}});
     } else {
       Log("info", "score",
-          {{"request_id", request_id}, {"peer", peer_}, {"code", code}, {"candidates", candidates}, {"ms", ms},
+          {{"request_id", request_id},
+           {"peer", peer_},
+           {"code", code},
+           {"candidates", candidates},
+           {"ms", ms},
            {"note", note}});
     }
   }
@@ -505,7 +506,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
 }  // namespace
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScoreCall(SchedulerService* service,
-                                                                             grpc::CallbackServerContext* context) {
+                                                                            grpc::CallbackServerContext* context) {
   auto* call = new ScoreCall(service, context);
   call->Begin();
   return call;

@@ -12,7 +12,7 @@ namespace serenity {
 // Starts a Score stream on `context` for `service`; gRPC owns the reactor
 // returned (it deletes itself in OnDone).
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScoreCall(SchedulerService* service,
-                                                                             grpc::CallbackServerContext* context);
+                                                                            grpc::CallbackServerContext* context);
 
 }  // namespace serenity
 

@@ -48,7 +48,8 @@ absl::Status LoadTenants(const ServerFlags& flags, ServerCredentials* credential
     ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(flags.token_file, "--token-file"));
     absl::StatusOr<TenantTokens> tokens = TenantTokens::Parse(text);
     if (!tokens.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--token-file ", flags.token_file, ": ", tokens.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file ", flags.token_file, ": ", tokens.status().message()));
     }
     credentials->tokens = std::move(tokens).value();
   } else if (!flags.tls_client_ca.empty()) {

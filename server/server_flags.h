@@ -23,8 +23,8 @@ struct ServerFlags {
   int64_t max_queue = 256;
   int64_t max_ops = 20000;
   double max_job_seconds = 60;
-  int64_t max_server_mb = 0;        // 0: from the machine's memory
-  int64_t max_job_mb = 0;           // 0: from --max-server-mb and --threads
+  int64_t max_server_mb = 0;  // 0: from the machine's memory
+  int64_t max_job_mb = 0;     // 0: from --max-server-mb and --threads
   int64_t max_jobs_per_connection = 16;
   int64_t max_jobs_per_tenant = 0;  // 0: from --max-queue and --threads
   int64_t max_streams_per_connection = 100;

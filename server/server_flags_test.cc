@@ -64,8 +64,8 @@ TEST(SanitizeServerFlagsTest, FillsInTheComputedDefaults) {
   ASSERT_TRUE(SanitizeServerFlags(8 * kGiB, &flags).ok());
   EXPECT_EQ(flags.max_server_mb, 8192);
   EXPECT_EQ(flags.max_job_mb, (8192 - 8192 / 4) / 4);  // 3/4 of the server's memory over the threads
-  EXPECT_EQ(flags.max_jobs_per_tenant, 256 / 2 + 4);     // half of --max-queue plus --threads
-  EXPECT_EQ(flags.cache_scope, "shared");                // no tenants
+  EXPECT_EQ(flags.max_jobs_per_tenant, 256 / 2 + 4);   // half of --max-queue plus --threads
+  EXPECT_EQ(flags.cache_scope, "shared");              // no tenants
 }
 
 TEST(SanitizeServerFlagsTest, KeepsGivenValues) {

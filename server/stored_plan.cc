@@ -5,12 +5,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "openssl/evp.h"
-#include "openssl/hmac.h"
 #include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
 #include "core/plan_request.h"
 #include "core/util/status_macros.h"
+#include "openssl/evp.h"
+#include "openssl/hmac.h"
 
 namespace serenity {
 namespace {
@@ -56,8 +56,8 @@ std::string CachedPlanId(const PlanKey& key, absl::string_view tenant, CacheScop
 std::string MakePlanId(absl::string_view secret, absl::string_view tenant, const PlanKey& key,
                        const CanonicalGraph& canonical, const Graph& graph) {
   // Lengths before strings: no two different name lists give one text.
-  std::string text = absl::StrCat("plan-id|", tenant.size(), ":", tenant, "|", key.id, "|", graph.name().size(), ":",
-                                  graph.name());
+  std::string text =
+      absl::StrCat("plan-id|", tenant.size(), ":", tenant, "|", key.id, "|", graph.name().size(), ":", graph.name());
   for (OpId u : canonical.op_at) {
     absl::StrAppend(&text, "|", u, ":", graph.op(u).name.size(), ":", graph.op(u).name);
   }
@@ -69,15 +69,15 @@ std::string MakePlanId(absl::string_view secret, absl::string_view tenant, const
   // secret), cut to 128 bits.
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_size = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(text.data()),
-       text.size(), mac, &mac_size);
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &mac_size);
   std::string id;
   for (unsigned int i = 0; i < 16 && i < mac_size; ++i) absl::StrAppend(&id, absl::Hex(mac[i], absl::kZeroPad2));
   return id;
 }
 
-v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id,
-                                const v1::PlanRequest& request, const Graph& graph, const PlanOptions& options) {
+v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id, const v1::PlanRequest& request,
+                                const Graph& graph, const PlanOptions& options) {
   v1::PlanReceipt receipt;
   receipt.set_format(kPlanReceiptFormat);
   receipt.set_tenant(std::string(tenant));
@@ -127,9 +127,8 @@ absl::Status CheckPlanAgainstGraph(const v1::Plan& plan, const Graph& graph, con
     return absl::DataLossError(
         absl::StrCat("stored peak ", plan.peak_bytes(), " is not the order's peak ", profile->peak_bytes));
   }
-  if (!plan.step_bytes().empty() &&
-      !std::equal(plan.step_bytes().begin(), plan.step_bytes().end(), profile->step_bytes.begin(),
-                  profile->step_bytes.end())) {
+  if (!plan.step_bytes().empty() && !std::equal(plan.step_bytes().begin(), plan.step_bytes().end(),
+                                                profile->step_bytes.begin(), profile->step_bytes.end())) {
     return absl::DataLossError("stored step bytes are not the order's");
   }
   if (plan.lower_bound_bytes() > plan.peak_bytes()) return absl::DataLossError("stored lower bound above the peak");
@@ -206,8 +205,8 @@ bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& c
 absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const CanonicalGraph& canonical,
                                          const Graph& graph, const SanitizedOptions& options) {
   const int ops = graph.num_ops();
-  if (stored.op_ids_size() != ops || static_cast<int>(canonical.op_at.size()) != ops ||
-      stored.op_names_size() != ops || stored.tensor_names_size() != graph.num_tensors() ||
+  if (stored.op_ids_size() != ops || static_cast<int>(canonical.op_at.size()) != ops || stored.op_names_size() != ops ||
+      stored.tensor_names_size() != graph.num_tensors() ||
       static_cast<int>(canonical.tensor_at.size()) != graph.num_tensors()) {
     return absl::InternalError("a cached plan does not fit the graph it matched");
   }

@@ -60,8 +60,8 @@ std::string MakePlanId(absl::string_view secret, absl::string_view tenant, const
 // its model replaced by `graph` as a Graph message, and the state cap the
 // server planned it with (`options.max_search_states`, which may be lower
 // than the request's), so that it leads to the same key again.
-v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id,
-                                const v1::PlanRequest& request, const Graph& graph, const PlanOptions& options);
+v1::PlanReceipt MakePlanReceipt(absl::string_view tenant, absl::string_view cache_id, const v1::PlanRequest& request,
+                                const Graph& graph, const PlanOptions& options);
 
 // OK when `plan` (already in the caller's terms) is consistent with `graph`
 // under `options`: its order is topological, its peak and step bytes are
@@ -81,8 +81,7 @@ v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonica
 // baseline) or a search given at least `time_limit_seconds`. A full plan
 // made for another budget answers only when neither budget calls for
 // defragmentation moves.
-bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool need_complete,
-                       double time_limit_seconds);
+bool StoredPlanAnswers(const v1::StoredPlan& stored, const PlanKey& key, bool need_complete, double time_limit_seconds);
 
 // True when `candidate` should replace `current` in the cache: a lower peak;
 // or the same peak with a proof or a full plan that `current` lacks, or

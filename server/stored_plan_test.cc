@@ -121,7 +121,8 @@ TEST(StoredPlanTest, RemapRefusesAnEntryForAnotherGraph) {
   absl::StatusOr<Plan> plan = PlanGraph(a, options);
   ASSERT_TRUE(plan.ok());
   const CanonicalGraph ca = Canonicalize(a);
-  const v1::StoredPlan stored = MakeStoredPlan(MakePlanKey(ca, options), ca, a, PlanToProto(a, *plan, options), options);
+  const v1::StoredPlan stored =
+      MakeStoredPlan(MakePlanKey(ca, options), ca, a, PlanToProto(a, *plan, options), options);
   const SanitizedOptions sanitized = *SanitizePlanOptions(a, options);
   EXPECT_TRUE(RemapStoredPlan(stored, ca, a, sanitized).ok());
   EXPECT_EQ(RemapStoredPlan(stored, Canonicalize(b), b, sanitized).status().code(), absl::StatusCode::kInternal);

@@ -114,8 +114,8 @@ TEST_P(TenancyTest, TenantsSeeOnlyTheirOwnNames) {
   EXPECT_EQ(beta_get->plan_id(), beta->plan_id());
   EXPECT_EQ(beta_get->peak_bytes(), beta->peak_bytes());
   EXPECT_TRUE(testing::VerifyPlan(*GraphFromRequest(beta_request), *beta_get).ok());
-  for (const auto& [id, tenant] : {std::pair{alpha->plan_id(), "beta"}, std::pair{beta->plan_id(), "alpha"},
-                                   std::pair{alpha->plan_id(), ""}}) {
+  for (const auto& [id, tenant] :
+       {std::pair{alpha->plan_id(), "beta"}, std::pair{beta->plan_id(), "alpha"}, std::pair{alpha->plan_id(), ""}}) {
     absl::StatusOr<v1::Plan> other = backend.GetPlan(id, Tenant(tenant));
     EXPECT_EQ(other.status().code(), absl::StatusCode::kNotFound) << tenant;
     // The same words as for an id never issued.

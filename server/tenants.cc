@@ -50,24 +50,22 @@ absl::StatusOr<TenantTokens> TenantTokens::Parse(absl::string_view text) {
   TenantTokens tokens;
   if (lines.size() == 1 && lines[0].fields.size() == 1) {
     if (!IsToken(lines[0].fields[0])) {
-      return absl::InvalidArgumentError(
-          "the token file's token must be 8-4096 printable characters without spaces");
+      return absl::InvalidArgumentError("the token file's token must be 8-4096 printable characters without spaces");
     }
     tokens.tokens_.emplace_back("default", std::string(lines[0].fields[0]));
     return tokens;
   }
   for (const Line& line : lines) {
     if (line.fields.size() != 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token file line ", line.number, ": expected 'TENANT TOKEN'"));
+      return absl::InvalidArgumentError(absl::StrCat("token file line ", line.number, ": expected 'TENANT TOKEN'"));
     }
     if (!IsTenantName(line.fields[0])) {
-      return absl::InvalidArgumentError(absl::StrCat("token file line ", line.number,
-                                                     ": a tenant name is 1-64 characters of A-Z a-z 0-9 . _ -"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token file line ", line.number, ": a tenant name is 1-64 characters of A-Z a-z 0-9 . _ -"));
     }
     if (!IsToken(line.fields[1])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "token file line ", line.number, ": a token is 8-4096 printable characters without spaces"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token file line ", line.number, ": a token is 8-4096 printable characters without spaces"));
     }
     for (const auto& [tenant, token] : tokens.tokens_) {
       if (token == line.fields[1]) {

@@ -30,20 +30,19 @@ TEST(TenantTokensTest, ASingleBareTokenIsTheDefaultTenant) {
 
 TEST(TenantTokensTest, RefusesMalformedFilesWithoutEchoingTokens) {
   const char* bad[] = {
-      "",                                     // no token
-      "# only a comment\n",                   // no token
-      "alpha token-alpha-1 extra\n",          // three fields
-      "alpha token-alpha-1\nlonely-token\n",  // a bare token among pairs
-      "al/pha token-alpha-1\n",               // bad tenant name
-      "alpha short\n",                        // token too short
+      "",                                           // no token
+      "# only a comment\n",                         // no token
+      "alpha token-alpha-1 extra\n",                // three fields
+      "alpha token-alpha-1\nlonely-token\n",        // a bare token among pairs
+      "al/pha token-alpha-1\n",                     // bad tenant name
+      "alpha short\n",                              // token too short
       "alpha token-alpha-1\nbeta token-alpha-1\n",  // one token, two tenants
   };
   for (const char* text : bad) {
     absl::StatusOr<TenantTokens> tokens = TenantTokens::Parse(text);
     ASSERT_FALSE(tokens.ok()) << text;
     EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(std::string(tokens.status().message()).find("token-alpha-1"), std::string::npos)
-        << tokens.status();
+    EXPECT_EQ(std::string(tokens.status().message()).find("token-alpha-1"), std::string::npos) << tokens.status();
   }
   EXPECT_NE(TenantTokens::Parse("alpha token-alpha-1\nbeta token-alpha-1\n").status().message().find("line 2"),
             absl::string_view::npos);

@@ -50,16 +50,16 @@ class Pki {
         "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=serenity-test-ca -keyout " + d + "ca.key -out " +
             d + "ca.pem",
         "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout " + d + "server.key -out " + d + "server.csr",
-        "openssl x509 -req -in " + d + "server.csr -CA " + d + "ca.pem -CAkey " + d + "ca.key -CAcreateserial -days 2 -extfile " +
-            d + "san.cnf -out " + d + "server.pem",
+        "openssl x509 -req -in " + d + "server.csr -CA " + d + "ca.pem -CAkey " + d +
+            "ca.key -CAcreateserial -days 2 -extfile " + d + "san.cnf -out " + d + "server.pem",
         "openssl req -newkey rsa:2048 -nodes -subj /CN=serenity-test-client -keyout " + d + "client.key -out " + d +
             "client.csr",
-        "openssl x509 -req -in " + d + "client.csr -CA " + d + "ca.pem -CAkey " + d + "ca.key -CAcreateserial -days 2 -out " +
-            d + "client.pem",
+        "openssl x509 -req -in " + d + "client.csr -CA " + d + "ca.pem -CAkey " + d +
+            "ca.key -CAcreateserial -days 2 -out " + d + "client.pem",
         "openssl req -newkey rsa:2048 -nodes -subj /CN=serenity-other-client -keyout " + d + "client2.key -out " + d +
             "client2.csr",
-        "openssl x509 -req -in " + d + "client2.csr -CA " + d + "ca.pem -CAkey " + d + "ca.key -CAcreateserial -days 2 -out " +
-            d + "client2.pem",
+        "openssl x509 -req -in " + d + "client2.csr -CA " + d + "ca.pem -CAkey " + d +
+            "ca.key -CAcreateserial -days 2 -out " + d + "client2.pem",
     };
     for (const std::string& step : steps) {
       std::string output;
@@ -86,7 +86,7 @@ class Pki {
 // resolving the name would go through c-ares, whose Debian build leaks a few
 // bytes that LeakSanitizer reports in the ASan run.
 std::shared_ptr<grpc::Channel> TlsChannel(const Pki& pki, const std::string& address, bool client_cert,
-                                         const std::string& client = "client") {
+                                          const std::string& client = "client") {
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = pki.read("ca.pem");
   if (client_cert) {
@@ -147,13 +147,16 @@ TEST(SecurityTest, TlsWithBearerTokenAdmitsOnlyTokenHoldersButLeavesHealthOpen) 
             grpc::StatusCode::UNAVAILABLE);
   // The CLI speaks TLS with a token too.
   std::string output;
-  EXPECT_EQ(RunShell(kClient + " score " + kModel + " --server " + address + " --tls-server-name localhost --tls-ca " + pki.path("ca.pem") +
-                    " --token-file " + pki.path("token") + " --json",
-                &output),
+  EXPECT_EQ(RunShell(kClient + " score " + kModel + " --server " + address + " --tls-server-name localhost --tls-ca " +
+                         pki.path("ca.pem") + " --token-file " + pki.path("token") + " --json",
+                     &output),
             0)
       << output;
   EXPECT_THAT(output, HasSubstr("\"peak_bytes\":1769472"));
-  EXPECT_EQ(RunShell(kClient + " plan " + kModel + " --server " + address + " --tls-server-name localhost --tls-ca " + pki.path("ca.pem"), &output), 1);
+  EXPECT_EQ(RunShell(kClient + " plan " + kModel + " --server " + address + " --tls-server-name localhost --tls-ca " +
+                         pki.path("ca.pem"),
+                     &output),
+            1);
   EXPECT_THAT(output, HasSubstr("Bearer"));
 }
 
@@ -168,9 +171,10 @@ TEST(SecurityTest, MutualTlsRequiresAClientCertificateFromTheCa) {
   EXPECT_TRUE(CallPlan(TlsChannel(pki, address, true), "").ok());
   EXPECT_EQ(CallPlan(TlsChannel(pki, address, false), "").error_code(), grpc::StatusCode::UNAVAILABLE);
   std::string output;
-  EXPECT_EQ(RunShell(kClient + " plan " + kModel + " --server " + address + " --tls-server-name localhost --tls-ca " + pki.path("ca.pem") +
-                    " --tls-cert " + pki.path("client.pem") + " --tls-key " + pki.path("client.key") + " --json",
-                &output),
+  EXPECT_EQ(RunShell(kClient + " plan " + kModel + " --server " + address + " --tls-server-name localhost --tls-ca " +
+                         pki.path("ca.pem") + " --tls-cert " + pki.path("client.pem") + " --tls-key " +
+                         pki.path("client.key") + " --json",
+                     &output),
             0)
       << output;
 }
@@ -182,8 +186,8 @@ TEST(SecurityTest, TheClientSendsATokenInTheClearOnlyWithPlaintext) {
   ASSERT_TRUE(pki.error().empty()) << pki.error();
   testing::ServerProcess server;
   ASSERT_TRUE(server.Start(kServer, {"--plaintext", "--token-file", pki.path("token")})) << server.log();
-  const std::string call = kClient + " plan " + kModel + " --server " + server.address() + " --token-file " +
-                           pki.path("token") + " --json";
+  const std::string call =
+      kClient + " plan " + kModel + " --server " + server.address() + " --token-file " + pki.path("token") + " --json";
   std::string output;
   EXPECT_EQ(RunShell(call, &output), 2) << output;
   EXPECT_THAT(output, HasSubstr("--plaintext"));

@@ -19,12 +19,12 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/testing/orders.h"
 #include "health.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
 #include "reflection.grpc.pb.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/server_process.h"
 
@@ -39,8 +39,6 @@ using ::testing::HasSubstr;
 const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
 const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
 const std::string kModels = SERENITY_SHARED_DIR "/bench/models/";
-
-
 
 // Rebuilds a Plan message from the documented JSON format (every key must
 // be there: .at() throws otherwise, failing the test).
@@ -124,8 +122,7 @@ class ServerTest : public ::testing::Test {
     std::filesystem::remove(port_file_);
     pid_ = fork();
     if (pid_ == 0) {
-      execl(kServer.c_str(), kServer.c_str(), "--plaintext", "--port", "0", "--port-file", port_file_.c_str(),
-            nullptr);
+      execl(kServer.c_str(), kServer.c_str(), "--plaintext", "--port", "0", "--port-file", port_file_.c_str(), nullptr);
       _exit(127);
     }
     for (int i = 0; i < 300 && port_ == 0; ++i) {
@@ -148,9 +145,7 @@ class ServerTest : public ::testing::Test {
 
   void SetUp() override { ASSERT_NE(port_, 0) << "server did not start"; }
 
-  std::shared_ptr<grpc::Channel> Channel() {
-    return grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
-  }
+  std::shared_ptr<grpc::Channel> Channel() { return grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()); }
 
   static inline pid_t pid_ = 0;
   static inline int port_ = 0;
@@ -164,9 +159,12 @@ struct KnownModel {
 };
 
 TEST_F(ServerTest, PlansSharedModelsThroughTheClient) {
-  const KnownModel models[] = {{"darts_v2_cifar10_normal_cell", 1769472}, {"nasnet_a_cifar10_reduce_cell", 2211840},
-                               {"randwire_ws_cifar10_stage1", 1118208},  {"tv_googlenet", 6422528},
-                               {"tv_inception_v3", 6083072},             {"darts_v2_cifar10", 1345536}};
+  const KnownModel models[] = {{"darts_v2_cifar10_normal_cell", 1769472},
+                               {"nasnet_a_cifar10_reduce_cell", 2211840},
+                               {"randwire_ws_cifar10_stage1", 1118208},
+                               {"tv_googlenet", 6422528},
+                               {"tv_inception_v3", 6083072},
+                               {"darts_v2_cifar10", 1345536}};
   for (const KnownModel& m : models) {
     SCOPED_TRACE(m.name);
     const std::string path = kModels + m.name + ".onnx";
@@ -212,7 +210,8 @@ TEST_F(ServerTest, LocalModeGivesTheServersAnswer) {
     if (flags.find("concat") != std::string::npos) {
       EXPECT_EQ(a["memory_model"]["concat_in_place"], true);
       int slices = 0;
-      for (const nlohmann::json& b : a["arena"]["buffers"]) slices += b.at("slice_of").get<std::string>().empty() ? 0 : 1;
+      for (const nlohmann::json& b : a["arena"]["buffers"])
+        slices += b.at("slice_of").get<std::string>().empty() ? 0 : 1;
       EXPECT_GT(slices, 0);  // the cell's Concat of its intermediate nodes
     }
   }
@@ -244,9 +243,11 @@ TEST_F(ServerTest, EvaluatesTheCallersOrder) {
   CommandResult kahn = RunCommand(kClient + " plan " + path + " --json --algorithm kahn --server " + address_);
   ASSERT_EQ(kahn.exit_code, 0) << kahn.output;
   nlohmann::json kahn_plan = nlohmann::json::parse(kahn.output);
-  const std::string order_file = std::filesystem::temp_directory_path() / ("order_" + std::to_string(getpid()) + ".json");
+  const std::string order_file =
+      std::filesystem::temp_directory_path() / ("order_" + std::to_string(getpid()) + ".json");
   std::ofstream(order_file) << kahn_plan.at("order_names").dump();
-  CommandResult given = RunCommand(kClient + " plan " + path + " --json --order " + order_file + " --server " + address_);
+  CommandResult given =
+      RunCommand(kClient + " plan " + path + " --json --order " + order_file + " --server " + address_);
   ASSERT_EQ(given.exit_code, 0) << given.output;
   nlohmann::json j = nlohmann::json::parse(given.output);
   EXPECT_EQ(j.at("order"), kahn_plan.at("order"));
@@ -404,7 +405,8 @@ TEST(ClientTest, ReportsUsageAndFileErrors) {
   CommandResult bad_dim = RunCommand(kClient + " plan x.onnx --local --dim batch");
   EXPECT_EQ(bad_dim.exit_code, 2);
   EXPECT_THAT(bad_dim.output, HasSubstr("NAME=VALUE"));
-  CommandResult no_server = RunCommand(kClient + " plan " + kModels + "tv_squeezenet1_0.onnx --server 127.0.0.1:1 --timeout 5");
+  CommandResult no_server =
+      RunCommand(kClient + " plan " + kModels + "tv_squeezenet1_0.onnx --server 127.0.0.1:1 --timeout 5");
   EXPECT_EQ(no_server.exit_code, 1);
   EXPECT_THAT(no_server.output, HasSubstr("--local"));
 }
@@ -455,19 +457,19 @@ TEST(ClientTest, HelpExplainsEveryFlag) {
   EXPECT_THAT(top.output, HasSubstr("plan MODEL"));
   CommandResult plan = RunCommand(kClient + " plan --help");
   EXPECT_EQ(plan.exit_code, 0);
-  for (const char* flag : {"--server", "--local", "--json", "--alias-views", "--count-weights", "--in-place", "--concat-in-place", "--alignment",
-                           "--budget", "--dim", "--workspace", "--time-limit", "--algorithm", "--timeout",
-                           "--objective", "--step-time-limit", "--max-states", "--onchip", "--order",
-                           "--export-ordered"}) {
+  for (const char* flag :
+       {"--server",          "--local",           "--json",      "--alias-views", "--count-weights",
+        "--in-place",        "--concat-in-place", "--alignment", "--budget",      "--dim",
+        "--workspace",       "--time-limit",      "--algorithm", "--timeout",     "--objective",
+        "--step-time-limit", "--max-states",      "--onchip",    "--order",       "--export-ordered"}) {
     EXPECT_THAT(plan.output, HasSubstr(flag));
   }
   CommandResult server = RunCommand(kServer + " --help");
   EXPECT_EQ(server.exit_code, 0);
-  for (const char* flag : {"--host", "--port", "--port-file", "--max-message-mb", "--shutdown-grace-seconds",
-                           "--threads", "--max-queue", "--max-ops", "--max-job-seconds", "--max-jobs-per-connection",
-                           "--max-streams-per-connection",
-                           "--cache-mb", "--redis", "--metrics-port", "--plaintext", "--tls-cert", "--tls-key",
-                           "--tls-client-ca", "--token-file"}) {
+  for (const char* flag :
+       {"--host", "--port", "--port-file", "--max-message-mb", "--shutdown-grace-seconds", "--threads", "--max-queue",
+        "--max-ops", "--max-job-seconds", "--max-jobs-per-connection", "--max-streams-per-connection", "--cache-mb",
+        "--redis", "--metrics-port", "--plaintext", "--tls-cert", "--tls-key", "--tls-client-ca", "--token-file"}) {
     EXPECT_THAT(server.output, HasSubstr(flag));
   }
 }

@@ -7,14 +7,14 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <map>
-#include <set>
-#include <condition_variable>
 #include <iostream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -28,9 +28,9 @@
 #include "health.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "serenity/v1/scheduler.grpc.pb.h"
-#include "tests/testing/orders.h"
 #include "server/redis_store.h"
 #include "server/stored_plan.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/redis_server.h"
 #include "tests/testing/server_process.h"
@@ -49,8 +49,6 @@ using ::testing::Not;
 const std::string kServer = SERENITY_BINARY_DIR "/server/serenity-server";
 const std::string kClient = SERENITY_BINARY_DIR "/client/serenity-client";
 const std::string kModels = SERENITY_SHARED_DIR "/bench/models/";
-
-
 
 v1::PlanRequest OnnxRequest(const std::string& model) {
   v1::PlanRequest request;
@@ -114,9 +112,12 @@ class ServiceTest : public ::testing::Test {
 };
 
 TEST_F(ServiceTest, ScoreStreamsOneResultPerCandidateWithItsOwnStatus) {
-  const std::vector<std::string> models = {
-      "darts_v2_cifar10_normal_cell.onnx", "darts_v2_cifar10_reduce_cell.onnx", "nasnet_a_cifar10_normal_cell.onnx",
-      "amoebanet_a_cifar10_normal_cell.onnx", "tv_squeezenet1_0.onnx", "darts_v2_imagenet_reduce_cell.onnx"};
+  const std::vector<std::string> models = {"darts_v2_cifar10_normal_cell.onnx",
+                                           "darts_v2_cifar10_reduce_cell.onnx",
+                                           "nasnet_a_cifar10_normal_cell.onnx",
+                                           "amoebanet_a_cifar10_normal_cell.onnx",
+                                           "tv_squeezenet1_0.onnx",
+                                           "darts_v2_imagenet_reduce_cell.onnx"};
   std::vector<v1::ScoreRequest> candidates;
   for (size_t i = 0; i < models.size(); ++i) {
     v1::ScoreRequest candidate;
@@ -402,8 +403,8 @@ TEST(ServiceLimitsTest, ACallBeyondTheStreamLimitWaitsForAnOpenOneToEnd) {
 
   grpc::ChannelArguments separate;
   separate.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // its own connection
-  auto other = v1::Scheduler::NewStub(
-      grpc::CreateCustomChannel(server.address(), grpc::InsecureChannelCredentials(), separate));
+  auto other =
+      v1::Scheduler::NewStub(grpc::CreateCustomChannel(server.address(), grpc::InsecureChannelCredentials(), separate));
   grpc::ClientContext other_context;
   EXPECT_TRUE(other->Plan(&other_context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
 
@@ -654,10 +655,10 @@ TEST(ServiceLifecycleTest, HealthPortServesOnlyHealthAndFollowsTheDrain) {
   const std::string health_port_file = ::testing::TempDir() + "/health_port_follows_drain";
   std::remove(health_port_file.c_str());
   testing::ServerProcess server;
-  ASSERT_TRUE(server.Start(kServer,
-                           {"--plaintext", "--shutdown-grace-seconds", "30", "--health-port", "0",
-                            "--health-port-file", health_port_file},
-                           true))
+  ASSERT_TRUE(server.Start(
+      kServer,
+      {"--plaintext", "--shutdown-grace-seconds", "30", "--health-port", "0", "--health-port-file", health_port_file},
+      true))
       << server.log();
   int health_port = 0;
   std::ifstream(health_port_file) >> health_port;
@@ -724,8 +725,8 @@ TEST(ServiceLifecycleTest, MaxConnectionAgeClosesConnections) {
     ASSERT_TRUE(stub->Plan(&context, OnnxRequest("darts_v2_cifar10_reduce_cell.onnx"), &plan).ok());
     ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
     // Age 1 s, plus up to 10% jitter and the GOAWAY's round trip.
-    const bool changed = channel->WaitForStateChange(GRPC_CHANNEL_READY,
-                                                     std::chrono::system_clock::now() + std::chrono::seconds(4));
+    const bool changed =
+        channel->WaitForStateChange(GRPC_CHANNEL_READY, std::chrono::system_clock::now() + std::chrono::seconds(4));
     EXPECT_EQ(changed, aged) << "state " << channel->GetState(false);
     server.Stop();
   }

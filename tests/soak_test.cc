@@ -44,7 +44,6 @@ int64_t ResidentKb(pid_t pid) {
   return -1;
 }
 
-
 TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
   testing::RedisServerProcess redis;
   ASSERT_TRUE(redis.Start()) << "redis-server did not start";
@@ -148,8 +147,10 @@ TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
           for (int k = 0; k < 4; ++k) {
             v1::ScoreRequest candidate;
             *candidate.mutable_request() = valid[rng() % valid.size()];
-            if (k == 3) candidate.mutable_request()->clear_model();
-            else ++sent_valid;
+            if (k == 3)
+              candidate.mutable_request()->clear_model();
+            else
+              ++sent_valid;
             stream->Write(candidate);
           }
           stream->WritesDone();
@@ -163,7 +164,7 @@ TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
             valid_ok += ok;
           }
         }
-        if (c == 0 && i == 8) redis.Stop();    // Redis dies midway ...
+        if (c == 0 && i == 8) redis.Stop();                                             // Redis dies midway ...
         if (c == 0 && i == 18 && !redis.Start()) fail("redis-server did not restart");  // ... and comes back
       }
     });
@@ -179,7 +180,8 @@ TEST(SoakTest, MixedLoadWithRedisRestartsEndsClean) {
   std::string metrics;
   for (int i = 0; i < 200; ++i) {
     metrics = testing::HttpGet(server.metrics_port(), "/metrics");
-    if (MetricValue(metrics, "serenity_jobs_active") == "0" && MetricValue(metrics, "serenity_jobs_queued") == "0") break;
+    if (MetricValue(metrics, "serenity_jobs_active") == "0" && MetricValue(metrics, "serenity_jobs_queued") == "0")
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(MetricValue(metrics, "serenity_jobs_active"), "0");

@@ -28,7 +28,7 @@ absl::StatusOr<Columns> ReadHeader(const std::vector<absl::string_view>& fields)
   columns.count = fields.size();
   for (size_t i = 0; i < fields.size(); ++i) {
     const absl::string_view name = fields[i];
-    int* column = name == "id" || name == "buffer" || name == "buffer_id"   ? &columns.id
+    int* column = name == "id" || name == "buffer" || name == "buffer_id" ? &columns.id
                   : name == "lower" || name == "start" || name == "begin" ? &columns.lower
                   : name == "upper" || name == "end"                      ? &columns.upper
                   : name == "size"                                        ? &columns.size
@@ -122,8 +122,8 @@ absl::StatusOr<ArenaInstance> ParseArenaCsv(absl::string_view text) {
     if (!is_start) {
       live -= instance.buffers[i].size;
     } else if (__builtin_add_overflow(live, instance.buffers[i].size, &live)) {
-      return absl::InvalidArgumentError(absl::StrCat("line ", lines[i], ": the buffers live at step ", step,
-                                                     " hold more than 2^63-1 bytes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", lines[i], ": the buffers live at step ", step, " hold more than 2^63-1 bytes"));
     }
   }
   return instance;

@@ -21,7 +21,7 @@
 namespace serenity {
 
 struct ArenaInstance {
-  std::vector<std::string> ids;     // as written in the file
+  std::vector<std::string> ids;      // as written in the file
   std::vector<ArenaBuffer> buffers;  // inclusive steps: [lower, upper - 1]
   // With an `offset` column: one per buffer, the offset it is pinned at, or
   // -1 where the field is empty (free). Empty without the column.

@@ -30,8 +30,8 @@ absl::Status CheckBuffers(absl::Span<const ArenaBuffer> buffers, int64_t alignme
     const int32_t anchor = buffers[i].anchor;
     if (anchor >= 0) {
       if (static_cast<size_t>(anchor) >= buffers.size() || buffers[anchor].anchor >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " is anchored to ", anchor,
-                                                       ", which is not a free buffer"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("buffer ", i, " is anchored to ", anchor, ", which is not a free buffer"));
       }
       if (buffers[i].offset_from_anchor < 0 || buffers[i].offset_from_anchor > kLimit) {
         return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " has an offset from its anchor out of range"));
@@ -68,8 +68,8 @@ TimeSections SplitIntoSections(absl::Span<const ArenaBuffer> buffers) {
   return sections;
 }
 
-std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer> buffers,
-                                                    std::vector<size_t> members, int64_t max_pairs) {
+std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer> buffers, std::vector<size_t> members,
+                                                    int64_t max_pairs) {
   std::vector<std::vector<size_t>> overlapping(buffers.size());
   std::sort(members.begin(), members.end(),
             [&](size_t a, size_t b) { return buffers[a].first_step < buffers[b].first_step; });
@@ -144,9 +144,8 @@ std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> b
     if (anchor >= 0 && static_cast<size_t>(anchor) < buffers.size()) members[static_cast<size_t>(anchor)].push_back(i);
   }
   for (std::vector<size_t>& group : members) {
-    std::stable_sort(group.begin(), group.end(), [&](size_t a, size_t b) {
-      return buffers[a].offset_from_anchor < buffers[b].offset_from_anchor;
-    });
+    std::stable_sort(group.begin(), group.end(),
+                     [&](size_t a, size_t b) { return buffers[a].offset_from_anchor < buffers[b].offset_from_anchor; });
   }
   return members;
 }
@@ -166,8 +165,7 @@ int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers) {
 }
 
 int64_t AlignedArenaLowerBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
-  const bool anchored =
-      std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
+  const bool anchored = std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
   if (alignment <= 1 || anchored) return ArenaLowerBound(buffers);
   // Per step: the aligned sizes of the live buffers, less the largest
   // padding (the top buffer's). Starts before ends at the same step.
@@ -177,8 +175,7 @@ int64_t AlignedArenaLowerBound(absl::Span<const ArenaBuffer> buffers, int64_t al
     events.push_back({2 * int64_t{b.first_step}, &b});
     events.push_back({2 * int64_t{b.last_step} + 3, &b});  // gone from step last_step + 1
   }
-  std::sort(events.begin(), events.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::multiset<int64_t> padding;
   int64_t aligned = 0, bound = 0;
   for (size_t k = 0; k < events.size();) {
@@ -223,8 +220,7 @@ bool CoLive(const ArenaBuffer& a, const ArenaBuffer& b) {
 // above a placed buffer.
 // `neighbors`: the placed buffers that share a step with a member.
 int64_t LowestGroupBase(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& group,
-                        const std::vector<size_t>& neighbors, const std::vector<int64_t>& offsets,
-                        int64_t alignment) {
+                        const std::vector<size_t>& neighbors, const std::vector<int64_t>& offsets, int64_t alignment) {
   auto rel = [&](size_t m) { return buffers[m].anchor < 0 ? int64_t{0} : buffers[m].offset_from_anchor; };
   std::vector<int64_t> candidates = {0};
   for (size_t m : group) {
@@ -373,7 +369,8 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
     if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
     return buffers[a].first_step < buffers[b].first_step;
   });
-  if (CountCoLivePairs(buffers) > kMaxCoLivePairs) return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, nullptr);
+  if (CountCoLivePairs(buffers) > kMaxCoLivePairs)
+    return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, nullptr);
   const std::vector<std::vector<size_t>> colive = CoLiveBuffers(buffers);
   return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, &colive);
 }
@@ -413,7 +410,7 @@ absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, i
   });
   std::vector<size_t> by_end = by_start;
   std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) { return blocks[a].last < blocks[b].last; });
-  std::map<int64_t, int64_t> holes;              // start -> end, below `top`, merged
+  std::map<int64_t, int64_t> holes;               // start -> end, below `top`, merged
   std::set<std::pair<int64_t, int64_t>> by_room;  // (end - start, start)
   int64_t top = 0;
   std::vector<int64_t> at(blocks.size(), 0), taken(blocks.size(), 0);
@@ -473,8 +470,8 @@ absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, i
   return plan;
 }
 
-absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                    int64_t skyline_nodes, const ArenaLimits& limits, ArenaCut* cut) {
+absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t skyline_nodes,
+                                    const ArenaLimits& limits, ArenaCut* cut) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
@@ -487,8 +484,7 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     if (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) return "cancelled";
     if (limits.deadline == std::chrono::steady_clock::time_point::max()) return "";
     const auto now = std::chrono::steady_clock::now();
-    if (now >= limits.deadline ||
-        std::chrono::duration<double>(limits.deadline - now).count() < seconds) {
+    if (now >= limits.deadline || std::chrono::duration<double>(limits.deadline - now).count() < seconds) {
       return "time_limit";
     }
     return "";
@@ -536,8 +532,8 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     for (size_t i = 0; i < n; ++i) {
       // From the last change at or before the first step to the last change
       // at or before the last step.
-      const size_t lo = static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), buffers[i].first_step) -
-                                            steps.begin()) - 1;
+      const size_t lo =
+          static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), buffers[i].first_step) - steps.begin()) - 1;
       const size_t hi = static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), buffers[i].last_step) -
                                             steps.begin());  // exclusive
       size_t k = 0;
@@ -546,26 +542,32 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     }
   }
   std::vector<std::vector<size_t>> orders = {
-      SortedBy(n, [&](size_t a, size_t b) {
-        if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
-        return buffers[a].first_step < buffers[b].first_step;
-      }),
-      SortedBy(n, [&](size_t a, size_t b) {
-        if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
-        return buffers[a].size > buffers[b].size;
-      }),
-      SortedBy(n, [&](size_t a, size_t b) {
-        if (length(a) != length(b)) return length(a) > length(b);
-        return buffers[a].size > buffers[b].size;
-      }),
-      SortedBy(n, [&](size_t a, size_t b) {  // in double: the product may not fit 64 bits
-        return static_cast<double>(buffers[a].size) * static_cast<double>(length(a)) >
-               static_cast<double>(buffers[b].size) * static_cast<double>(length(b));
-      }),
-      SortedBy(n, [&](size_t a, size_t b) {
-        if (buffers[a].first_step != buffers[b].first_step) return buffers[a].first_step < buffers[b].first_step;
-        return buffers[a].size > buffers[b].size;
-      }),
+      SortedBy(n,
+               [&](size_t a, size_t b) {
+                 if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+                 return buffers[a].first_step < buffers[b].first_step;
+               }),
+      SortedBy(n,
+               [&](size_t a, size_t b) {
+                 if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
+                 return buffers[a].size > buffers[b].size;
+               }),
+      SortedBy(n,
+               [&](size_t a, size_t b) {
+                 if (length(a) != length(b)) return length(a) > length(b);
+                 return buffers[a].size > buffers[b].size;
+               }),
+      SortedBy(n,
+               [&](size_t a, size_t b) {  // in double: the product may not fit 64 bits
+                 return static_cast<double>(buffers[a].size) * static_cast<double>(length(a)) >
+                        static_cast<double>(buffers[b].size) * static_cast<double>(length(b));
+               }),
+      SortedBy(n,
+               [&](size_t a, size_t b) {
+                 if (buffers[a].first_step != buffers[b].first_step)
+                   return buffers[a].first_step < buffers[b].first_step;
+                 return buffers[a].size > buffers[b].size;
+               }),
   };
   // Slice groups are rigid: also try each order with them first.
   const bool anchored = std::any_of(buffers.begin(), buffers.end(), [](const ArenaBuffer& b) { return b.anchor >= 0; });
@@ -626,10 +628,10 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     cells += sections.count;
   }
   MemoryCharge search_charge(limits.memory);
-  const char* stop = cells > kMaxArenaSearchCells ? "size_limit"
-                     : *stop_reason(0) != '\0'   ? stop_reason(0)
+  const char* stop = cells > kMaxArenaSearchCells                                          ? "size_limit"
+                     : *stop_reason(0) != '\0'                                             ? stop_reason(0)
                      : !search_charge.TryAdd(2 * 8 * cells + 64 * static_cast<int64_t>(n)) ? "memory_limit"
-                                                                                            : "";
+                                                                                           : "";
   if (*stop != '\0') {
     cut->reason = stop;
     cut->used = "greedy placement";
@@ -641,7 +643,8 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     OffsetRank rank;     // by offsets
     SkylineOrder order;  // by skylines
   };
-  constexpr Attempt kAttempts[] = {  // tried in this order
+  constexpr Attempt kAttempts[] = {
+      // tried in this order
       {true, OffsetRank::kTotalWidthArea, SkylineOrder::kSizeFirst},
       {false, OffsetRank::kTotalWidthArea, SkylineOrder::kSizeFirst},
       {true, OffsetRank::kWidthAreaTotal, SkylineOrder::kSizeFirst},

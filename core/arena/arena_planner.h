@@ -87,8 +87,8 @@ inline bool AnchorIsValid(absl::Span<const ArenaBuffer> buffers, size_t i) {
 // For each buffer (indexed like `buffers`), the buffers of `members` whose
 // steps overlap its own, if it is a member: one sweep over first steps, so
 // n log n plus the pairs. Empty when there are more than `max_pairs` pairs.
-std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer> buffers,
-                                                    std::vector<size_t> members, int64_t max_pairs = INT64_MAX);
+std::vector<std::vector<size_t>> OverlappingBuffers(absl::Span<const ArenaBuffer> buffers, std::vector<size_t> members,
+                                                    int64_t max_pairs = INT64_MAX);
 
 // The number of pairs of buffers that share a step (n log n, nothing listed).
 int64_t CountCoLivePairs(absl::Span<const ArenaBuffer> buffers);
@@ -120,8 +120,7 @@ int64_t AlignedArenaLowerBound(absl::Span<const ArenaBuffer> buffers, int64_t al
 // for alignment < 1, a negative size, last_step < first_step, an anchor out
 // of range or itself anchored, or a negative offset_from_anchor; OutOfRange
 // when the sizes, each rounded up to `alignment`, total more than 2^62 bytes.
-absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers,
-                                                int64_t alignment);
+absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
 
 // A placement that is fast on any instance (n log n time, linear memory):
 // steps run in order; at each, the buffers that end before it give their

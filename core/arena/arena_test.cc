@@ -202,7 +202,8 @@ TEST(ArenaPlannerTest, CountsCoLivePairsLikeTheLists) {
     std::vector<size_t> all(buffers.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     int64_t listed = 0;
-    for (const std::vector<size_t>& list : OverlappingBuffers(buffers, all)) listed += static_cast<int64_t>(list.size());
+    for (const std::vector<size_t>& list : OverlappingBuffers(buffers, all))
+      listed += static_cast<int64_t>(list.size());
     ASSERT_EQ(CountCoLivePairs(buffers) * 2, listed);
   }
 }
@@ -317,8 +318,7 @@ TEST(ArenaPlannerTest, PeerCasesAreValid) {
     for (const auto& b : c["buffers"]) {
       buffers.push_back({b[0].get<int64_t>(), b[1].get<int32_t>(), b[2].get<int32_t>()});
     }
-    const int64_t alignment =
-        c.contains("alignment") && c["alignment"].is_number() ? c["alignment"].get<int64_t>() : 1;
+    const int64_t alignment = c.contains("alignment") && c["alignment"].is_number() ? c["alignment"].get<int64_t>() : 1;
     ArenaPlan plan = PlanOk(buffers, alignment);
     EXPECT_GE(plan.size_bytes, ArenaLowerBound(buffers)) << c["id"];
     absl::StatusOr<ArenaPlan> ours = PlanArena(buffers, alignment);

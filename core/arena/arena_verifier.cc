@@ -33,8 +33,7 @@ absl::Status VerifyArena(absl::Span<const ArenaBuffer> buffers, const ArenaPlan&
     }
     if (offset + buffers[i].size > plan.size_bytes) {
       return absl::FailedPreconditionError(
-          absl::StrCat("buffer ", i, " ends at ", offset + buffers[i].size, ", past the arena size ",
-                       plan.size_bytes));
+          absl::StrCat("buffer ", i, " ends at ", offset + buffers[i].size, ", past the arena size ", plan.size_bytes));
     }
   }
   // Sweep over time: buffers sorted by first step; compare each with the ones
@@ -47,12 +46,12 @@ absl::Status VerifyArena(absl::Span<const ArenaBuffer> buffers, const ArenaPlan&
   for (size_t i : by_start) {
     const ArenaBuffer& b = buffers[i];
     if (b.size == 0) continue;
-    active.erase(std::remove_if(active.begin(), active.end(),
-                                [&](size_t j) { return buffers[j].last_step < b.first_step; }),
-                 active.end());
+    active.erase(
+        std::remove_if(active.begin(), active.end(), [&](size_t j) { return buffers[j].last_step < b.first_step; }),
+        active.end());
     for (size_t j : active) {
-      bool disjoint = plan.offsets[i] + b.size <= plan.offsets[j] ||
-                      plan.offsets[j] + buffers[j].size <= plan.offsets[i];
+      bool disjoint =
+          plan.offsets[i] + b.size <= plan.offsets[j] || plan.offsets[j] + buffers[j].size <= plan.offsets[i];
       if (!disjoint) {
         return absl::FailedPreconditionError(
             absl::StrCat("buffers ", j, " and ", i, " are live together and overlap in memory"));

@@ -11,7 +11,6 @@
 namespace serenity {
 namespace {
 
-
 struct Placed {
   int buffer;
   int64_t offset;
@@ -19,8 +18,8 @@ struct Placed {
 
 // The best-fit aligned offset for `size` below `capacity` among `live`
 // (sorted by offset), or -1.
-int64_t BestFit(const std::vector<Placed>& live, absl::Span<const ArenaBuffer> buffers, int64_t size,
-                int64_t alignment, int64_t capacity) {
+int64_t BestFit(const std::vector<Placed>& live, absl::Span<const ArenaBuffer> buffers, int64_t size, int64_t alignment,
+                int64_t capacity) {
   int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
   auto consider = [&](int64_t hole_end) {
     const int64_t start = AlignUp(cursor, alignment);
@@ -144,11 +143,11 @@ absl::StatusOr<MovingArenaPlan> PlanFreeBuffersWithMoves(absl::Span<const ArenaB
   std::vector<int64_t> current(buffers.size(), 0);
   for (auto& [first_step, fresh] : starting) {
     const int32_t step = first_step;  // lambdas cannot capture a structured binding in C++17
-    live.erase(std::remove_if(live.begin(), live.end(), [&](const Placed& p) { return buffers[p.buffer].last_step < step; }),
-               live.end());
-    std::sort(fresh.begin(), fresh.end(), [&](int a, int b) {
-      return std::make_pair(-buffers[a].size, a) < std::make_pair(-buffers[b].size, b);
-    });
+    live.erase(
+        std::remove_if(live.begin(), live.end(), [&](const Placed& p) { return buffers[p.buffer].last_step < step; }),
+        live.end());
+    std::sort(fresh.begin(), fresh.end(),
+              [&](int a, int b) { return std::make_pair(-buffers[a].size, a) < std::make_pair(-buffers[b].size, b); });
     auto insert = [&](int buffer, int64_t offset) {
       current[buffer] = offset;
       Placed p{buffer, offset};
@@ -204,8 +203,8 @@ absl::StatusOr<MovingArenaPlan> PlanFreeBuffersWithMoves(absl::Span<const ArenaB
           if (b.first_step <= step && step <= b.last_step) live_bytes += AlignUp(b.size, alignment);
         }
         const int32_t at_step = step;
-        return absl::FailedPreconditionError(absl::StrCat(
-            "step ", at_step, " needs ", live_bytes, " aligned bytes at once; ", capacity, " cannot hold them"));
+        return absl::FailedPreconditionError(absl::StrCat("step ", at_step, " needs ", live_bytes,
+                                                          " aligned bytes at once; ", capacity, " cannot hold them"));
       }
       insert(buffer, offset);
       result.plan.offsets[buffer] = offset;
@@ -325,8 +324,8 @@ absl::Status VerifyMovingArena(absl::Span<const ArenaBuffer> buffers, const Movi
       }
       const ArenaBuffer& b = buffers[m.buffer];
       if (!(b.first_step < step && step <= b.last_step)) {
-        return absl::FailedPreconditionError(absl::StrCat("move of buffer ", m.buffer, " before step ", step,
-                                                          " is outside its lifetime"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("move of buffer ", m.buffer, " before step ", step, " is outside its lifetime"));
       }
       if (m.from_offset != at[m.buffer] || m.bytes != b.size) {
         return absl::FailedPreconditionError(absl::StrCat("move of buffer ", m.buffer, " does not start where it is"));

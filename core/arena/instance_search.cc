@@ -89,8 +89,7 @@ class SharedBest {
 void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const InstanceSearchOptions& options,
               int chains, int chain, Clock::time_point end, const std::atomic<bool>* cancelled,
               std::atomic<bool>* stopped, SharedBest* best) {
-  const OffsetRank statics[] = {OffsetRank::kTotalWidthArea, OffsetRank::kTotalAreaWidth,
-                                OffsetRank::kWidthAreaTotal};
+  const OffsetRank statics[] = {OffsetRank::kTotalWidthArea, OffsetRank::kTotalAreaWidth, OffsetRank::kWidthAreaTotal};
   const int static_attempts = chains == 1 ? 2 : 1;
   for (int a = 0; a < static_attempts && options.static_nodes > 0 && !best->done()->load(); ++a) {
     OffsetSearchOptions search;
@@ -168,9 +167,8 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   SharedBest best(buffers, *std::move(plan), bound);
   std::vector<std::function<void()>> tasks;
   for (int chain = 0; chain < chains; ++chain) {
-    tasks.push_back([&, chain] {
-      RunChain(buffers, alignment, options, chains, chain, end, limits.cancelled, &stopped, &best);
-    });
+    tasks.push_back(
+        [&, chain] { RunChain(buffers, alignment, options, chains, chain, end, limits.cancelled, &stopped, &best); });
   }
   RunAll(options.executor, tasks);
   // A bare instance's own clock ending the restarts is the normal case;

@@ -89,8 +89,7 @@ TEST(InstanceSearchTest, AnchoredBuffersAndErrors) {
   buffers[3].last_step = 1;
   EXPECT_EQ(PlanArenaInstance(buffers, 16, InstanceSearchOptions()).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(PlanArenaInstance(buffers, 0, InstanceSearchOptions()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanArenaInstance(buffers, 0, InstanceSearchOptions()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

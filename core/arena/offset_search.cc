@@ -8,7 +8,6 @@
 namespace serenity {
 namespace {
 
-
 class OffsetSearch {
  public:
   OffsetSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
@@ -56,9 +55,9 @@ class OffsetSearch {
     members_ = AnchoredBuffers(buffers);
     group_span_ = span_;
     for (size_t i = 0; i < n; ++i) {
-      members_[i].erase(std::remove_if(members_[i].begin(), members_[i].end(),
-                                       [&](size_t m) { return buffers[m].size == 0; }),
-                        members_[i].end());
+      members_[i].erase(
+          std::remove_if(members_[i].begin(), members_[i].end(), [&](size_t m) { return buffers[m].size == 0; }),
+          members_[i].end());
       for (size_t m : members_[i]) {
         group_span_[i].first = std::min(group_span_[i].first, span_[m].first);
         group_span_[i].second = std::max(group_span_[i].second, span_[m].second);

@@ -51,16 +51,18 @@ TEST(OffsetSearchTest, ShuffleSeedIsRepeatable) {
   const int64_t capacity = ArenaLowerBound(instance->buffers) * 11 / 10;
   const auto never = std::chrono::steady_clock::time_point::max();
   std::vector<int64_t> first, again;
-  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, 7}, &first),
-            PackingResult::kPacked);
-  ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, 7}, &again),
-            PackingResult::kPacked);
+  ASSERT_EQ(
+      PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, 7}, &first),
+      PackingResult::kPacked);
+  ASSERT_EQ(
+      PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, 7}, &again),
+      PackingResult::kPacked);
   EXPECT_EQ(first, again);
   bool differs = false;
   for (uint64_t seed = 8; seed < 12 && !differs; ++seed) {
-    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, seed},
-                                  &again),
-              PackingResult::kPacked);
+    ASSERT_EQ(
+        PackByLowestOffsets(instance->buffers, 1, capacity, {OffsetRank::kTotalWidthArea, 100000, never, seed}, &again),
+        PackingResult::kPacked);
     differs = again != first;
   }
   EXPECT_TRUE(differs);
@@ -70,13 +72,14 @@ TEST(OffsetSearchTest, ShuffleSeedIsRepeatable) {
 // node budget (measured: challenging_F in a few thousand nodes under TWA,
 // challenging_K under WAT); a tiny budget gives up honestly.
 TEST(OffsetSearchTest, PacksHardInstancesAtTheBound) {
-  for (const auto& [name, rank] : {std::make_pair("F", OffsetRank::kTotalWidthArea),
-                                   std::make_pair("K", OffsetRank::kWidthAreaTotal)}) {
+  for (const auto& [name, rank] :
+       {std::make_pair("F", OffsetRank::kTotalWidthArea), std::make_pair("K", OffsetRank::kWidthAreaTotal)}) {
     absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance(name);
     ASSERT_TRUE(instance.ok()) << instance.status();
     const int64_t bound = ArenaLowerBound(instance->buffers);
     std::vector<int64_t> offsets;
-    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, {rank, 200000}, &offsets), PackingResult::kPacked) << name;
+    ASSERT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, {rank, 200000}, &offsets), PackingResult::kPacked)
+        << name;
     ArenaPlan plan{bound, 1, offsets};
     EXPECT_TRUE(VerifyArena(instance->buffers, plan).ok()) << VerifyArena(instance->buffers, plan);
     EXPECT_EQ(PackByLowestOffsets(instance->buffers, 1, bound, {rank, 10}, &offsets), PackingResult::kGaveUp) << name;
@@ -107,13 +110,14 @@ TEST(OffsetSearchTest, GroupsArePlacedWholeAndNeverRefuted) {
     capacities.erase(std::unique(capacities.begin(), capacities.end()), capacities.end());
     for (int64_t capacity : capacities) {
       std::vector<int64_t> offsets;
-      const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, {OffsetRank(trial % 3), 1 << 16, never,
-                                                                                       static_cast<uint64_t>(trial % 2)},
-                                                       &offsets);
+      const PackingResult result =
+          PackByLowestOffsets(buffers, alignment, capacity,
+                              {OffsetRank(trial % 3), 1 << 16, never, static_cast<uint64_t>(trial % 2)}, &offsets);
       ASSERT_NE(result, PackingResult::kImpossible) << "trial " << trial;
       if (result != PackingResult::kPacked) continue;
       ArenaPlan plan{0, alignment, offsets};
-      for (size_t i = 0; i < buffers.size(); ++i) plan.size_bytes = std::max(plan.size_bytes, offsets[i] + buffers[i].size);
+      for (size_t i = 0; i < buffers.size(); ++i)
+        plan.size_bytes = std::max(plan.size_bytes, offsets[i] + buffers[i].size);
       ASSERT_LE(plan.size_bytes, capacity) << "trial " << trial;
       ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << "trial " << trial << ": " << VerifyArena(buffers, plan);
       packed += capacity == total;

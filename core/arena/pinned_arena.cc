@@ -94,10 +94,18 @@ ArenaPlan BestPlacementAround(absl::Span<const ArenaBuffer> buffers, absl::Span<
   auto length = [&](size_t i) { return int64_t{buffers[i].last_step} - buffers[i].first_step + 1; };
   using Key = std::pair<int64_t, int64_t>;  // larger first, then earlier start
   const std::vector<std::function<Key(size_t)>> keys = {
-      [&](size_t i) { return Key{buffers[i].size, -buffers[i].first_step}; },
-      [&](size_t i) { return Key{length(i), -buffers[i].first_step}; },
-      [&](size_t i) { return Key{buffers[i].size > 0 ? buffers[i].size * length(i) : 0, -buffers[i].first_step}; },
-      [&](size_t i) { return Key{-buffers[i].first_step, buffers[i].size}; },
+      [&](size_t i) {
+        return Key{buffers[i].size, -buffers[i].first_step};
+      },
+      [&](size_t i) {
+        return Key{length(i), -buffers[i].first_step};
+      },
+      [&](size_t i) {
+        return Key{buffers[i].size > 0 ? buffers[i].size * length(i) : 0, -buffers[i].first_step};
+      },
+      [&](size_t i) {
+        return Key{-buffers[i].first_step, buffers[i].size};
+      },
   };
   ArenaPlan best;
   best.size_bytes = -1;
@@ -114,8 +122,7 @@ ArenaPlan BestPlacementAround(absl::Span<const ArenaBuffer> buffers, absl::Span<
 
 absl::StatusOr<ArenaPlan> PlanArenaInstanceWithPinned(absl::Span<const ArenaBuffer> buffers,
                                                       absl::Span<const int64_t> pinned, int64_t alignment,
-                                                      const InstanceSearchOptions& options,
-                                                      const ArenaLimits& limits) {
+                                                      const InstanceSearchOptions& options, const ArenaLimits& limits) {
   const bool any_pinned = std::any_of(pinned.begin(), pinned.end(), [](int64_t p) { return p != -1; });
   if (!any_pinned && (pinned.empty() || pinned.size() == buffers.size())) {
     return PlanArenaInstance(buffers, alignment, options, limits);

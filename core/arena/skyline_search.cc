@@ -6,7 +6,6 @@
 namespace serenity {
 namespace {
 
-
 class SkylineSearch {
  public:
   SkylineSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity, int64_t max_nodes,
@@ -71,8 +70,7 @@ class SkylineSearch {
     while (true) {
       // Once given up, every open node unwinds at once (without the first
       // test a refused node only sent its caller to the next choice).
-      if (gave_up_ || ++nodes_ > max_nodes_ ||
-          ((nodes_ & 255) == 1 && std::chrono::steady_clock::now() >= deadline_)) {
+      if (gave_up_ || ++nodes_ > max_nodes_ || ((nodes_ & 255) == 1 && std::chrono::steady_clock::now() >= deadline_)) {
         gave_up_ = true;
         give_back();
         return false;

@@ -211,8 +211,8 @@ class Canonicalizer {
     }
     const TensorId t = node - n_;
     const OpId p = graph_.tensor(t).producer;
-    const uint64_t h = p == kNoOp ? kSourceSalt
-                                  : Combine(Combine(kProducedSalt, colour_[p]), static_cast<uint64_t>(output_slot_[t]));
+    const uint64_t h =
+        p == kNoOp ? kSourceSalt : Combine(Combine(kProducedSalt, colour_[p]), static_cast<uint64_t>(output_slot_[t]));
     return Combine(h, reader_sum_[t]);
   }
 
@@ -387,10 +387,10 @@ class Canonicalizer {
   const int n_;  // ops are nodes [0, n_)
   const int m_;  // tensor t is node n_ + t
   std::vector<int> output_slot_;
-  std::vector<int> reader_begin_;              // readers_ of tensor t: [begin[t], begin[t + 1])
-  std::vector<std::pair<OpId, int>> readers_;  // (op, input slot)
-  std::vector<uint64_t> colour_;               // per node
-  std::vector<uint64_t> reader_sum_;           // per tensor: sum of ReaderTerm over its readers
+  std::vector<int> reader_begin_;                                // readers_ of tensor t: [begin[t], begin[t + 1])
+  std::vector<std::pair<OpId, int>> readers_;                    // (op, input slot)
+  std::vector<uint64_t> colour_;                                 // per node
+  std::vector<uint64_t> reader_sum_;                             // per tensor: sum of ReaderTerm over its readers
   absl::flat_hash_map<uint64_t, Cell> op_cells_, tensor_cells_;  // by colour
   std::set<std::pair<int, uint64_t>> tied_ops_;                  // (size, colour) of op cells of 2+
   std::vector<int> seen_;                                        // per node, the last epoch it was touched

@@ -15,11 +15,10 @@ struct DtypeInfo {
 
 // ONNX TensorProto.DataType numbering.
 constexpr DtypeInfo kDtypes[] = {
-    {0, 0, "undefined"}, {1, 4, "float32"},    {2, 1, "uint8"},      {3, 1, "int8"},
-    {4, 2, "uint16"},    {5, 2, "int16"},      {6, 4, "int32"},      {7, 8, "int64"},
-    {8, 0, "string"},    {9, 1, "bool"},       {10, 2, "float16"},   {11, 8, "float64"},
-    {12, 4, "uint32"},   {13, 8, "uint64"},    {14, 8, "complex64"}, {15, 16, "complex128"},
-    {16, 2, "bfloat16"},
+    {0, 0, "undefined"},    {1, 4, "float32"},   {2, 1, "uint8"},   {3, 1, "int8"},    {4, 2, "uint16"},
+    {5, 2, "int16"},        {6, 4, "int32"},     {7, 8, "int64"},   {8, 0, "string"},  {9, 1, "bool"},
+    {10, 2, "float16"},     {11, 8, "float64"},  {12, 4, "uint32"}, {13, 8, "uint64"}, {14, 8, "complex64"},
+    {15, 16, "complex128"}, {16, 2, "bfloat16"},
 };
 
 const DtypeInfo* Find(int32_t dtype) {
@@ -37,8 +36,7 @@ absl::StatusOr<int64_t> DtypeSize(int32_t dtype) {
     return absl::InvalidArgumentError(absl::StrCat("unknown data type ", dtype));
   }
   if (info->size == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data type ", info->name, " has no fixed element size"));
+    return absl::InvalidArgumentError(absl::StrCat("data type ", info->name, " has no fixed element size"));
   }
   return info->size;
 }

@@ -75,8 +75,7 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     } else {
       absl::StatusOr<int64_t> bytes = TensorBytes(ts.shape, ts.dtype);
       if (!bytes.ok()) {
-        return absl::Status(bytes.status().code(),
-                            absl::StrCat("tensor '", ts.name, "': ", bytes.status().message()));
+        return absl::Status(bytes.status().code(), absl::StrCat("tensor '", ts.name, "': ", bytes.status().message()));
       }
       t.bytes = *bytes;
     }
@@ -142,13 +141,11 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
       // Before the producer check: this op is not in ops_ yet, so a repeated
       // output must not reach g.ops_[tensor.producer].
       if (std::find(op.outputs.begin(), op.outputs.end(), *t) != op.outputs.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("op '", op.name, "' lists output '", tensor.name, "' twice"));
+        return absl::InvalidArgumentError(absl::StrCat("op '", op.name, "' lists output '", tensor.name, "' twice"));
       }
       if (tensor.producer != kNoOp) {
         return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "' is produced by both op '",
-                                                       g.ops_[tensor.producer].name, "' and op '", op.name,
-                                                       "'"));
+                                                       g.ops_[tensor.producer].name, "' and op '", op.name, "'"));
       }
       if (tensor.is_graph_input) {
         return absl::InvalidArgumentError(
@@ -258,16 +255,16 @@ absl::Status CheckOrder(const Graph& graph, const std::vector<OpId>& order) {
   for (size_t t = 0; t < order.size(); ++t) {
     const OpId u = order[t];
     if (u < 0 || u >= graph.num_ops()) {
-      return absl::InvalidArgumentError(absl::StrCat("position ", t, " of the order holds op index ", u,
-                                                     ", outside 0..", graph.num_ops() - 1));
+      return absl::InvalidArgumentError(
+          absl::StrCat("position ", t, " of the order holds op index ", u, ", outside 0..", graph.num_ops() - 1));
     }
     if (done[u]) {
       return absl::InvalidArgumentError(absl::StrCat("op '", graph.op(u).name, "' appears twice in the order"));
     }
     for (OpId p : graph.op(u).predecessors) {
       if (!done[p]) {
-        return absl::InvalidArgumentError(absl::StrCat("op '", graph.op(u).name, "' at position ", t,
-                                                       " runs before '", graph.op(p).name, "', which produces its input"));
+        return absl::InvalidArgumentError(absl::StrCat("op '", graph.op(u).name, "' at position ", t, " runs before '",
+                                                       graph.op(p).name, "', which produces its input"));
       }
     }
     done[u] = true;

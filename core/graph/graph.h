@@ -75,7 +75,7 @@ struct Tensor {
 struct Op {
   std::string name;
   std::string type;
-  std::vector<TensorId> inputs;   // as listed (a tensor may repeat)
+  std::vector<TensorId> inputs;  // as listed (a tensor may repeat)
   std::vector<TensorId> outputs;
   int64_t workspace_bytes = 0;
   int64_t macs = 0;

@@ -6,9 +6,10 @@ namespace serenity {
 
 bool IsElementwiseOp(absl::string_view op_type) {
   static constexpr absl::string_view kTypes[] = {
-      "Relu",  "LeakyRelu", "PRelu", "Elu",      "Selu",        "Sigmoid", "HardSigmoid", "HardSwish",
-      "Tanh",  "Clip",      "Add",   "Sub",      "Mul",         "Div",     "Neg",         "Abs",
-      "Exp",   "Log",       "Sqrt",  "Softplus", "BatchNormalization", "Dropout", "Erf", "Gelu"};
+      "Relu",      "LeakyRelu", "PRelu", "Elu", "Selu", "Sigmoid",  "HardSigmoid",
+      "HardSwish", "Tanh",      "Clip",  "Add", "Sub",  "Mul",      "Div",
+      "Neg",       "Abs",       "Exp",   "Log", "Sqrt", "Softplus", "BatchNormalization",
+      "Dropout",   "Erf",       "Gelu"};
   for (absl::string_view type : kTypes) {
     if (op_type == type) return true;
   }
@@ -16,8 +17,8 @@ bool IsElementwiseOp(absl::string_view op_type) {
 }
 
 bool IsViewOp(absl::string_view op_type) {
-  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Squeeze" ||
-         op_type == "Unsqueeze" || op_type == "Identity";
+  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Squeeze" || op_type == "Unsqueeze" ||
+         op_type == "Identity";
 }
 
 bool IsConcatInPlace(const Graph& graph, OpId u) {

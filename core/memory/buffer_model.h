@@ -65,9 +65,9 @@ struct ActivationBuffer {
   TensorId tensor = 0;            // the base tensor that owns the memory
   std::vector<TensorId> aliases;  // views sharing this buffer (not the base)
   int64_t bytes = 0;
-  OpId producer = kNoOp;          // kNoOp: a graph input, live from step 0
-  std::vector<OpId> users;        // distinct ops reading the base or an alias
-  bool live_to_end = false;       // the base or an alias is a graph output
+  OpId producer = kNoOp;     // kNoOp: a graph input, live from step 0
+  std::vector<OpId> users;   // distinct ops reading the base or an alias
+  bool live_to_end = false;  // the base or an alias is a graph output
 };
 
 // Per-graph precomputation of buffers, what each op allocates and reads.

@@ -30,8 +30,7 @@ namespace serenity {
 // StepLowerBounds entries, so every entry is still a bound.
 std::vector<int64_t> ClosureStepLowerBounds(
     const BufferModel& buffers, const Reachability& reach,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-    bool* cut = nullptr);
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(), bool* cut = nullptr);
 
 }  // namespace serenity
 

@@ -1,18 +1,17 @@
 #include "core/memory/simulator.h"
 
-#include "core/memory/closure_bound.h"
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/memory/closure_bound.h"
 
 namespace serenity {
 
 absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::vector<OpId>& order) {
   const Graph& graph = buffers.graph();
   if (!IsTopologicalOrder(graph, order)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the order is not a topological order of the graph's ", graph.num_ops(), " ops"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the order is not a topological order of the graph's ", graph.num_ops(), " ops"));
   }
   const int32_t n = static_cast<int32_t>(order.size());
   std::vector<int32_t> step_of(graph.num_ops());

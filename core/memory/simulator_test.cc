@@ -25,8 +25,12 @@ MemoryProfile Simulated(const Graph& g, const std::vector<OpId>& order, MemoryMo
 }
 
 TEST(SimulatorTest, Chain) {
-  Graph g = TestGraph().Input("in", 10).Op("a", "Conv", {"in"}, {{"x", 20}}).Op("b", "Conv", {"x"}, {{"y", 30}})
-                .Output("y").Build();
+  Graph g = TestGraph()
+                .Input("in", 10)
+                .Op("a", "Conv", {"in"}, {{"x", 20}})
+                .Op("b", "Conv", {"x"}, {{"y", 30}})
+                .Output("y")
+                .Build();
   MemoryProfile p = Simulated(g, {0, 1});
   EXPECT_EQ(p.step_bytes, (std::vector<int64_t>{30, 50}));
   EXPECT_EQ(p.peak_bytes, 50);
@@ -283,8 +287,12 @@ TEST(SimulatorTest, ConcatInPlaceAgreesWithNaiveResimulation) {
 }
 
 TEST(SimulatorTest, RejectsNonTopologicalOrder) {
-  Graph g = TestGraph().Input("in", 10).Op("a", "Conv", {"in"}, {{"x", 20}}).Op("b", "Conv", {"x"}, {{"y", 30}})
-                .Output("y").Build();
+  Graph g = TestGraph()
+                .Input("in", 10)
+                .Op("a", "Conv", {"in"}, {{"x", 20}})
+                .Op("b", "Conv", {"x"}, {{"y", 30}})
+                .Output("y")
+                .Build();
   BufferModel buffers(g, {});
   EXPECT_EQ(Simulate(buffers, {1, 0}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Simulate(buffers, {0}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -303,8 +311,7 @@ TEST(SimulatorTest, AgreesWithNaiveResimulationOnRandomGraphs) {
       std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
       absl::StatusOr<MemoryProfile> p = Simulate(buffers, order);
       ASSERT_TRUE(p.ok());
-      ASSERT_EQ(p->peak_bytes,
-                testing::NaivePeak(g, order, model.alias_views, model.count_weights, model.in_place))
+      ASSERT_EQ(p->peak_bytes, testing::NaivePeak(g, order, model.alias_views, model.count_weights, model.in_place))
           << "trial " << trial << " switches " << switches;
       ASSERT_EQ(PeakOf(buffers, order), p->peak_bytes);
     }
@@ -322,9 +329,8 @@ TEST(LowerBoundTest, NeverAboveTheOptimumOnRandomGraphs) {
       const bool alias = (switches & 1) != 0;
       BufferModel buffers(g, MemoryModel{alias, false, (switches & 2) != 0});
       int64_t best = INT64_MAX;
-      testing::ForEachTopologicalOrder(g, [&](const std::vector<OpId>& order) {
-        best = std::min(best, PeakOf(buffers, order));
-      });
+      testing::ForEachTopologicalOrder(
+          g, [&](const std::vector<OpId>& order) { best = std::min(best, PeakOf(buffers, order)); });
       int64_t bound = LowerBoundBytes(buffers);
       ASSERT_LE(bound, best) << "trial " << trial;
       if (bound == best) ++tight;

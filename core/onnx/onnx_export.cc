@@ -27,8 +27,8 @@ absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, co
   }
   onnx::GraphProto* graph = model.mutable_graph();
   if (plan.order_size() != graph->node_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the plan orders ", plan.order_size(), " ops but the model has ",
-                                                   graph->node_size(), " nodes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the plan orders ", plan.order_size(), " ops but the model has ", graph->node_size(), " nodes"));
   }
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   std::vector<bool> taken(graph->node_size(), false);
@@ -53,8 +53,7 @@ absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, co
   const v1::MemoryModel& memory = plan.memory_model();
   SetProp(model, "serenity.memory_model",
           absl::StrCat("alias_views=", memory.alias_views() ? 1 : 0, ",count_weights=", memory.count_weights() ? 1 : 0,
-                       ",in_place=", memory.in_place() ? 1 : 0, ",concat_in_place=",
-                       memory.concat_in_place() ? 1 : 0));
+                       ",in_place=", memory.in_place() ? 1 : 0, ",concat_in_place=", memory.concat_in_place() ? 1 : 0));
   for (const v1::ArenaBuffer& b : plan.arena().buffers()) {
     if (b.kind() == v1::BUFFER_KIND_WORKSPACE) {
       SetProp(model, absl::StrCat("serenity.workspace_offset/", b.tensor()), absl::StrCat(b.offset()));

@@ -13,7 +13,8 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(OnnxExportTest, ReordersNodesAndRecordsOffsets) {
-  for (const char* name : {"darts_v2_cifar10_normal_cell", "randwire_ws_cifar10_stage1", "nasnet_a_cifar10_normal_cell"}) {
+  for (const char* name :
+       {"darts_v2_cifar10_normal_cell", "randwire_ws_cifar10_stage1", "nasnet_a_cifar10_normal_cell"}) {
     SCOPED_TRACE(name);
     const bool slices = std::string(name).rfind("nasnet", 0) == 0;
     const std::string bytes = testing::ReadFile(std::string(SERENITY_SHARED_DIR "/bench/models/") + name + ".onnx");

@@ -61,8 +61,8 @@ absl::Status CheckSupported(const onnx::NodeProto& node, const std::string& name
   const std::string& type = node.op_type();
   bool subgraph = type == "If" || type == "Loop" || type == "Scan";
   for (const onnx::AttributeProto& attr : node.attribute()) {
-    subgraph = subgraph || attr.type() == onnx::AttributeProto::GRAPH ||
-               attr.type() == onnx::AttributeProto::GRAPHS || attr.has_g() || attr.graphs_size() > 0;
+    subgraph = subgraph || attr.type() == onnx::AttributeProto::GRAPH || attr.type() == onnx::AttributeProto::GRAPHS ||
+               attr.has_g() || attr.graphs_size() > 0;
   }
   if (!subgraph) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("op '", name, "' (", type,
@@ -268,8 +268,8 @@ absl::Status CheckInputRanks(const onnx::OpSchema& schema, onnx::InferenceContex
     if (shape != nullptr && shape->has_tensor_type() && shape->tensor_type().shape().dim_size() == 1 &&
         shape->tensor_type().shape().dim(0).dim_value() > kMaxRank) {
       return absl::InvalidArgumentError(absl::StrCat("input ", shape_input, " gives the output rank ",
-                                                     shape->tensor_type().shape().dim(0).dim_value(),
-                                                     ", more than ", kMaxRank));
+                                                     shape->tensor_type().shape().dim(0).dim_value(), ", more than ",
+                                                     kMaxRank));
     }
   }
   if (type == "GatherND") {
@@ -348,8 +348,8 @@ absl::Status CheckNodeContext(const onnx::OpSchema& schema, onnx::InferenceConte
       for (int i = 0; i < strides->ints_size() && 2 + i < shape.dim_size(); ++i) {
         if (shape.dim(2 + i).has_dim_value() && shape.dim(2 + i).dim_value() / strides->ints(i) > kMaxSamePadSteps) {
           return absl::InvalidArgumentError(absl::StrCat("input dimension ", shape.dim(2 + i).dim_value(),
-                                                         " is too large for auto_pad ", auto_pad->s(),
-                                                         " with stride ", strides->ints(i)));
+                                                         " is too large for auto_pad ", auto_pad->s(), " with stride ",
+                                                         strides->ints(i)));
         }
       }
     }
@@ -444,8 +444,8 @@ absl::Status RefusalStatus(const GuardedSchemaRegistry& registry, const onnx::Gr
     bool untyped = node.output_size() == 0;
     for (const std::string& out : node.output()) untyped = untyped || (!out.empty() && !typed.contains(out));
     if (!untyped) continue;
-    return absl::InvalidArgumentError(absl::StrCat("op '", names[i], "' (", node.op_type(),
-                                                   "): ", registry.refusal().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", names[i], "' (", node.op_type(), "): ", registry.refusal().message()));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("an op of type ", registry.refused_type(), ": ", registry.refusal().message()));
@@ -488,8 +488,8 @@ std::optional<TensorSpec> ConstantSpec(const onnx::NodeProto& node, const std::s
 
 // The TensorSpec of a value from its (inferred) type. `role` says where the
 // value is used, for messages.
-absl::StatusOr<TensorSpec> SpecFromType(const std::string& name, const onnx::TypeProto* type,
-                                        const std::string& role, const OnnxImportOptions& options) {
+absl::StatusOr<TensorSpec> SpecFromType(const std::string& name, const onnx::TypeProto* type, const std::string& role,
+                                        const OnnxImportOptions& options) {
   if (type == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' (", role, ") has no inferred shape"));
   }

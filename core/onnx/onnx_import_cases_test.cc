@@ -1,7 +1,5 @@
 // ONNX import: every shared model, hand-built models with sizes and MACs
 // worked out by hand, every broken-input error, and weight stripping.
-#include "core/onnx/onnx_import.h"
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/onnx/onnx_import.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -198,10 +197,10 @@ TEST(OnnxImportTest, InfersShapesBytesWeightsAndMacs) {
   absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), {});
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->num_ops(), 3);
-  EXPECT_EQ(BytesOf(*g, "x"), 768);        // [1,3,8,8] float
-  EXPECT_EQ(BytesOf(*g, "w"), 432);        // [4,3,3,3] float
-  EXPECT_EQ(BytesOf(*g, "bias"), 16);      // [1,4,1,1] float
-  EXPECT_EQ(BytesOf(*g, "c"), 1024);       // [1,4,8,8]: inferred, not in value_info
+  EXPECT_EQ(BytesOf(*g, "x"), 768);    // [1,3,8,8] float
+  EXPECT_EQ(BytesOf(*g, "w"), 432);    // [4,3,3,3] float
+  EXPECT_EQ(BytesOf(*g, "bias"), 16);  // [1,4,1,1] float
+  EXPECT_EQ(BytesOf(*g, "c"), 1024);   // [1,4,8,8]: inferred, not in value_info
   EXPECT_EQ(BytesOf(*g, "r"), 1024);
   EXPECT_EQ(BytesOf(*g, "y"), 1024);
   EXPECT_EQ(TensorOf(*g, "c").shape, (std::vector<int64_t>{1, 4, 8, 8}));
@@ -428,7 +427,14 @@ TEST(OnnxImportTest, RejectsUnknownDimsAndShapes) {
   // A dim with neither value nor name.
   ModelBuilder unknown_dim;
   unknown_dim.Input("x", {2, 2}).Output("y");
-  unknown_dim.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->Clear();
+  unknown_dim.model()
+      .mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->Clear();
   unknown_dim.Node("Relu", {"x"}, {"y"}, "relu");
   absl::Status status = ImportError(unknown_dim.Bytes());
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -556,8 +562,14 @@ TEST(OnnxImportTest, FuzzRegressionBlocksizeSplitAndReshapeAreErrors) {
   // refused where declared ...
   ModelBuilder reshape;
   reshape.Input("x", {1, 2}).Output("y");
-  reshape.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
-      ->mutable_dim(0)->set_dim_value(-1);
+  reshape.model()
+      .mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(-1);
   onnx::TensorProto* target = reshape.Initializer("shape", {2}, onnx::TensorProto::INT64);
   target->add_int64_data(0);
   target->add_int64_data(-1);
@@ -585,7 +597,8 @@ TEST(OnnxImportTest, FuzzRegressionRawDataAndHugeSamePadding) {
   raw.Node("Reshape", {"x", "shape"}, {"y"}, "reshape");
   absl::Status status = ImportError(raw.Bytes());
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("initializer 'shape' has 9 bytes of raw_data where its dims and data type need 8"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("initializer 'shape' has 9 bytes of raw_data where its dims and data type need 8"));
   // The same inside a Constant node.
   ModelBuilder constant;
   constant.Input("x", {2, 4}).Output("y");
@@ -615,8 +628,14 @@ TEST(OnnxImportTest, FuzzRegressionRawDataAndHugeSamePadding) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("op 'pool' (MaxPool): input dimension 4611686018427387904 is too large"));
   // A normal SAME-padded pool still imports.
-  same.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
-      ->mutable_dim(3)->set_dim_value(9);
+  same.model()
+      .mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(3)
+      ->set_dim_value(9);
   absl::StatusOr<Graph> g = ImportOnnxModel(same.Bytes(), {});
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(BytesOf(*g, "y"), 1 * 5 * 4);
@@ -775,7 +794,7 @@ TEST(OnnxImportTest, StripWeightDataOnSharedModel) {
 TEST(OnnxImportTest, StripWeightDataDropsLargePayloadsAndKeepsShapes) {
   ModelBuilder b;
   b.Input("x", {1, 64}).Output("y");
-  b.Initializer("w", {64, 64})->set_raw_data(std::string(64 * 64 * 4, '\1'));  // 16 KiB: stripped
+  b.Initializer("w", {64, 64})->set_raw_data(std::string(64 * 64 * 4, '\1'));        // 16 KiB: stripped
   onnx::TensorProto* shape = b.Initializer("shape", {2}, onnx::TensorProto::INT64);  // Reshape's target: kept
   shape->add_int64_data(8);
   shape->add_int64_data(8);
@@ -808,7 +827,7 @@ TEST(OnnxImportTest, StripWeightDataDropsLargePayloadsAndKeepsShapes) {
 
   absl::StatusOr<Graph> after = ImportOnnxModel(*stripped, {});
   ASSERT_TRUE(after.ok()) << after.status();
-  EXPECT_EQ(BytesOf(*after, "r"), 64 * 4);  // Reshape still inferred from the kept shape
+  EXPECT_EQ(BytesOf(*after, "r"), 64 * 4);       // Reshape still inferred from the kept shape
   EXPECT_EQ(BytesOf(*after, "y"), 16 * 64 * 4);  // [8,8] + [16,8,8] broadcast
   EXPECT_EQ(after->weight_bytes(), before->weight_bytes());
   EXPECT_EQ(after->weight_bytes(), 64 * 64 * 4 + 16 + 16 * 64 * 4);

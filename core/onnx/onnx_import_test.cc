@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/orders.h"
 #include "onnx/onnx_pb.h"
+#include "tests/testing/orders.h"
 
 namespace serenity {
 namespace {

@@ -59,7 +59,7 @@ TEST(BaselinesTest, GreedyRunsTheCheapestReadyOpFirst) {
   BufferModel buffers(g, {});
   std::vector<OpId> order = GreedyOrder(buffers);
   EXPECT_EQ(order, (std::vector<OpId>{1, 3, 0, 2, 4}));
-  EXPECT_EQ(PeakOf(buffers, order), 111);          // a runs with in and b2 live
+  EXPECT_EQ(PeakOf(buffers, order), 111);         // a runs with in and b2 live
   EXPECT_EQ(PeakOf(buffers, FileOrder(g)), 160);  // b runs with in and A live
 }
 

@@ -337,8 +337,7 @@ class BudgetSearch::Impl {
   // memo; `mark` is the trail length Explore started from.
   bool Expand(size_t mark) {
     if (++expanded_ % 1024 == 0 &&
-        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > max_states_ ||
-         Cancelled(options_))) {
+        (Clock::now() > deadline_ || static_cast<int64_t>(visited_.size()) > max_states_ || Cancelled(options_))) {
       aborted_ = true;
       UndoTo(mark);
       return false;
@@ -414,7 +413,7 @@ class BudgetSearch::Impl {
   // -1 when the memo is not to be reused.
   int64_t memo_budget_ = -1;
   std::vector<size_t> path_marks_;  // trail lengths of the sets on the current path
-  size_t depth_ = 0;  // recursion depth of Explore
+  size_t depth_ = 0;                // recursion depth of Explore
   std::vector<std::vector<std::tuple<int64_t, int64_t, OpId>>> candidates_;  // by depth
 };
 
@@ -439,9 +438,9 @@ struct Segment {
   std::vector<OpId> ops;
   size_t done_before = 0;                // ops of the segments before it
   std::unique_ptr<BudgetSearch> search;  // made at its first check
-  std::vector<OpId> best;  // best order of the segment's ops
-  int64_t best_peak = 0;   // its largest step
-  int64_t lower = 0;       // proven: no order of the segment has a smaller largest step
+  std::vector<OpId> best;                // best order of the segment's ops
+  int64_t best_peak = 0;                 // its largest step
+  int64_t lower = 0;                     // proven: no order of the segment has a smaller largest step
   // The last check's outcome.
   Feasibility answer = Feasibility::kUnknown;
   std::vector<OpId> order;
@@ -555,7 +554,8 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       }
     }
     // The checks of one round may run at once: they share the state cap.
-    const int64_t cap = std::max<int64_t>(1, options.max_states / std::max<int64_t>(1, static_cast<int64_t>(to_check.size())));
+    const int64_t cap =
+        std::max<int64_t>(1, options.max_states / std::max<int64_t>(1, static_cast<int64_t>(to_check.size())));
     std::vector<std::function<void()>> tasks;
     for (Segment* s : to_check) {
       tasks.push_back([s, budget, round_deadline, cap, &search_of] {

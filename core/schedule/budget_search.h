@@ -82,10 +82,10 @@ inline bool Cancelled(const SearchOptions& options) {
 }
 
 struct SearchStats {
-  int64_t states = 0;          // signatures expanded, over all checks
-  int64_t peak_memo_bytes = 0; // largest memo of one check
-  int checks = 0;              // feasibility checks run
-  bool hit_limit = false;      // a check ended on a limit
+  int64_t states = 0;             // signatures expanded, over all checks
+  int64_t peak_memo_bytes = 0;    // largest memo of one check
+  int checks = 0;                 // feasibility checks run
+  bool hit_limit = false;         // a check ended on a limit
   bool hit_memory_limit = false;  // a check ended because the memory account refused its memo
   bool lower_bound_cut = false;   // the per-op closure bounds stopped at half the time limit
 };

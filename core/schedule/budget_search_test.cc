@@ -19,9 +19,8 @@ namespace {
 // The smallest peak over every topological order, by enumeration.
 int64_t BruteForceOptimum(const BufferModel& buffers) {
   int64_t best = INT64_MAX;
-  testing::ForEachTopologicalOrder(buffers.graph(), [&](const std::vector<OpId>& order) {
-    best = std::min(best, PeakOf(buffers, order));
-  });
+  testing::ForEachTopologicalOrder(
+      buffers.graph(), [&](const std::vector<OpId>& order) { best = std::min(best, PeakOf(buffers, order)); });
   return best;
 }
 
@@ -272,15 +271,20 @@ TEST(BudgetSearchTest, MemoryAccountStopsTheSearchLikeTheStateCap) {
 
 // Proven optima of shared models (../shared/bench/README.md).
 TEST(BudgetSearchTest, MatchesProvenOptimaOfSharedCells) {
-  const std::pair<const char*, int64_t> cells[] = {
-      {"darts_v2_cifar10_normal_cell", 1769472},   {"darts_v2_imagenet_normal_cell", 1806336},
-      {"nasnet_a_cifar10_normal_cell", 2211840},   {"nasnet_a_cifar10_reduce_cell", 2211840},
-      {"amoebanet_a_cifar10_normal_cell", 1327104}, {"amoebanet_a_cifar10_reduce_cell", 1327104},
-      {"nasnet_a_cifar10", 1695744},               {"darts_v2_cifar10", 1345536},
-      {"tv_inception_v3", 6083072},                {"randwire_ws_cifar10_stage1", 1118208}};
+  const std::pair<const char*, int64_t> cells[] = {{"darts_v2_cifar10_normal_cell", 1769472},
+                                                   {"darts_v2_imagenet_normal_cell", 1806336},
+                                                   {"nasnet_a_cifar10_normal_cell", 2211840},
+                                                   {"nasnet_a_cifar10_reduce_cell", 2211840},
+                                                   {"amoebanet_a_cifar10_normal_cell", 1327104},
+                                                   {"amoebanet_a_cifar10_reduce_cell", 1327104},
+                                                   {"nasnet_a_cifar10", 1695744},
+                                                   {"darts_v2_cifar10", 1345536},
+                                                   {"tv_inception_v3", 6083072},
+                                                   {"randwire_ws_cifar10_stage1", 1118208}};
   for (const auto& [name, optimum] : cells) {
     SCOPED_TRACE(name);
-    absl::StatusOr<Graph> g = ImportOnnxModel(testing::ReadFile(std::string(SERENITY_SHARED_DIR "/bench/models/") + name + ".onnx"), {});
+    absl::StatusOr<Graph> g =
+        ImportOnnxModel(testing::ReadFile(std::string(SERENITY_SHARED_DIR "/bench/models/") + name + ".onnx"), {});
     ASSERT_TRUE(g.ok());
     BufferModel buffers(*g, {});
     MinimizeResult result = Minimize(buffers);

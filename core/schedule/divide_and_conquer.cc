@@ -46,8 +46,8 @@ MinimizeResult SegmentedDp(const BufferModel& buffers, const SegmentedDpOptions&
       int64_t tau_old = tau_max, tau_new = tau_max;
       for (int step = 0; step < options.max_budget_steps && solved.order.empty(); ++step) {
         SearchOptions search = options.search;
-        search.time_limit_seconds = total > 0 ? std::min(options.step_time_limit_seconds, remaining())
-                                              : options.step_time_limit_seconds;
+        search.time_limit_seconds =
+            total > 0 ? std::min(options.step_time_limit_seconds, remaining()) : options.step_time_limit_seconds;
         solved = SignatureDp(buffers, search, tau_new, part);
         Accumulate(solved.stats, result.stats);
         if (!solved.order.empty()) break;

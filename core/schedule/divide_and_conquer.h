@@ -15,10 +15,10 @@
 namespace serenity {
 
 struct SegmentedDpOptions {
-  SearchOptions search;          // overall time limit and state cap
-  bool soft_budget = false;      // Algorithm 2 per segment
+  SearchOptions search;                // overall time limit and state cap
+  bool soft_budget = false;            // Algorithm 2 per segment
   double step_time_limit_seconds = 1;  // T of Algorithm 2
-  int max_budget_steps = 64;     // Algorithm 2 iterations per segment at most
+  int max_budget_steps = 64;           // Algorithm 2 iterations per segment at most
 };
 
 // Orders every segment and concatenates. On success the order is optimal (a

@@ -18,9 +18,8 @@ using testing::TestGraph;
 
 int64_t BruteForceOptimum(const BufferModel& buffers) {
   int64_t best = INT64_MAX;
-  testing::ForEachTopologicalOrder(buffers.graph(), [&](const std::vector<OpId>& order) {
-    best = std::min(best, PeakOf(buffers, order));
-  });
+  testing::ForEachTopologicalOrder(
+      buffers.graph(), [&](const std::vector<OpId>& order) { best = std::min(best, PeakOf(buffers, order)); });
   return best;
 }
 
@@ -61,9 +60,9 @@ TEST(PartitionTest, SegmentsConcatenateToATopologicalOrder) {
 TEST(SignatureDpTest, SoftBudgetPrunesTransitionsAboveIt) {
   Graph g = TestGraph()
                 .Input("in", 20)
-                .Op("a", "Op", {"in"}, {{"t", 12}})    // peak 32
-                .Op("b", "Op", {"in"}, {{"u", 3}})     // from {a}: 35, then frees in
-                .Op("c", "Op", {"t"}, {{"v", 6}})      // from {a}: 38; from {a, b}: 21
+                .Op("a", "Op", {"in"}, {{"t", 12}})  // peak 32
+                .Op("b", "Op", {"in"}, {{"u", 3}})   // from {a}: 35, then frees in
+                .Op("c", "Op", {"t"}, {{"v", 6}})    // from {a}: 38; from {a, b}: 21
                 .Op("d", "Op", {"u", "v"}, {{"out", 1}})
                 .Output("out")
                 .Build();
@@ -85,8 +84,8 @@ TEST(SegmentedDpTest, EveryPaperVariantEqualsBruteForce) {
     const int64_t optimum = BruteForceOptimum(buffers);
     MinimizeResult dp = SignatureDp(buffers, SearchOptions());
     ASSERT_EQ(dp.peak_bytes, optimum);
-    for (const MinimizeResult& reference : {ExhaustiveSearch(buffers, SearchOptions()),
-                                            BestFirstSearch(buffers, SearchOptions())}) {
+    for (const MinimizeResult& reference :
+         {ExhaustiveSearch(buffers, SearchOptions()), BestFirstSearch(buffers, SearchOptions())}) {
       ASSERT_TRUE(reference.optimal);
       ASSERT_TRUE(IsTopologicalOrder(g, reference.order));
       ASSERT_EQ(reference.peak_bytes, optimum) << "trial " << trial;
@@ -109,8 +108,8 @@ TEST(SegmentedDpTest, EveryPaperVariantEqualsBruteForceWithConcatsInPlace) {
     Graph g = *Graph::Build(testing::RandomDag(1 + trial % 10, rng, /*concats=*/true));
     BufferModel buffers(g, MemoryModel{trial % 2 == 0, trial % 3 == 0, trial % 4 >= 2, true});
     const int64_t optimum = BruteForceOptimum(buffers);
-    for (const MinimizeResult& reference : {ExhaustiveSearch(buffers, SearchOptions()),
-                                            BestFirstSearch(buffers, SearchOptions())}) {
+    for (const MinimizeResult& reference :
+         {ExhaustiveSearch(buffers, SearchOptions()), BestFirstSearch(buffers, SearchOptions())}) {
       ASSERT_TRUE(reference.optimal);
       ASSERT_EQ(reference.peak_bytes, optimum) << "trial " << trial;
       ASSERT_EQ(PeakOf(buffers, reference.order), optimum);

@@ -32,12 +32,12 @@ std::vector<std::vector<OpId>> SplitAtCutPoints(const Graph& graph) {
   // descendants are a suffix of `cuts`: found by binary search.
   std::vector<std::vector<OpId>> segments(cuts.size() + 1);
   for (OpId u = 0; u < n; ++u) {
-    const size_t k = static_cast<size_t>(
-        std::partition_point(cuts.begin(), cuts.end(),
-                             [&](const std::pair<int, OpId>& cut) {
-                               return cut.second != u && !reach.IsDescendant(cut.second, u);
-                             }) -
-        cuts.begin());
+    const size_t k =
+        static_cast<size_t>(std::partition_point(cuts.begin(), cuts.end(),
+                                                 [&](const std::pair<int, OpId>& cut) {
+                                                   return cut.second != u && !reach.IsDescendant(cut.second, u);
+                                                 }) -
+                            cuts.begin());
     segments[k].push_back(u);
   }
   if (segments.back().empty()) segments.pop_back();

@@ -34,7 +34,8 @@ MinimizeResult ExhaustiveSearch(const BufferModel& buffers, const SearchOptions&
   bool gave_up = false;
   std::function<void(int64_t, int64_t)> extend = [&](int64_t live, int64_t peak) {
     if (gave_up) return;
-    if (++result.stats.states > options.max_states || (result.stats.states % 4096 == 0 && (Clock::now() > deadline || Cancelled(options)))) {
+    if (++result.stats.states > options.max_states ||
+        (result.stats.states % 4096 == 0 && (Clock::now() > deadline || Cancelled(options)))) {
       gave_up = true;
       return;
     }
@@ -75,7 +76,7 @@ MinimizeResult BestFirstSearch(const BufferModel& buffers, const SearchOptions& 
     int depth;
   };
   std::vector<Node> nodes;
-  absl::flat_hash_map<std::string, int32_t> best;  // signature -> node with the lowest peak
+  absl::flat_hash_map<std::string, int32_t> best;     // signature -> node with the lowest peak
   using Key = std::tuple<int64_t, int64_t, int32_t>;  // peak, live, node
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> open;
   nodes.push_back({EmptySignature(n), 0, buffers.resident_bytes() + buffers.input_bytes(), -1, kNoOp, 0});

@@ -14,8 +14,8 @@ struct Entry {
   std::string signature;  // bitset of scheduled ops, as bytes
   int64_t peak = 0;
   int64_t live = 0;
-  int32_t parent = -1;    // index in the previous level
-  OpId op = kNoOp;        // the op that led here
+  int32_t parent = -1;  // index in the previous level
+  OpId op = kNoOp;      // the op that led here
 };
 
 }  // namespace
@@ -69,9 +69,8 @@ MinimizeResult SignatureDp(const BufferModel& buffers, const SearchOptions& opti
       }
     }
     result.stats.states += static_cast<int64_t>(levels[level].size());
-    result.stats.peak_memo_bytes =
-        std::max<int64_t>(result.stats.peak_memo_bytes,
-                          static_cast<int64_t>(next.size() * (sizeof(Entry) + root.signature.size())));
+    result.stats.peak_memo_bytes = std::max<int64_t>(
+        result.stats.peak_memo_bytes, static_cast<int64_t>(next.size() * (sizeof(Entry) + root.signature.size())));
     if (next.empty() || static_cast<int64_t>(next.size()) > options.max_states || out_of_time ||
         Clock::now() > deadline || Cancelled(options)) {
       result.stats.hit_limit = !next.empty();

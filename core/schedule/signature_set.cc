@@ -1,10 +1,10 @@
 #include "core/schedule/signature_set.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
-
-#include <sys/mman.h>
 
 namespace serenity {
 namespace {

@@ -26,9 +26,13 @@ struct HugePageAllocator {
   T* allocate(size_t n);
   void deallocate(T* p, size_t) { std::free(p); }
   template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
   template <typename U>
-  bool operator!=(const HugePageAllocator<U>&) const { return false; }
+  bool operator!=(const HugePageAllocator<U>&) const {
+    return false;
+  }
 };
 
 class SignatureSet {
@@ -73,11 +77,11 @@ class SignatureSet {
   }
 
   size_t words_;
-  size_t size_ = 0;    // entries stored, erased ones included
+  size_t size_ = 0;  // entries stored, erased ones included
   size_t erased_ = 0;
   // size_ signatures back to back, kBlockEntries per block.
   std::vector<std::unique_ptr<uint64_t[]>> blocks_;
-  int bits_;                     // slots_.size() == 1 << bits_
+  int bits_;  // slots_.size() == 1 << bits_
   // 0: empty; else the hash's upper 32 bits, then 1 + the entry's index in
   // the lower 32. The upper hash bits also pick the home slot.
   std::vector<uint64_t, HugePageAllocator<uint64_t>> slots_;

@@ -46,7 +46,8 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
       inputs.push_back(b);
     }
   }
-  std::stable_sort(inputs.begin(), inputs.end(), [&](size_t a, size_t b) { return next_read(a, -1) < next_read(b, -1); });
+  std::stable_sort(inputs.begin(), inputs.end(),
+                   [&](size_t a, size_t b) { return next_read(a, -1) < next_read(b, -1); });
   for (size_t b : inputs) {
     if (used + all[b].bytes <= onchip_bytes) {
       resident[b] = true;
@@ -89,8 +90,7 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
       for (size_t b = 0; b < all.size(); ++b) {
         if (!resident[b] || pinned[b]) continue;
         const int32_t next = next_read(b, t - 1);
-        if (victim == all.size() || next > victim_next ||
-            (next == victim_next && all[b].bytes > all[victim].bytes)) {
+        if (victim == all.size() || next > victim_next || (next == victim_next && all[b].bytes > all[victim].bytes)) {
           victim = b;
           victim_next = next;
         }

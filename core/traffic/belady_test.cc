@@ -198,7 +198,8 @@ TEST(BeladyTest, OptimalForUnitSizes) {
     for (int64_t capacity = 1; capacity <= peak; ++capacity) {
       TrafficResult r = SimulateTraffic(buffers, order, capacity);
       if (!r.feasible) continue;
-      ASSERT_EQ(r.reloads, BruteForceReloads(buffers, order, capacity)) << "trial " << trial << " capacity " << capacity;
+      ASSERT_EQ(r.reloads, BruteForceReloads(buffers, order, capacity))
+          << "trial " << trial << " capacity " << capacity;
       if (r.reloads > 0) ++with_traffic;
     }
   }

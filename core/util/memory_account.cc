@@ -44,10 +44,9 @@ void MemoryAccount::Release(int64_t bytes) {
 }
 
 absl::Status MemoryLimitError(const MemoryAccount* account, int64_t bytes, const std::string& what) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat(what, " need ", bytes, " bytes, over the job's memory budget of ",
-                   account == nullptr ? 0 : account->limit(), " bytes (", account == nullptr ? 0 : account->used(),
-                   " in use)"));
+  return absl::ResourceExhaustedError(absl::StrCat(what, " need ", bytes, " bytes, over the job's memory budget of ",
+                                                   account == nullptr ? 0 : account->limit(), " bytes (",
+                                                   account == nullptr ? 0 : account->used(), " in use)"));
 }
 
 MemoryCharge& MemoryCharge::operator=(MemoryCharge&& other) noexcept {

@@ -68,9 +68,7 @@ class MemoryAccount {
 };
 
 // TryCharge on a possibly null account (null: unlimited, always true).
-inline bool TryCharge(MemoryAccount* account, int64_t bytes) {
-  return account == nullptr || account->TryCharge(bytes);
-}
+inline bool TryCharge(MemoryAccount* account, int64_t bytes) { return account == nullptr || account->TryCharge(bytes); }
 
 // ResourceExhausted naming the account's limit, the bytes asked for and
 // `what` needed them, e.g. "the search's reachability bitsets".

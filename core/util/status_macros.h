@@ -13,16 +13,15 @@
 
 // Evaluates `expr` (an absl::Status); returns it from the enclosing function
 // when it is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::absl::Status serenity_status_ = (expr);          \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status serenity_status_ = (expr);            \
     if (!serenity_status_.ok()) return serenity_status_; \
   } while (0)
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); on error returns its status,
 // otherwise moves the value into `lhs` (which may be a declaration).
-#define ASSIGN_OR_RETURN(lhs, rexpr) \
-  ASSIGN_OR_RETURN_IMPL_(SERENITY_CONCAT_(serenity_statusor_, __LINE__), lhs, rexpr)
+#define ASSIGN_OR_RETURN(lhs, rexpr) ASSIGN_OR_RETURN_IMPL_(SERENITY_CONCAT_(serenity_statusor_, __LINE__), lhs, rexpr)
 
 #define ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
   auto statusor = (rexpr);                           \

@@ -30,10 +30,11 @@ TensorId Root(const Graph& g, TensorId t, bool alias_views) {
 }
 
 bool IsElementwise(const std::string& type) {
-  static const char* const kTypes[] = {"Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid",
-                                       "HardSwish", "Tanh", "Clip", "Add", "Sub", "Mul", "Div", "Neg", "Abs",
-                                       "Exp", "Log", "Sqrt", "Softplus", "BatchNormalization", "Dropout", "Erf",
-                                       "Gelu"};
+  static const char* const kTypes[] = {
+      "Relu",      "LeakyRelu", "PRelu", "Elu", "Selu", "Sigmoid",  "HardSigmoid",
+      "HardSwish", "Tanh",      "Clip",  "Add", "Sub",  "Mul",      "Div",
+      "Neg",       "Abs",       "Exp",   "Log", "Sqrt", "Softplus", "BatchNormalization",
+      "Dropout",   "Erf",       "Gelu"};
   for (const char* t : kTypes) {
     if (type == t) return true;
   }
@@ -235,7 +236,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
         absl::StrCat("reported peak ", plan.peak_bytes(), " but re-simulation gives ", peak));
   }
   if (plan.lower_bound_bytes() > peak) {
-    return absl::FailedPreconditionError(absl::StrCat("lower bound ", plan.lower_bound_bytes(), " exceeds peak ", peak));
+    return absl::FailedPreconditionError(
+        absl::StrCat("lower bound ", plan.lower_bound_bytes(), " exceeds peak ", peak));
   }
   // A plan that skipped or cut short the baselines' arenas (for time or
   // memory) says so; the skipped ones are 0.
@@ -243,8 +245,9 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   for (const v1::PhaseFallback& fallback : plan.fallbacks()) {
     baseline_arenas_skipped |= fallback.phase() == "baseline_arenas";
   }
-  for (const v1::OrderSummary* s : {&plan.baselines().file_order(), &plan.baselines().kahn(), &plan.baselines().greedy(),
-                                    &plan.baselines().inductor(), &plan.baselines().xla()}) {
+  for (const v1::OrderSummary* s :
+       {&plan.baselines().file_order(), &plan.baselines().kahn(), &plan.baselines().greedy(),
+        &plan.baselines().inductor(), &plan.baselines().xla()}) {
     if (s->peak_bytes() < plan.lower_bound_bytes()) {
       return absl::FailedPreconditionError("a baseline beats the lower bound");
     }
@@ -263,7 +266,7 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   for (const v1::ArenaBuffer& b : arena.buffers()) {
     auto& index = b.kind() == v1::BUFFER_KIND_WORKSPACE ? workspace_buffers
                   : b.kind() == v1::BUFFER_KIND_WEIGHT  ? weight_buffers
-                                                         : tensor_buffers;
+                                                        : tensor_buffers;
     if (!index.emplace(b.tensor(), &b).second) {
       return absl::FailedPreconditionError(absl::StrCat("two buffers for '", b.tensor(), "'"));
     }
@@ -274,8 +277,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   for (const auto& [name, life] : Lifetimes(graph, order, alias, in_place, concat_in_place)) {
     auto it = tensor_buffers.find(name);
     if (!covers(it == tensor_buffers.end() ? nullptr : it->second, life.bytes, life.first, life.last)) {
-      return absl::FailedPreconditionError(absl::StrCat("tensor '", name, "' has no buffer covering steps ",
-                                                        life.first, "..", life.last));
+      return absl::FailedPreconditionError(
+          absl::StrCat("tensor '", name, "' has no buffer covering steps ", life.first, "..", life.last));
     }
   }
   for (int t = 0; t < n; ++t) {
@@ -361,7 +364,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
           const bool across = o.first_step() < t && t <= o.last_step();
           if (j != it->second && across && o.size() > 0 && b.size() > 0 && m.to_offset() < current[j] + o.size() &&
               current[j] < m.to_offset() + b.size()) {
-            return absl::FailedPreconditionError(absl::StrCat("the move of '", m.tensor(), "' lands on '", o.tensor(), "'"));
+            return absl::FailedPreconditionError(
+                absl::StrCat("the move of '", m.tensor(), "' lands on '", o.tensor(), "'"));
           }
         }
         current[it->second] = m.to_offset();
@@ -377,13 +381,14 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
     for (const std::string& name : group) index.push_back(buffer_index.at({v1::BUFFER_KIND_TENSOR, name}));
     for (int t = 0; t < n; ++t) {
       bool all_live = true;
-      for (int i : index) all_live = all_live && arena.buffers(i).first_step() <= t && t <= arena.buffers(i).last_step();
+      for (int i : index)
+        all_live = all_live && arena.buffers(i).first_step() <= t && t <= arena.buffers(i).last_step();
       if (!all_live) continue;
       for (size_t j = 1; j < index.size(); ++j) {
         const int64_t expected = offset_at[t][index[j - 1]] + arena.buffers(index[j - 1]).size();
         if (offset_at[t][index[j]] != expected) {
-          return absl::FailedPreconditionError(absl::StrCat("slice '", group[j], "' is not at ", expected,
-                                                            " at step ", t, ", right after '", group[j - 1], "'"));
+          return absl::FailedPreconditionError(absl::StrCat("slice '", group[j], "' is not at ", expected, " at step ",
+                                                            t, ", right after '", group[j - 1], "'"));
         }
       }
     }
@@ -395,7 +400,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
       if (a.first_step() > t || a.last_step() < t) continue;
       const int64_t at = offset_at[t][i];
       if (misaligned(a, at) || at + a.size() > arena.size_bytes()) {
-        return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
       }
       for (int j : live) {
         const v1::ArenaBuffer& b = arena.buffers(j);
@@ -410,7 +416,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   for (int i = 0; i < arena.buffers_size() && plan.moves_size() == 0; ++i) {
     const v1::ArenaBuffer& a = arena.buffers(i);
     if (misaligned(a, a.offset()) || a.offset() + a.size() > arena.size_bytes()) {
-      return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside the arena"));
     }
     for (int j = 0; j < i; ++j) {
       const v1::ArenaBuffer& b = arena.buffers(j);
@@ -452,7 +459,8 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
       }
       if (op.workspace_bytes > 0) {
         auto ws = workspace_buffers.find(op.name);
-        if (ws == workspace_buffers.end() || offset_at[t][buffer_index[{v1::BUFFER_KIND_WORKSPACE, op.name}]] != step.workspace().offset()) {
+        if (ws == workspace_buffers.end() ||
+            offset_at[t][buffer_index[{v1::BUFFER_KIND_WORKSPACE, op.name}]] != step.workspace().offset()) {
           return absl::FailedPreconditionError(absl::StrCat("step ", t, " has the wrong workspace offset"));
         }
       }

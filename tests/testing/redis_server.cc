@@ -123,9 +123,9 @@ RedisServerProcess::~RedisServerProcess() {
 }
 
 bool RedisServerProcess::StartOnce() {
-  std::vector<std::string> args = {kRedisServer, "--port",     std::to_string(port_), "--bind", "127.0.0.1",
-                                   "--save",     "",           "--appendonly",        "no",     "--loglevel",
-                                   "warning",    "--daemonize", "no"};
+  std::vector<std::string> args = {
+      kRedisServer,   "--port", std::to_string(port_), "--bind",  "127.0.0.1",   "--save", "",
+      "--appendonly", "no",     "--loglevel",          "warning", "--daemonize", "no"};
   if (!options_.requirepass.empty()) {
     args.insert(args.end(), {"--requirepass", options_.requirepass});
   }
