@@ -29,7 +29,7 @@ TEST_PACKAGES=(
   redis-server prometheus clang libclang-rt-14-dev
   python3-jsonschema
   python3-pip python3-setuptools python3-grpcio python3-protobuf python3-onnx python3-pytest
-  python3-torch python3-optuna yamllint nginx-light
+  python3-torch python3-optuna yamllint nginx-light clang-format
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "$mode" = all ]; then
