@@ -135,8 +135,10 @@ std::string FlagSet::Help() const {
     std::vector<absl::string_view> lines = absl::StrSplit(f.help, '\n');
     for (absl::string_view& line : lines) line = absl::StripLeadingAsciiWhitespace(line);
     absl::StrAppend(&out, head, "\n      ", absl::StrJoin(lines, "\n      "));
-    // A help text that states its default in words keeps it alone.
-    if (!f.default_text.empty() && !absl::StrContains(f.help, "(default"))
+    // A help text that states its default in words keeps it alone; a switch
+    // that is off unless given needs none.
+    const bool off_switch = f.kind == Kind::kBool && f.default_text == "false";
+    if (!f.default_text.empty() && !off_switch && !absl::StrContains(f.help, "(default"))
       absl::StrAppend(&out, " (default: ", f.default_text, ")");
     if (f.kind == Kind::kRepeated) absl::StrAppend(&out, " (repeatable)");
     absl::StrAppend(&out, "\n");

@@ -70,7 +70,11 @@ TEST(FlagSetTest, HelpIndentsEveryLineOfAFlagsText) {
   FlagSet set("prog", "");
   set.AddBool("verbose", &verbose, "first line\nsecond line");
   set.AddInt("count", &count, "N", "one\n   two");
-  EXPECT_THAT(set.Help(), HasSubstr("  --verbose\n      first line\n      second line (default: false)\n"));
+  bool color = true;
+  set.AddBool("color", &color, "Colour the output.");
+  // A switch that is off unless given shows no default; one that is on does.
+  EXPECT_THAT(set.Help(), HasSubstr("  --verbose\n      first line\n      second line\n"));
+  EXPECT_THAT(set.Help(), HasSubstr("  --color\n      Colour the output. (default: true)\n"));
   EXPECT_THAT(set.Help(), HasSubstr("  --count N\n      one\n      two (default: 0)\n"));
 }
 
