@@ -4,8 +4,8 @@
 # manifests' schema check). Idempotent; prints nothing when everything is
 # there.
 #   scripts/install_deps.sh          build and test (CI, scripts/test.sh)
-#   scripts/install_deps.sh --build  only what building the binaries needs
-#                                    (the Dockerfile's build stage)
+#   scripts/install_deps.sh --build  only what building needs (the
+#                                    quickstart, the Dockerfile's build stage)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}

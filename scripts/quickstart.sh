@@ -10,7 +10,7 @@
 # selection of them is planned too; without it they are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
+scripts/install_deps.sh --build   # what building needs; scripts/test.sh installs the test tools
 scripts/build.sh
 BUILD_DIR=${SERENITY_BUILD_DIR:-build}
 MODELS_DIR=${SERENITY_MODELS_DIR:-../shared/bench/models}
