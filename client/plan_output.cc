@@ -52,6 +52,13 @@ std::string PlanSummary(const v1::Plan& plan) {
                   absl::StrFormat(", gap %.1f%%)\n", gap));
   absl::StrAppend(&out, "arena        ", WithCommas(plan.arena().size_bytes()), " bytes, ", plan.arena().buffers_size(),
                   " buffers, alignment ", plan.arena().alignment(), "\n");
+  if (plan.has_rewrite()) {  // identity graph rewriting (issue 17)
+    const v1::RewriteReport& r = plan.rewrite();
+    absl::StrAppend(&out, "rewrite      ", r.sites_applied(), " of ", r.sites_found(),
+                    " Concat->Conv sites applied (greedy), ", r.ops_before(), " -> ", r.ops_after(),
+                    " ops; peak without ", WithCommas(r.peak_bytes_without()), " bytes (",
+                    EnumShortName(r.certificate_without()), ")\n");
+  }
   if (plan.memory_budget_bytes() > 0) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()),
                     " bytes: ", plan.feasible() ? "fits, " : "DOES NOT FIT, ", WithCommas(plan.headroom_bytes()),

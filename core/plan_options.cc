@@ -99,6 +99,12 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status GivenOrderWithRewriteError() {
+  return absl::InvalidArgumentError(
+      "a given order (--order) cannot be combined with rewrite: it names the ops of the graph before rewriting, "
+      "and the plan is for the rewritten graph");
+}
+
 double TimeLimitOrDefault(double seconds) { return seconds > 0 ? seconds : kDefaultTimeLimitSeconds; }
 
 void SanitizedOptions::set_time_limit_seconds(double seconds) {
@@ -111,6 +117,7 @@ void SanitizedOptions::CapMaxSearchStates(int64_t cap) {
 
 absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options) {
   RETURN_IF_ERROR(ValidatePlanOptions(options));
+  if (options.rewrite && !options.given_order.empty()) return GivenOrderWithRewriteError();
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
   options.time_limit_seconds = TimeLimitOrDefault(options.time_limit_seconds);
   return SanitizedOptions(std::move(options));

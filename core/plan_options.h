@@ -128,6 +128,12 @@ struct PlanOptions {
   // When set and it becomes true, the search stops and PlanGraph returns
   // Cancelled (the caller went away). Owned by the caller.
   const std::atomic<bool>* cancelled = nullptr;
+
+  // --- identity graph rewriting (issue 17) ---
+  // Rewrite the ONNX model's Concat -> Conv sites where that lowers the best
+  // peak (core/rewrite/choose.h; the request path runs it, PlanGraph ignores
+  // it). Not with a given order.
+  bool rewrite = false;
 };
 
 // OK when PlanGraph accepts `options` (alignment >= 1, non-negative budget,
@@ -135,6 +141,9 @@ struct PlanOptions {
 // InvalidArgument naming the problem otherwise. Does not look at the given
 // order (SanitizePlanOptions checks it against the graph).
 absl::Status ValidatePlanOptions(const PlanOptions& options);
+
+// The one error for a given order combined with rewrite.
+absl::Status GivenOrderWithRewriteError();
 
 // A search time limit as PlanGraph uses it: `seconds`, or
 // kDefaultTimeLimitSeconds when it is not positive.
@@ -171,8 +180,8 @@ class SanitizedOptions {
 };
 
 // Checks `options` for `graph` (ValidatePlanOptions, then CheckOrder of a
-// given order) and applies the defaults (TimeLimitOrDefault). The one place
-// a request's options are checked: InvalidArgument naming the problem.
+// given order; InvalidArgument for a given order with rewrite) and applies the defaults (TimeLimitOrDefault). The one
+// place a request's options are checked: InvalidArgument naming the problem.
 absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options);
 
 }  // namespace serenity

@@ -88,6 +88,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   if (options.max_search_states() < 0) return absl::InvalidArgumentError("max_search_states must not be negative");
   if (options.max_search_states() > 0) out.max_search_states = options.max_search_states();
   out.onchip_bytes.assign(options.onchip_bytes().begin(), options.onchip_bytes().end());
+  out.rewrite = options.rewrite();
   return out;
 }
 

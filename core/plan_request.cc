@@ -6,11 +6,50 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/rewrite/choose.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
+namespace {
+
+// --- identity graph rewriting (issue 17) ---
+// The request's problems with options.rewrite, before anything is planned.
+absl::Status CheckRewriteRequest(const v1::PlanRequest& request) {
+  if (request.model_case() != v1::PlanRequest::kOnnxModel) {
+    return absl::InvalidArgumentError(
+        "rewrite applies to ONNX models only (it needs the Conv attributes and weights a Graph does not carry)");
+  }
+  if (request.given_order().indices_size() > 0 || request.given_order().names_size() > 0) {
+    return GivenOrderWithRewriteError();
+  }
+  return absl::OkStatus();
+}
+
+// Plans an ONNX request with rewriting (PlanWithRewrites): the plan is the
+// rewritten graph's, with Plan.rewrite filled.
+absl::StatusOr<v1::Plan> ExecuteRewriteRequest(const v1::PlanRequest& request, Executor* executor) {
+  RETURN_IF_ERROR(CheckRewriteRequest(request));
+  ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
+  OnnxImportOptions import;
+  for (const auto& [name, value] : request.options().dim_values()) import.dim_values[name] = value;
+  for (const auto& [name, value] : request.options().workspace_bytes()) import.workspace_bytes[name] = value;
+  ASSIGN_OR_RETURN(RewrittenPlan rewritten,
+                   PlanWithRewrites(request.onnx_model(), import, request.model_name(), options, executor));
+  v1::Plan out = PlanToProto(rewritten.graph, rewritten.plan, options);
+  RewriteReportToProto(rewritten.report, out.mutable_rewrite());
+  (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
+  if (request.options().rewrite()) {
+    RETURN_IF_ERROR(CheckRewriteRequest(request));
+    return absl::InvalidArgumentError(
+        "rewrite is planned in-process only for now (serenity-client plan --local --rewrite; "
+        "ExecutePlanRequest): this path plans the graph as given");
+  }
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
   ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
   const v1::GivenOrder& given = request.given_order();
@@ -34,6 +73,12 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
 
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
   const auto start = std::chrono::steady_clock::now();
+  if (request.options().rewrite()) {
+    ASSIGN_OR_RETURN(v1::Plan out, ExecuteRewriteRequest(request, executor));
+    out.mutable_stats()->set_total_ms(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    return out;
+  }
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
   const double import_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSIGN_OR_RETURN(v1::Plan out, ExecutePreparedRequest(prepared, executor));

@@ -23,7 +23,8 @@ struct PreparedRequest {
 };
 
 // Reads and validates a request without planning it: InvalidArgument naming
-// the problem for a bad graph, bad options or a bad given order. The one
+// the problem for a bad graph, bad options or a bad given order, and for
+// options.rewrite (planned by ExecutePlanRequest only, for now). The one
 // place a request's options are checked (SanitizePlanOptions).
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
 
@@ -32,6 +33,9 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
 
 // Imports, validates and plans a request: the whole job behind the Plan RPC.
+// With options.rewrite (ONNX only, no given order: InvalidArgument
+// otherwise), plans with rewriting (core/rewrite/choose.h): the plan is the
+// rewritten graph's, Plan.rewrite says what was done.
 // stats.total_ms covers import through arena planning.
 // Independent parts of the search run on `executor` (null: this thread).
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor = nullptr);

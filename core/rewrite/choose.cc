@@ -1,0 +1,164 @@
+#include "core/rewrite/choose.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/plan_proto.h"
+#include "core/rewrite/concat_conv.h"
+#include "core/rewrite/pattern.h"
+#include "core/util/status_macros.h"
+#include "onnx/onnx_pb.h"
+
+namespace serenity {
+namespace {
+
+double MillisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+absl::StatusOr<Graph> Import(const std::string& bytes, const OnnxImportOptions& import, const std::string& name) {
+  ASSIGN_OR_RETURN(GraphSpec spec, OnnxToGraphSpec(bytes, import));
+  if (!name.empty()) spec.name = name;
+  return Graph::Build(std::move(spec));
+}
+
+// A site to try: found by names, since node indices shift as sites apply.
+struct Candidate {
+  std::string concat;
+  std::string conv;
+  int64_t bytes = 0;  // of the Concat's output
+};
+
+}  // namespace
+
+absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, const OnnxImportOptions& import,
+                                               const std::string& model_name, const PlanOptions& options,
+                                               Executor* executor) {
+  const auto start = std::chrono::steady_clock::now();
+  onnx::ModelProto model;
+  if (onnx_bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(onnx_bytes.data(), static_cast<int>(onnx_bytes.size()))) {
+    return absl::InvalidArgumentError("not a valid ONNX model");
+  }
+  NameNodesAsImporter(model.mutable_graph());
+  std::string bytes = model.SerializeAsString();
+  ASSIGN_OR_RETURN(Graph graph, Import(bytes, import, model_name));
+  ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
+  SanitizedOptions score = sanitized;
+  score.set_score_only(true);
+  ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, sanitized, executor));
+
+  RewriteReport report;
+  report.peak_bytes_without = plan.profile.peak_bytes;
+  report.lower_bound_bytes_without = plan.lower_bound_bytes;
+  report.certificate_without = plan.certificate;
+  report.ops_before = graph.num_ops();
+  report.without_ms = MillisSince(start);
+  const auto rewrite_start = std::chrono::steady_clock::now();
+
+  // Channel counts and sizes of the original tensors (a rewrite keeps every
+  // tensor a later site reads).
+  absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> tensors;  // name -> (dim 1, bytes)
+  for (const Tensor& t : graph.tensors()) tensors[t.name] = {t.shape.size() > 1 ? t.shape[1] : 0, t.bytes};
+  std::vector<Candidate> candidates;
+  for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), ModelIndex::Build(model.graph()))) {
+    const onnx::NodeProto& concat = model.graph().node(site.concat);
+    candidates.push_back({concat.name(), model.graph().node(site.conv).name(), tensors[concat.output(0)].second});
+  }
+  report.sites_found = static_cast<int>(candidates.size());
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
+
+  int64_t best = plan.profile.peak_bytes;
+  bool changed = false;
+  for (const Candidate& candidate : candidates) {
+    const ConcatConvSite site{FindNode(model.graph(), candidate.concat), FindNode(model.graph(), candidate.conv)};
+    const onnx::NodeProto& concat = model.graph().node(site.concat);
+    std::vector<int64_t> channels;
+    for (const std::string& in : concat.input()) channels.push_back(tensors[in].first);
+    onnx::ModelProto trial = model;
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(&trial, site, channels);
+    if (!done.ok()) {
+      if (done.status().code() != absl::StatusCode::kFailedPrecondition) return done.status();
+      report.notes.push_back(std::string(done.status().message()));
+      continue;
+    }
+    std::string trial_bytes = trial.SerializeAsString();
+    ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
+    ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, score, executor));
+    if (trial_plan.profile.peak_bytes >= best) {
+      report.notes.push_back(absl::StrCat("Conv '", candidate.conv, "' not rewritten: peak ",
+                                          trial_plan.profile.peak_bytes, " bytes with it, not below ", best));
+      continue;
+    }
+    best = trial_plan.profile.peak_bytes;
+    model = std::move(trial);
+    bytes = std::move(trial_bytes);
+    graph = std::move(trial_graph);
+    report.recipe.sites.push_back(*std::move(done));
+    changed = true;
+  }
+  if (changed) {
+    ASSIGN_OR_RETURN(plan, PlanGraph(graph, sanitized, executor));
+  }
+  report.peak_bytes_with = plan.profile.peak_bytes;
+  report.ops_after = graph.num_ops();
+  report.rewrite_ms = MillisSince(rewrite_start);
+  return RewrittenPlan{std::move(bytes), std::move(graph), std::move(plan), std::move(report)};
+}
+
+void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out) {
+  out->set_peak_bytes_without(report.peak_bytes_without);
+  out->set_lower_bound_bytes_without(report.lower_bound_bytes_without);
+  out->set_certificate_without(CertificateToProto(report.certificate_without));
+  out->set_peak_bytes_with(report.peak_bytes_with);
+  out->set_ops_before(report.ops_before);
+  out->set_ops_after(report.ops_after);
+  out->set_sites_found(report.sites_found);
+  out->set_sites_applied(static_cast<int32_t>(report.recipe.sites.size()));
+  out->set_greedy(report.greedy);
+  for (const RewriteSite& site : report.recipe.sites) {
+    v1::RewriteSite* s = out->mutable_recipe()->add_sites();
+    s->set_concat(site.concat);
+    s->set_conv(site.conv);
+    s->set_form(site.form);
+    for (const std::string& in : site.inputs) s->add_inputs(in);
+    for (int64_t c : site.channels) s->add_channels(c);
+    for (const std::string& op : site.new_ops) s->add_new_ops(op);
+    for (const WeightSlice& w : site.weight_slices) {
+      v1::WeightSlice* slice = s->add_weight_slices();
+      slice->set_source(w.source);
+      slice->set_axis(w.axis);
+      slice->set_begin(w.begin);
+      slice->set_end(w.end);
+      slice->set_name(w.name);
+    }
+  }
+  for (const std::string& note : report.notes) out->add_notes(note);
+  out->set_without_ms(report.without_ms);
+  out->set_rewrite_ms(report.rewrite_ms);
+}
+
+RewriteRecipe RewriteRecipeFromProto(const v1::RewriteRecipe& recipe) {
+  RewriteRecipe out;
+  for (const v1::RewriteSite& s : recipe.sites()) {
+    RewriteSite site;
+    site.concat = s.concat();
+    site.conv = s.conv();
+    site.form = s.form();
+    site.inputs.assign(s.inputs().begin(), s.inputs().end());
+    site.channels.assign(s.channels().begin(), s.channels().end());
+    site.new_ops.assign(s.new_ops().begin(), s.new_ops().end());
+    for (const v1::WeightSlice& w : s.weight_slices()) {
+      site.weight_slices.push_back({w.source(), w.axis(), w.begin(), w.end(), w.name()});
+    }
+    out.sites.push_back(std::move(site));
+  }
+  return out;
+}
+
+}  // namespace serenity

@@ -1,0 +1,69 @@
+// Choosing rewrites (issue 17): which Concat -> Conv sites of an ONNX model
+// to rewrite (concat_conv.h) so that the best peak drops, and the plan of
+// the model so rewritten. The one entry point the request path calls
+// (ExecutePlanRequest, for options.rewrite).
+//
+// The choice is greedy, not a search over combinations: the model as given
+// is planned first (PlanGraph, full plan); then each site, largest Concat
+// output first, is applied to the current model and the result planned
+// (score only) within the same time limit; the site is kept when that peak
+// is below the best so far. The kept model is planned in full at the end.
+// So planning takes up to (sites + 2) times the time limit.
+#ifndef SERENITY_CORE_REWRITE_CHOOSE_H_
+#define SERENITY_CORE_REWRITE_CHOOSE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/graph/graph.h"
+#include "core/onnx/onnx_import.h"
+#include "core/plan_options.h"
+#include "core/planner.h"
+#include "core/rewrite/recipe.h"
+#include "core/util/executor.h"
+#include "serenity/v1/scheduler.pb.h"
+
+namespace serenity {
+
+// What rewriting did; mirrors serenity.v1.RewriteReport.
+struct RewriteReport {
+  // The best plan of the model as given.
+  int64_t peak_bytes_without = 0;
+  int64_t lower_bound_bytes_without = 0;
+  Certificate certificate_without = Certificate::kBaseline;
+  int64_t peak_bytes_with = 0;
+  int ops_before = 0;
+  int ops_after = 0;
+  int sites_found = 0;
+  bool greedy = true;
+  RewriteRecipe recipe;
+  std::vector<std::string> notes;  // why each site found was not applied
+  double without_ms = 0;           // the plan without rewriting
+  double rewrite_ms = 0;           // everything after it
+};
+
+struct RewrittenPlan {
+  std::string model_bytes;  // the planned model: nodes named (NameNodesAsImporter), sites rewritten
+  Graph graph;              // its import
+  Plan plan;                // of `graph`
+  RewriteReport report;
+};
+
+// Plans the serialized ONNX model `onnx_bytes` with rewriting, as described
+// above. `options` are checked with SanitizePlanOptions (InvalidArgument for
+// a given order); `import` and `model_name` (empty: the model's own) as for
+// a request. Errors of the import and of PlanGraph are returned as they are.
+absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, const OnnxImportOptions& import,
+                                               const std::string& model_name, const PlanOptions& options,
+                                               Executor* executor = nullptr);
+
+// The report as a message, and the recipe back from one (for ApplyRecipe).
+void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out);
+RewriteRecipe RewriteRecipeFromProto(const v1::RewriteRecipe& recipe);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_REWRITE_CHOOSE_H_

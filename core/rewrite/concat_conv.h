@@ -1,0 +1,70 @@
+// Concat -> Conv channel-wise partition (issue 17), in standard ONNX ops:
+//
+//   conv(concat(x_1..x_k), W, b) = sum_i conv(x_i, W_i) + b
+//
+// with W_i = W[:, c_i:c_i+n_i] (the input-channel slice x_i meets). The Conv
+// node is replaced by k partial Convs "<conv>/part<i>" (i = 0..k-1; the
+// first carries the bias) and a chain of Adds "<conv>/sum<i>" (i = 1..k-1,
+// sum<i> adds part<i> to the running sum; the last writes the Conv's
+// output), in the order part0, part1, sum1, part2, sum2, ..., so that each
+// x_i can be freed as soon as its partial is done. The Concat disappears.
+//
+// Grouped convolutions (1 < group < input channels) are split along whole
+// groups only: x_i meets groups [g_i, g_i + n_i/(C/group)) and nothing else,
+// so its partial Conv (group n_i/(C/group)) computes the output channels of
+// those groups, with the output-channel slice of W and of the bias; the
+// partials are then joined by a Concat "<conv>/concat" (form
+// "group_concat") instead of summed. Depthwise convolutions (group = input
+// channels) are the kernel-wise partition, a different rewrite: skipped.
+//
+// Weights: each slice is a new initializer "<W>/<conv>/part<i>" (bias
+// "<B>/<conv>/part<i>"; a suffix is added while a name is taken). A weight
+// with data is sliced (raw_data by the element size of its type; float,
+// double, int32, int64 and uint64 typed fields element by element); a weight
+// without data (stripped, or stored as external data) gives sliced
+// initializers with dims only, so the model still imports and plans. The
+// original weight is removed when nothing else reads it.
+#ifndef SERENITY_CORE_REWRITE_CONCAT_CONV_H_
+#define SERENITY_CORE_REWRITE_CONCAT_CONV_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/rewrite/pattern.h"
+#include "core/rewrite/recipe.h"
+#include "onnx/onnx_pb.h"
+
+namespace serenity {
+
+// Rewrites `site` of `model` (found by FindConcatConvSites on it), whose
+// Concat inputs have `channels` channels each, and returns what was done.
+// FailedPrecondition naming the reason, with `model` unchanged, when the
+// site cannot be rewritten: fewer than two inputs, `channels` not matching
+// the inputs or the weight, a weight that is no initializer or has rank
+// below 3, a depthwise Conv, an input covering part of a group, a grouped
+// Conv's bias that is no initializer, or weight data that cannot be sliced
+// (strings, sizes that do not match the dims).
+absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
+                                            const std::vector<int64_t>& channels);
+
+// Returns `slice` of `source`: dims[axis] = end - begin and, when `source`
+// has data, the elements whose index along `axis` lies in [begin, end).
+// FailedPrecondition for data that cannot be sliced; InvalidArgument for an
+// axis or range outside the dims.
+absl::StatusOr<onnx::TensorProto> SliceInitializer(const onnx::TensorProto& source, int axis, int64_t begin,
+                                                   int64_t end, const std::string& name);
+
+// Applies `recipe` (made by the planner for the same model, possibly
+// stripped of its weights) to the serialized model `model_bytes`:
+// NameNodesAsImporter, then each site in order, found by its Concat's and
+// Conv's names. Weights with data are sliced. InvalidArgument when the
+// bytes do not parse or the recipe does not match the model (a node
+// missing, other inputs, other new names).
+absl::StatusOr<std::string> ApplyRecipe(absl::string_view model_bytes, const RewriteRecipe& recipe);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_REWRITE_CONCAT_CONV_H_

@@ -1,0 +1,59 @@
+// The pattern matcher shared by the graph rewrites (issue 17): producer and
+// consumer maps of an ONNX graph, the importer's node names, and the
+// Concat -> Conv sites the channel-wise partition (concat_conv.h) rewrites.
+// Everything works on onnx::GraphProto; nothing here changes a model except
+// NameNodesAsImporter.
+#ifndef SERENITY_CORE_REWRITE_PATTERN_H_
+#define SERENITY_CORE_REWRITE_PATTERN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
+#include "onnx/onnx_pb.h"
+
+namespace serenity {
+
+// Who makes and who reads each tensor of a graph (node indices into
+// graph.node). Built once; stale after the graph changes.
+struct ModelIndex {
+  absl::flat_hash_map<std::string, int> producer;
+  // Every node that reads the tensor, once per input slot (a node reading a
+  // tensor twice is listed twice), in node order.
+  absl::flat_hash_map<std::string, std::vector<int>> consumers;
+  absl::flat_hash_set<std::string> graph_outputs;
+  absl::flat_hash_map<std::string, int> initializers;  // name -> index in graph.initializer
+
+  static ModelIndex Build(const onnx::GraphProto& graph);
+  // Readers of `tensor` (empty when none).
+  const std::vector<int>& ConsumersOf(const std::string& tensor) const;
+};
+
+// Gives every node the name OnnxToGraphSpec (onnx_import.h) would give it:
+// its own name, or "<op_type>_<index>" when empty, with "_<index>" appended
+// while the name is taken. Afterwards the importer keeps every name as is,
+// so a rewrite can name nodes that had none and the op names of a plan stay
+// those of the unrewritten import.
+void NameNodesAsImporter(onnx::GraphProto* graph);
+
+// Index of the node named `name`, or -1.
+int FindNode(const onnx::GraphProto& graph, absl::string_view name);
+
+// A Concat whose output only a Conv reads.
+struct ConcatConvSite {
+  int concat = -1;  // node indices
+  int conv = -1;
+};
+
+// Every site where a Concat (default domain) joins along axis 1 (the channel
+// axis; a negative axis counts from the rank of the Conv's weight when that
+// is an initializer) and its output is no graph output and is read exactly
+// once, as input 0 (X) of a Conv (default domain). In node order. Whether
+// the site can be rewritten (weights, groups) is the rewrite's decision.
+std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, const ModelIndex& index);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_REWRITE_PATTERN_H_
