@@ -1,0 +1,243 @@
+#include "core/rewrite/concat_conv.h"
+
+#include "core/graph/graph.h"
+#include "core/memory/buffer_model.h"
+#include "core/memory/simulator.h"
+#include "core/onnx/onnx_import.h"
+#include "core/rewrite/test_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace serenity {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<std::string> NodeNames(const onnx::ModelProto& model) {
+  std::vector<std::string> names;
+  for (const onnx::NodeProto& n : model.graph().node()) names.push_back(n.name());
+  return names;
+}
+
+const onnx::TensorProto* Init(const onnx::ModelProto& model, const std::string& name) {
+  for (const onnx::TensorProto& t : model.graph().initializer()) {
+    if (t.name() == name) return &t;
+  }
+  return nullptr;
+}
+
+// k inputs x_i = Relu(in_i) of c[i] channels, concatenated, into a Conv
+// with `out` channels and `group`.
+TestModel Site(const std::vector<int64_t>& c, int64_t out, int64_t group, bool bias, bool data = true) {
+  TestModel m;
+  int64_t total = 0;
+  for (int64_t n : c) total += n;
+  m.Weight("w", {out, total / group, 3, 3}, data).Output("y");
+  if (bias) m.Weight("b", {out}, data);
+  std::vector<std::string> xs;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string in = "in" + std::to_string(i), x = "x" + std::to_string(i);
+    m.Input(in, {1, c[i], 6, 6});
+    m.Node("Relu", {in}, {x}, "relu" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
+  std::vector<std::string> conv_in = {"c", "w"};
+  if (bias) conv_in.push_back("b");
+  onnx::NodeProto* conv = m.Node("Conv", conv_in, {"y"}, "conv");
+  TestModel::IntAttr(conv, "group", group);
+  onnx::AttributeProto* pads = conv->add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  return m;
+}
+
+ConcatConvSite OnlySite(const onnx::ModelProto& model) {
+  std::vector<ConcatConvSite> sites = FindConcatConvSites(model.graph(), ModelIndex::Build(model.graph()));
+  EXPECT_EQ(sites.size(), 1u);
+  return sites.empty() ? ConcatConvSite{} : sites[0];
+}
+
+TEST(SliceInitializerTest, SlicesFloatDataAlongAxisOne) {
+  TestModel m;
+  m.Weight("w", {2, 3, 2});  // values 0..11
+  const onnx::TensorProto& w = m.model().graph().initializer(0);
+  absl::StatusOr<onnx::TensorProto> s = SliceInitializer(w, 1, 1, 3, "s");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->dims(), ElementsAre(2, 2, 2));
+  EXPECT_THAT(s->float_data(), ElementsAre(2, 3, 4, 5, 8, 9, 10, 11));
+  EXPECT_EQ(s->name(), "s");
+}
+
+TEST(SliceInitializerTest, SlicesRawDataByElementSizeAlongAxisZero) {
+  onnx::TensorProto w;
+  w.set_name("w");
+  w.set_data_type(onnx::TensorProto::INT16);
+  w.add_dims(3);
+  w.add_dims(2);
+  w.set_raw_data(std::string("aabbccddeeff"));
+  absl::StatusOr<onnx::TensorProto> s = SliceInitializer(w, 0, 1, 2, "s");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->raw_data(), "ccdd");
+  w.set_raw_data("short");
+  EXPECT_EQ(SliceInitializer(w, 0, 1, 2, "s").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SliceInitializerTest, StrippedAndExternalWeightsGiveDimsOnly) {
+  onnx::TensorProto w;
+  w.set_name("w");
+  w.set_data_type(1);
+  w.add_dims(4);
+  w.add_dims(6);
+  absl::StatusOr<onnx::TensorProto> s = SliceInitializer(w, 1, 2, 5, "s");
+  ASSERT_TRUE(s.ok());
+  EXPECT_THAT(s->dims(), ElementsAre(4, 3));
+  EXPECT_EQ(s->float_data_size() + s->raw_data().size(), 0u);
+  w.set_data_location(onnx::TensorProto::EXTERNAL);
+  w.add_external_data()->set_key("location");
+  s = SliceInitializer(w, 1, 2, 5, "s");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->external_data_size(), 0);
+  EXPECT_FALSE(SliceInitializer(w, 1, 4, 7, "s").ok());
+}
+
+TEST(ConcatConvTest, StandardFormPartialConvsAndAddChain) {
+  TestModel m = Site({2, 3, 1}, 4, 1, /*bias=*/true);
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 3, 1});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->form, "conv_sum");
+  EXPECT_THAT(done->new_ops, ElementsAre("conv/part0", "conv/part1", "conv/sum1", "conv/part2", "conv/sum2"));
+  EXPECT_THAT(NodeNames(m.model()), ElementsAre("relu0", "relu1", "relu2", "conv/part0", "conv/part1", "conv/sum1",
+                                                "conv/part2", "conv/sum2"));
+  const onnx::GraphProto& g = m.model().graph();
+  // part0 carries the bias; the last Add writes y.
+  EXPECT_THAT(g.node(3).input(), ElementsAre("x0", "w/conv/part0", "b"));
+  EXPECT_THAT(g.node(4).input(), ElementsAre("x1", "w/conv/part1"));
+  EXPECT_THAT(g.node(5).input(), ElementsAre("conv/part0", "conv/part1"));
+  EXPECT_THAT(g.node(7).input(), ElementsAre("conv/sum1", "conv/part2"));
+  EXPECT_EQ(g.node(7).output(0), "y");
+  ASSERT_EQ(g.node(3).attribute_size(), 1);  // pads copied; group 1 is the default
+  EXPECT_EQ(g.node(3).attribute(0).name(), "pads");
+  // Input-channel slices [0,2), [2,5), [5,6) of a [4, 6, 3, 3] weight.
+  ASSERT_EQ(done->weight_slices.size(), 3u);
+  EXPECT_EQ(done->weight_slices[1].begin, 2);
+  EXPECT_EQ(done->weight_slices[1].end, 5);
+  EXPECT_EQ(done->weight_slices[1].axis, 1);
+  EXPECT_EQ(Init(m.model(), "w"), nullptr);
+  const onnx::TensorProto* w1 = Init(m.model(), "w/conv/part1");
+  ASSERT_NE(w1, nullptr);
+  EXPECT_THAT(w1->dims(), ElementsAre(4, 3, 3, 3));
+  EXPECT_EQ(w1->float_data(0), 18);          // W[0, 2, 0, 0]
+  EXPECT_EQ(w1->float_data(27), 54 + 18);    // W[1, 2, 0, 0]
+  EXPECT_NE(Init(m.model(), "b"), nullptr);  // unsliced
+  // The result imports, with y's shape unchanged.
+  absl::StatusOr<Graph> g2 = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(g2.ok()) << g2.status();
+  EXPECT_EQ(g2->tensor(*g2->FindTensor("y")).shape, (std::vector<int64_t>{1, 4, 6, 6}));
+}
+
+TEST(ConcatConvTest, GroupedConvSplitsAlongWholeGroups) {
+  // group 4 over 8 channels: 2 per group; inputs of 4 and 4 channels.
+  TestModel m = Site({4, 2, 2}, 8, 4, /*bias=*/true);
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {4, 2, 2});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->form, "group_concat");
+  EXPECT_THAT(done->new_ops, ElementsAre("conv/part0", "conv/part1", "conv/part2", "conv/concat"));
+  // Output-channel slices of W and b: groups [0,2) -> channels [0,4), ...
+  ASSERT_EQ(done->weight_slices.size(), 6u);
+  EXPECT_EQ(done->weight_slices[0].axis, 0);
+  EXPECT_EQ(done->weight_slices[0].end, 4);
+  EXPECT_EQ(done->weight_slices[2].begin, 4);
+  EXPECT_EQ(done->weight_slices[2].end, 6);
+  EXPECT_EQ(Init(m.model(), "b/conv/part2")->float_data(0), 6);
+  absl::StatusOr<Graph> g = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->tensor(*g->FindTensor("y")).shape, (std::vector<int64_t>{1, 8, 6, 6}));
+}
+
+TEST(ConcatConvTest, SkipsPartialGroupsAndDepthwiseLeavingTheModelAlone) {
+  TestModel m = Site({3, 5}, 8, 4, false);
+  const std::string before = m.Bytes();
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {3, 5});
+  EXPECT_EQ(done.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(done.status().message(), HasSubstr("part of a group"));
+  EXPECT_EQ(m.Bytes(), before);
+  TestModel dw = Site({4, 4}, 8, 8, false);
+  done = ApplyConcatConv(&dw.model(), OnlySite(dw.model()), {4, 4});
+  EXPECT_THAT(done.status().message(), HasSubstr("depthwise"));
+  TestModel wrong = Site({2, 2}, 4, 1, false);
+  EXPECT_EQ(ApplyConcatConv(&wrong.model(), OnlySite(wrong.model()), {2, 3}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ConcatConvTest, StrippedWeightsGiveDimsOnlySlicesThatPlan) {
+  TestModel m = Site({2, 2}, 4, 1, false, /*data=*/false);
+  ASSERT_TRUE(ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 2}).ok());
+  EXPECT_THAT(Init(m.model(), "w/conv/part1")->dims(), ElementsAre(4, 2, 3, 3));
+  EXPECT_TRUE(ImportOnnxModel(m.Bytes(), {}).ok());
+}
+
+TEST(ConcatConvTest, ApplyRecipeReproducesTheRewriteOnTheFullModel) {
+  TestModel stripped = Site({2, 3}, 4, 1, true, /*data=*/false);
+  TestModel full = Site({2, 3}, 4, 1, true, /*data=*/true);
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&stripped.model(), OnlySite(stripped.model()), {2, 3});
+  ASSERT_TRUE(done.ok());
+  RewriteRecipe recipe{{*done}};
+  absl::StatusOr<std::string> applied = ApplyRecipe(full.Bytes(), recipe);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  onnx::ModelProto out;
+  ASSERT_TRUE(out.ParseFromString(*applied));
+  EXPECT_EQ(NodeNames(out), NodeNames(stripped.model()));
+  EXPECT_EQ(Init(out, "w/conv/part1")->float_data_size(), 4 * 3 * 9);
+  recipe.sites[0].conv = "other";
+  EXPECT_THAT(ApplyRecipe(full.Bytes(), recipe).status().message(), HasSubstr("does not match"));
+}
+
+// Figure 9's footprints, standard form: before, the Conv holds
+// sum(size(x_i)) + size(y); after, each partial step i >= 1 holds size(x_i)
+// (its input) + size(y) (its output) + size(y) (the running sum). The x_i
+// are made from weights (not counted), so nothing else is live.
+TEST(ConcatConvTest, Figure9FootprintsOfTheStandardForm) {
+  const std::vector<int64_t> c = {3, 5, 2, 4};
+  TestModel m;
+  m.Weight("w", {6, 14, 1, 1}, false).Output("y");
+  std::vector<std::string> xs;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string v = "v" + std::to_string(i), x = "x" + std::to_string(i);
+    m.Weight(v, {1, c[i], 5, 5}, false);
+    m.Node("Relu", {v}, {x}, "relu" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
+  m.Node("Conv", {"c", "w"}, {"y"}, "conv");
+  const int64_t y = 6 * 25 * 4;
+  auto x = [&](int i) { return c[i] * 25 * 4; };
+
+  absl::StatusOr<Graph> before = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(before.ok());
+  absl::StatusOr<MemoryProfile> p = Simulate(BufferModel(*before, {}), {0, 1, 2, 3, 4, 5});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->step_bytes[5], x(0) + x(1) + x(2) + x(3) + y);
+
+  ASSERT_TRUE(ApplyConcatConv(&m.model(), OnlySite(m.model()), c).ok());
+  absl::StatusOr<Graph> after = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(after.ok());
+  // Each x_i made just before its partial: relu0 part0 relu1 part1 sum1 ...
+  std::vector<OpId> order;
+  std::vector<int> part_step(c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    order.push_back(*after->FindOp("relu" + std::to_string(i)));
+    part_step[i] = static_cast<int>(order.size());
+    order.push_back(*after->FindOp("conv/part" + std::to_string(i)));
+    if (i > 0) order.push_back(*after->FindOp("conv/sum" + std::to_string(i)));
+  }
+  p = Simulate(BufferModel(*after, {}), order);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->step_bytes[part_step[0]], x(0) + y);  // no running sum yet
+  for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(p->step_bytes[part_step[i]], x(i) + 2 * y) << i;
+}
+
+}  // namespace
+}  // namespace serenity

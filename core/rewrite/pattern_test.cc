@@ -1,0 +1,84 @@
+#include "core/rewrite/pattern.h"
+
+#include "core/onnx/onnx_import.h"
+#include "core/rewrite/test_model.h"
+#include "gtest/gtest.h"
+
+namespace serenity {
+namespace {
+
+// in -> Relu a, Relu b -> Concat(axis) -> Conv -> y.
+TestModel ConcatConv(int64_t axis) {
+  TestModel m;
+  m.Input("in", {1, 2, 4, 4}).Weight("w", {3, 4, 1, 1}).Output("y");
+  m.Node("Relu", {"in"}, {"a"}, "ra");
+  m.Node("Relu", {"in"}, {"b"}, "rb");
+  TestModel::IntAttr(m.Node("Concat", {"a", "b"}, {"c"}, "cat"), "axis", axis);
+  m.Node("Conv", {"c", "w"}, {"y"}, "conv");
+  return m;
+}
+
+TEST(PatternTest, FindsConcatReadOnlyByConv) {
+  TestModel m = ConcatConv(1);
+  const onnx::GraphProto& g = m.model().graph();
+  std::vector<ConcatConvSite> sites = FindConcatConvSites(g, ModelIndex::Build(g));
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].concat, 2);
+  EXPECT_EQ(sites[0].conv, 3);
+}
+
+TEST(PatternTest, NegativeAxisCountsFromTheWeightRank) {
+  TestModel m = ConcatConv(-3);
+  const onnx::GraphProto& g = m.model().graph();
+  EXPECT_EQ(FindConcatConvSites(g, ModelIndex::Build(g)).size(), 1u);
+}
+
+TEST(PatternTest, SkipsOtherAxesOtherReadersAndGraphOutputs) {
+  {
+    TestModel m = ConcatConv(2);
+    const onnx::GraphProto& g = m.model().graph();
+    EXPECT_TRUE(FindConcatConvSites(g, ModelIndex::Build(g)).empty());
+  }
+  {
+    TestModel m = ConcatConv(1);
+    m.Node("Relu", {"c"}, {"z"}, "second_reader");
+    m.Output("z");
+    const onnx::GraphProto& g = m.model().graph();
+    EXPECT_TRUE(FindConcatConvSites(g, ModelIndex::Build(g)).empty());
+  }
+  {
+    TestModel m = ConcatConv(1);
+    m.Output("c");
+    const onnx::GraphProto& g = m.model().graph();
+    EXPECT_TRUE(FindConcatConvSites(g, ModelIndex::Build(g)).empty());
+  }
+  {  // The Concat is the Conv's weight, not its X.
+    TestModel m;
+    m.Input("in", {1, 2, 1, 1}).Weight("x", {1, 4, 1, 1}).Output("y");
+    m.Node("Concat", {"in", "in"}, {"c"}, "cat");
+    m.Node("Conv", {"x", "c"}, {"y"}, "conv");
+    const onnx::GraphProto& g = m.model().graph();
+    EXPECT_TRUE(FindConcatConvSites(g, ModelIndex::Build(g)).empty());
+  }
+}
+
+TEST(PatternTest, NamesNodesAsTheImporterDoes) {
+  TestModel m;
+  m.Input("in", {1, 2}).Output("d");
+  m.Node("Relu", {"in"}, {"a"}, "");
+  m.Node("Relu", {"a"}, {"b"}, "Relu_0");  // takes the name the first would get
+  m.Node("Relu", {"b"}, {"c"}, "x");
+  m.Node("Relu", {"c"}, {"d"}, "x");
+  absl::StatusOr<GraphSpec> before = OnnxToGraphSpec(m.Bytes(), {});
+  ASSERT_TRUE(before.ok()) << before.status();
+  NameNodesAsImporter(m.model().mutable_graph());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(m.model().graph().node(i).name(), before->ops[i].name);
+  absl::StatusOr<GraphSpec> after = OnnxToGraphSpec(m.Bytes(), {});
+  ASSERT_TRUE(after.ok());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(after->ops[i].name, before->ops[i].name);
+  EXPECT_EQ(FindNode(m.model().graph(), "x_3"), 3);
+  EXPECT_EQ(FindNode(m.model().graph(), "nope"), -1);
+}
+
+}  // namespace
+}  // namespace serenity
