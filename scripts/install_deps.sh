@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Serenity needs to build and test, if anything is missing:
 # Debian 12 packages, and the npm packages of deploy/validate (the
-# manifests' schema check). Idempotent; prints nothing when everything is
-# there.
+# manifests' schema check) and tests/numerics (ONNX Runtime). Idempotent;
+# prints nothing when everything is there.
 #   scripts/install_deps.sh          build and test (CI, scripts/test.sh)
 #   scripts/install_deps.sh --build  only what building needs (the
 #                                    quickstart, the Dockerfile's build stage)
@@ -43,6 +43,12 @@ install_node_modules() {
   if [ "$mode" = all ] && [ ! -d deploy/validate/node_modules ]; then
     echo "install_deps: npm ci in deploy/validate" >&2
     (cd deploy/validate && npm ci --ignore-scripts --no-audit --no-fund --silent)
+  fi
+  # tests/numerics' onnxruntime-node (the rewrite's numerical proof); its
+  # install script would download extras, the CPU library ships inside.
+  if [ "$mode" = all ] && [ ! -d tests/numerics/node_modules ]; then
+    echo "install_deps: npm ci in tests/numerics" >&2
+    (cd tests/numerics && npm ci --ignore-scripts --no-audit --no-fund --silent)
   fi
 }
 
