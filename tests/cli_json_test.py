@@ -163,7 +163,9 @@ class CliJsonTest(unittest.TestCase):
         self.assertEqual(line["schema_version"], 1)
 
     def plan_keys(self):
-        return ["schema_version", "source"] + list(self.schema["$defs"]["Plan"]["properties"])
+        # rewrite is there only with --rewrite (test_plan_rewrite).
+        keys = [k for k in self.schema["$defs"]["Plan"]["properties"] if k != "rewrite"]
+        return ["schema_version", "source"] + keys
 
     # --- plan --------------------------------------------------------------
 
@@ -257,6 +259,36 @@ class CliJsonTest(unittest.TestCase):
         self.assertTrue(any(b["slice_of"] for b in line["arena"]["buffers"]))
         self.assertTrue(line["memory_model"]["concat_in_place"])
         self.assertTrue(any(b["aliases"] for b in line["arena"]["buffers"]))
+
+    def test_plan_rewrite(self):
+        import numpy as np
+        from onnx import TensorProto, helper, numpy_helper
+        nodes, inits, xs = [], [], []
+        for i in range(3):
+            inits.append(numpy_helper.from_array(np.ones([16, 1, 1, 1], np.float32), f"wb{i}"))
+            nodes.append(helper.make_node("Conv", ["in", f"wb{i}"], [f"x{i}"], name=f"branch{i}"))
+            xs.append(f"x{i}")
+        inits.append(numpy_helper.from_array(np.ones([2, 48, 1, 1], np.float32), "w"))
+        nodes += [helper.make_node("Concat", xs, ["c"], name="cat", axis=1),
+                  helper.make_node("Conv", ["c", "w"], ["y"], name="reduce")]
+        graph = helper.make_graph(nodes, "branches", [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 1, 8, 8])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], inits)
+        path = os.path.join(self.dir, "branches.onnx")
+        with open(path, "wb") as f:
+            f.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+        (line,) = parse_lines(self.run_client("plan", path, "--local", "--json", "--rewrite").stdout)
+        self.check(line, "plan_line")
+        rewrite = line["rewrite"]
+        self.assertEqual(rewrite["sites_applied"], 1)
+        self.assertLess(rewrite["peak_bytes_with"], rewrite["peak_bytes_without"])
+        self.assertEqual(rewrite["recipe"]["sites"][0]["form"], "conv_sum")
+        self.assertIn("reduce/sum2", line["order_names"])
+        self.assertEqual(list(line), self.plan_keys() + ["rewrite"])
+        # Without --rewrite there is no rewrite object.
+        (plain,) = parse_lines(self.run_client("plan", path, "--local", "--json").stdout)
+        self.assertNotIn("rewrite", plain)
+        r = self.run_client("plan", path, "--local", "--rewrite", "--order", self.write("o.json", "[0]"), expect=2)
+        self.assertIn("--order cannot be combined with --rewrite", r.stderr)
 
     # --- score and get against a server ------------------------------------
 
