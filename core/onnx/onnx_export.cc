@@ -68,10 +68,17 @@ absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, co
   // External data files are referenced, not read: check a copy in which
   // external initializers become typed graph inputs, so a model shipped
   // without its weight files (as in ../shared/bench) can be checked too.
+  // So do initializers with no data at all: the weight slices a rewrite
+  // (core/rewrite/concat_conv.h) made of a stripped or external weight.
   onnx::ModelProto checked = model;
   google::protobuf::RepeatedPtrField<onnx::TensorProto> internal;
   for (const onnx::TensorProto& init : checked.graph().initializer()) {
-    if (init.data_location() != onnx::TensorProto::EXTERNAL) {
+    const bool no_data = init.raw_data().empty() && init.float_data_size() == 0 && init.int32_data_size() == 0 &&
+                         init.string_data_size() == 0 && init.int64_data_size() == 0 && init.double_data_size() == 0 &&
+                         init.uint64_data_size() == 0;
+    int64_t elements = 1;
+    for (int64_t d : init.dims()) elements *= d;
+    if (init.data_location() != onnx::TensorProto::EXTERNAL && !(no_data && elements > 0)) {
       *internal.Add() = init;
       continue;
     }

@@ -22,7 +22,9 @@ namespace serenity {
 //                                   slice's, the slices following it)
 //   serenity.workspace_offset/<op>  arena offset of an op's workspace
 // The result passes onnx::checker::check_model (external weight files are
-// referenced, not read, so they need not exist). InvalidArgument when the
+// referenced, not read, so they need not exist; initializers without data,
+// such as a rewrite's slices of a stripped weight, are checked as typed
+// inputs, like external ones). InvalidArgument when the
 // bytes do not parse, the plan does not match the model's node count, or the
 // checker rejects the result.
 absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, const v1::Plan& plan);
