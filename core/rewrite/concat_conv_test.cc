@@ -172,6 +172,18 @@ TEST(ConcatConvTest, SkipsPartialGroupsAndDepthwiseLeavingTheModelAlone) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(ConcatConvTest, KeepsASharedWeightAndAvoidsTakenNames) {
+  TestModel m = Site({2, 2}, 4, 1, false);
+  m.Input("in_other", {1, 4, 6, 6});
+  m.Node("Conv", {"in_other", "w"}, {"conv/part0"}, "other");  // reads w; takes a new op's tensor name
+  m.Output("conv/part0");
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 2});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_NE(Init(m.model(), "w"), nullptr);  // still read by "other"
+  EXPECT_EQ(done->new_ops[0], "conv/part0_1");
+  EXPECT_TRUE(ImportOnnxModel(m.Bytes(), {}).ok());
+}
+
 TEST(ConcatConvTest, StrippedWeightsGiveDimsOnlySlicesThatPlan) {
   TestModel m = Site({2, 2}, 4, 1, false, /*data=*/false);
   ASSERT_TRUE(ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 2}).ok());
