@@ -77,6 +77,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   bool changed = false;
   for (const Candidate& candidate : candidates) {
     const ConcatConvSite site{FindNode(model.graph(), candidate.concat), FindNode(model.graph(), candidate.conv)};
+    if (site.concat < 0 || site.conv < 0) continue;  // cannot happen: each site has its own Concat and Conv
     const onnx::NodeProto& concat = model.graph().node(site.concat);
     std::vector<int64_t> channels;
     for (const std::string& in : concat.input()) channels.push_back(tensors[in].first);
