@@ -58,6 +58,7 @@ std::string PlanSummary(const v1::Plan& plan) {
                     " Concat->Conv sites applied (greedy), ", r.ops_before(), " -> ", r.ops_after(),
                     " ops; peak without ", WithCommas(r.peak_bytes_without()), " bytes (",
                     EnumShortName(r.certificate_without()), ")\n");
+    if (r.sites_found() == 0 && r.notes_size() > 0) absl::StrAppend(&out, "             ", r.notes(0), "\n");
   }
   if (plan.memory_budget_bytes() > 0) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()),

@@ -27,6 +27,30 @@ TEST(PlanOutputTest, SummaryTimeSaysWhenThePlanCameFromTheCache) {
   EXPECT_THAT(computed, Not(HasSubstr("cache")));
 }
 
+// A plan with rewriting prints one rewrite line (and why no site was found,
+// when none was); a plan without prints none.
+TEST(PlanOutputTest, RewriteLine) {
+  v1::Plan plan;
+  plan.set_model("m");
+  EXPECT_THAT(PlanSummary(plan), Not(HasSubstr("rewrite")));
+  v1::RewriteReport* r = plan.mutable_rewrite();
+  r->set_sites_found(3);
+  r->set_sites_applied(2);
+  r->set_ops_before(10);
+  r->set_ops_after(16);
+  r->set_peak_bytes_without(123456);
+  r->set_certificate_without(v1::CERTIFICATE_OPTIMAL);
+  r->add_notes("Conv 'c' not rewritten: ...");
+  const std::string summary = PlanSummary(plan);
+  EXPECT_THAT(summary, HasSubstr("rewrite      2 of 3 Concat->Conv sites applied (greedy), 10 -> 16 ops; peak "
+                                 "without 123,456 bytes (optimal)\n"));
+  EXPECT_THAT(summary, Not(HasSubstr("not rewritten")));
+  r->set_sites_found(0);
+  r->set_sites_applied(0);
+  r->set_notes(0, "no Concat -> Conv site: the graph has no Concat");
+  EXPECT_THAT(PlanSummary(plan), HasSubstr("\n             no Concat -> Conv site: the graph has no Concat\n"));
+}
+
 // Phases that fell back are shown, in the summary and in the JSON, with
 // each phase's time.
 TEST(PlanOutputTest, FallbacksAndPhaseTimesAreShown) {

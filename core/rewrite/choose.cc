@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <map>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/plan_proto.h"
 #include "core/rewrite/concat_conv.h"
 #include "core/rewrite/pattern.h"
@@ -32,6 +34,28 @@ struct Candidate {
   std::string conv;
   int64_t bytes = 0;  // of the Concat's output
 };
+
+// Why a graph has no Concat -> Conv site: its Concats' readers, counted,
+// e.g. "no Concat is read by one Conv alone: 61 by BatchNormalization, 1 by
+// GlobalAveragePool".
+std::string WhyNoSite(const onnx::GraphProto& graph) {
+  const ModelIndex index = ModelIndex::Build(graph);
+  std::map<std::string, int> readers;
+  int concats = 0;
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() != "Concat" || node.output_size() != 1) continue;
+    ++concats;
+    std::vector<std::string> types;
+    for (int reader : index.ConsumersOf(node.output(0))) types.push_back(graph.node(reader).op_type());
+    if (index.graph_outputs.contains(node.output(0))) types.push_back("graph output");
+    std::sort(types.begin(), types.end());
+    ++readers[types.empty() ? "nothing" : absl::StrJoin(types, "+")];
+  }
+  if (concats == 0) return "no Concat -> Conv site: the graph has no Concat";
+  std::vector<std::string> parts;
+  for (const auto& [types, count] : readers) parts.push_back(absl::StrCat(count, " read by ", types));
+  return absl::StrCat("no Concat -> Conv site: of ", concats, " Concats, ", absl::StrJoin(parts, ", "));
+}
 
 }  // namespace
 
@@ -70,6 +94,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     candidates.push_back({concat.name(), model.graph().node(site.conv).name(), tensors[concat.output(0)].second});
   }
   report.sites_found = static_cast<int>(candidates.size());
+  if (candidates.empty()) report.notes.push_back(WhyNoSite(model.graph()));
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
 

@@ -40,9 +40,11 @@ struct RewriteReport {
   int sites_found = 0;
   bool greedy = true;
   RewriteRecipe recipe;
-  std::vector<std::string> notes;  // why each site found was not applied
-  double without_ms = 0;           // the plan without rewriting
-  double rewrite_ms = 0;           // everything after it
+  // Why each site found was not applied; with none found, what reads the
+  // graph's Concats.
+  std::vector<std::string> notes;
+  double without_ms = 0;  // the plan without rewriting
+  double rewrite_ms = 0;  // everything after it
 };
 
 struct RewrittenPlan {

@@ -74,6 +74,16 @@ TEST(ChooseTest, LeavesASiteThatDoesNotLowerThePeak) {
   EXPECT_THAT(r->report.notes[0], HasSubstr("not below"));
 }
 
+TEST(ChooseTest, SaysWhyThereIsNoSite) {
+  TestModel m = Branches(2, 4, 2);
+  m.Node("Relu", {"c"}, {"r"}, "second_reader");
+  m.Output("r");
+  absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.sites_found, 0);
+  EXPECT_THAT(r->report.notes, ElementsAre("no Concat -> Conv site: of 1 Concats, 1 read by Conv+Relu"));
+}
+
 TEST(ChooseTest, RequestPathFillsTheReportAndRefusesWhatItCannotDo) {
   TestModel m = Branches(3, 16, 2);
   v1::PlanRequest request;
