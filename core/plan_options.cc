@@ -112,6 +112,7 @@ void SanitizedOptions::CapMaxSearchStates(int64_t cap) {
 absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options) {
   RETURN_IF_ERROR(ValidatePlanOptions(options));
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
+  RETURN_IF_ERROR(CheckSparsityOptions(graph, options.levels, options.switch_points));
   options.time_limit_seconds = TimeLimitOrDefault(options.time_limit_seconds);
   return SanitizedOptions(std::move(options));
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/sparsity/sparsity_report.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -29,7 +30,9 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
 
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
-  return PlanToProto(prepared.graph, plan, prepared.options);
+  v1::Plan out = PlanToProto(prepared.graph, plan, prepared.options);
+  AddSparsityReport(prepared.graph, prepared.options, &out);
+  return out;
 }
 
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
