@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "client/connection.h"
 #include "client/json_format.h"
+#include "client/levels_file.h"
 #include "client/memory_plot.h"
 #include "client/model_file.h"
 #include "client/plan_output.h"
@@ -43,6 +44,7 @@ struct PlanFlags {
   std::string order_file;
   std::string export_path;
   std::string plot_path;
+  std::string levels_file;  // issue 20: nested sparse models
   double timeout = 120;
   int64_t max_ops = 20000;
 };
@@ -130,6 +132,12 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddString("plot", &flags.plot_path, "OUT.svg",
                      "Draw live bytes per step of every order and the arena (SVG).");
   flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");
+  // Nested sparse models (issue 20).
+  flag_set.AddString("levels", &flags.levels_file, "FILE",
+                     "Sparsity levels of a nested sparse model, densest first, and switch points:\n"
+                     "JSON {\"levels\": [{\"name\", \"density\": {tensor: fraction}, \"time_us\"}],\n"
+                     "\"switch_points\": [op names]}; the plan then reports weight bytes per level\n"
+                     "(CSR and nested CSR) and each switch point (docs/sparsity.md).");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
     std::cout << flag_set.Help();
@@ -152,6 +160,13 @@ int RunPlan(const std::vector<std::string>& args) {
   if (absl::Status s = FillOptions(flags.request, options); !s.ok()) {
     std::cerr << "serenity-client plan: " << s.message() << "\n";
     return 2;
+  }
+
+  if (!flags.levels_file.empty()) {
+    if (absl::Status s = ReadLevelsFile(flags.levels_file, options); !s.ok()) {
+      std::cerr << "serenity-client plan: " << s.message() << "\n";
+      return 2;
+    }
   }
 
   if ((!flags.export_path.empty() || !flags.plot_path.empty()) && flag_set.positionals().size() > 1) {
