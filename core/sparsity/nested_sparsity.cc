@@ -1,6 +1,7 @@
 #include "core/sparsity/nested_sparsity.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,6 +19,17 @@ double FractionAt(const SparsityLevel& level, const std::string& tensor) {
   return it == level.density.end() ? 1.0 : it->second;
 }
 
+// Saturating arithmetic: a request may describe tensors whose CSR sizes,
+// summed over levels, exceed 64 bits; they then read as INT64_MAX.
+int64_t AddSat(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
+}
+int64_t MulSat(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
+}
+
 std::string DescribeFraction(const SparsityLevel& level, const std::string& tensor) {
   if (level.density.count(tensor) == 0) return "1 (not named, dense)";
   return absl::StrCat(level.density.at(tensor));
@@ -31,13 +43,23 @@ std::vector<WeightMatrix> WeightMatricesOf(const Graph& graph) {
     if (!t.is_weight) continue;
     WeightMatrix w;
     w.name = t.name;
+    w.dense_bytes = t.bytes;
+    bool overflow = false;
     if (!t.shape.empty()) {
       w.rows = t.shape[0];
-      for (size_t d = 1; d < t.shape.size(); ++d) w.cols *= t.shape[d];
+      for (size_t d = 1; d < t.shape.size(); ++d) overflow |= __builtin_mul_overflow(w.cols, t.shape[d], &w.cols);
     }
-    const int64_t elements = w.rows * w.cols;
-    w.element_bytes = elements > 0 ? t.bytes / elements : 0;
-    w.dense_bytes = t.bytes;
+    int64_t elements = 0;
+    overflow |= __builtin_mul_overflow(w.rows, w.cols, &elements);
+    if (overflow || elements > t.bytes) {
+      // Fewer bytes than elements (a sub-byte type, or a given size that
+      // does not match the shape): one opaque 1 x 1 element.
+      w.rows = 1;
+      w.cols = 1;
+      w.element_bytes = t.bytes;
+    } else {
+      w.element_bytes = elements > 0 ? t.bytes / elements : 0;
+    }
     out.push_back(std::move(w));
   }
   return out;
@@ -111,14 +133,15 @@ int64_t NonzeroCount(const WeightMatrix& w, double fraction) {
 
 int64_t CsrBytes(const WeightMatrix& w, double fraction, const CsrFormat& format) {
   const int64_t nnz = NonzeroCount(w, fraction);
-  return nnz * (w.element_bytes + format.index_bytes) + (w.rows + 1) * format.pointer_bytes;
+  return AddSat(MulSat(nnz, AddSat(w.element_bytes, format.index_bytes)),
+                MulSat(AddSat(w.rows, 1), format.pointer_bytes));
 }
 
 int64_t NestedCsrBytes(const WeightMatrix& w, const std::vector<double>& fractions, const CsrFormat& format) {
   if (fractions.empty()) return 0;
   const int64_t nnz = NonzeroCount(w, fractions.front());
-  return nnz * (w.element_bytes + format.index_bytes) +
-         static_cast<int64_t>(fractions.size()) * (w.rows + 1) * format.pointer_bytes;
+  return AddSat(MulSat(nnz, AddSat(w.element_bytes, format.index_bytes)),
+                MulSat(static_cast<int64_t>(fractions.size()), MulSat(AddSat(w.rows, 1), format.pointer_bytes)));
 }
 
 SparseWeightBytes CountWeightBytes(const std::vector<SparsityLevel>& levels, const std::vector<WeightMatrix>& weights,
@@ -133,12 +156,14 @@ SparseWeightBytes CountWeightBytes(const std::vector<SparsityLevel>& levels, con
       fractions.push_back(FractionAt(level, w.name));
     }
     for (size_t l = 0; l < levels.size(); ++l) {
-      out.levels[l].dense_bytes += named ? NonzeroCount(w, fractions[l]) * w.element_bytes : w.dense_bytes;
-      out.levels[l].csr_bytes += named ? CsrBytes(w, fractions[l], format) : w.dense_bytes;
+      LevelWeightBytes& level = out.levels[l];
+      level.dense_bytes =
+          AddSat(level.dense_bytes, named ? MulSat(NonzeroCount(w, fractions[l]), w.element_bytes) : w.dense_bytes);
+      level.csr_bytes = AddSat(level.csr_bytes, named ? CsrBytes(w, fractions[l], format) : w.dense_bytes);
     }
-    out.nested_bytes += named ? NestedCsrBytes(w, fractions, format) : w.dense_bytes;
+    out.nested_bytes = AddSat(out.nested_bytes, named ? NestedCsrBytes(w, fractions, format) : w.dense_bytes);
   }
-  for (const LevelWeightBytes& level : out.levels) out.separate_bytes += level.csr_bytes;
+  for (const LevelWeightBytes& level : out.levels) out.separate_bytes = AddSat(out.separate_bytes, level.csr_bytes);
   return out;
 }
 

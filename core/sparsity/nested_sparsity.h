@@ -15,7 +15,9 @@
 // channel. A level keeps nnz = llround(fraction * rows * cols) elements
 // (rounded to the nearest integer, halves away from zero; llround is
 // monotone, so nesting fractions gives nesting counts). Element bytes are the
-// tensor's bytes / (rows * cols).
+// tensor's bytes / (rows * cols); a tensor with fewer bytes than elements (a
+// sub-byte type, or a given size that does not match its shape) counts as
+// one 1 x 1 element of all its bytes. Byte counts saturate at INT64_MAX.
 //
 // CSR of one level (the usual compressed sparse rows):
 //   values         nnz * element bytes

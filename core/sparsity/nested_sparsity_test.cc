@@ -1,5 +1,6 @@
 #include "core/sparsity/nested_sparsity.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,31 @@ TEST(WeightMatricesOfTest, RowsAreTheFirstDimensionColsTheRest) {
   EXPECT_EQ(w[2].rows, 1);  // scalar: 1 x 1
   EXPECT_EQ(w[2].cols, 1);
   EXPECT_EQ(w[2].element_bytes, 2);
+}
+
+TEST(WeightMatricesOfTest, FewerBytesThanElementsIsOneOpaqueElement) {
+  GraphSpec spec;
+  // int4-like: 8 elements in 4 given bytes.
+  spec.tensors = {{"x", {2}}, {"w", {2, 4}, 1, 4, true}, {"y", {2}}};
+  spec.ops = {{"op", "MatMul", {"x", "w"}, {"y"}}};
+  spec.inputs = {"x"};
+  spec.outputs = {"y"};
+  absl::StatusOr<Graph> graph = Graph::Build(spec);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<WeightMatrix> w = WeightMatricesOf(*graph);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].rows, 1);
+  EXPECT_EQ(w[0].cols, 1);
+  EXPECT_EQ(w[0].element_bytes, 4);
+  EXPECT_EQ(w[0].dense_bytes, 4);
+}
+
+TEST(CsrBytesTest, HugeCountsSaturate) {
+  const WeightMatrix w{"huge", int64_t{1} << 40, int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 62};
+  EXPECT_EQ(CsrBytes(w, 1.0), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(NestedCsrBytes(w, {1.0, 0.5}), std::numeric_limits<int64_t>::max());
+  const SparseWeightBytes bytes = CountWeightBytes({{"a", {{"huge", 1.0}}, 0}, {"b", {{"huge", 0.5}}, 0}}, {w});
+  EXPECT_EQ(bytes.separate_bytes, std::numeric_limits<int64_t>::max());
 }
 
 TEST(CsrBytesTest, HandComputedLevels) {
