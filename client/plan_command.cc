@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "client/connection.h"
 #include "client/json_format.h"
+#include "client/levels_file.h"
 #include "client/memory_plot.h"
 #include "client/model_file.h"
 #include "client/plan_output.h"
@@ -45,6 +46,7 @@ struct PlanFlags {
   std::string order_file;
   std::string export_path;
   std::string plot_path;
+  std::string levels_file;  // issue 20: nested sparse models
   double timeout = 120;
   int64_t max_ops = 20000;
   bool rewrite = false;  // identity graph rewriting (issue 17)
@@ -146,6 +148,12 @@ int RunPlan(const std::vector<std::string>& args) {
                    "time, largest first). The plan is the rewritten graph's; the peak without is\n"
                    "reported beside. An Add needs its own buffer unless --in-place. ONNX models and\n"
                    "--local only; not with --order. With --export-ordered: the rewritten model.");
+  // Nested sparse models (issue 20).
+  flag_set.AddString("levels", &flags.levels_file, "FILE",
+                     "Sparsity levels of a nested sparse model, densest first, and switch points:\n"
+                     "JSON {\"levels\": [{\"name\", \"density\": {tensor: fraction}, \"time_us\"}],\n"
+                     "\"switch_points\": [op names]}; the plan then reports weight bytes per level\n"
+                     "(CSR and nested CSR) and each switch point (docs/sparsity.md).");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
     std::cout << flag_set.Help();
@@ -168,6 +176,13 @@ int RunPlan(const std::vector<std::string>& args) {
   if (absl::Status s = FillOptions(flags.request, options); !s.ok()) {
     std::cerr << "serenity-client plan: " << s.message() << "\n";
     return 2;
+  }
+
+  if (!flags.levels_file.empty()) {
+    if (absl::Status s = ReadLevelsFile(flags.levels_file, options); !s.ok()) {
+      std::cerr << "serenity-client plan: " << s.message() << "\n";
+      return 2;
+    }
   }
 
   if ((!flags.export_path.empty() || !flags.plot_path.empty()) && flag_set.positionals().size() > 1) {

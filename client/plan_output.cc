@@ -19,6 +19,47 @@ std::string Ratio(int64_t value, int64_t reference) {
   return absl::StrFormat("%.2fx", static_cast<double>(value) / static_cast<double>(reference));
 }
 
+// The SparsityReport (issue 20), compactly: one row per level, the nested
+// saving, and each switch point's live tensors and level pairs.
+void AppendSparsity(const v1::SparsityReport& r, bool budget, std::string* out) {
+  absl::StrAppend(out,
+                  "\nsparsity     one order and one arena serve every level (sparsity keeps shapes); activation peak ",
+                  WithCommas(r.activation_peak_bytes()), " bytes\n");
+  absl::StrAppend(out, absl::StrFormat("  %-12s %10s %14s %14s %16s%s\n", "level", "time us", "weights", "CSR",
+                                       "act + CSR", budget ? "  budget" : ""));
+  for (const v1::SparsityLevelReport& l : r.levels()) {
+    absl::StrAppend(out,
+                    absl::StrFormat("  %-12s %10.1f %14s %14s %16s%s\n", l.name(), l.time_us(),
+                                    WithCommas(l.dense_weight_bytes()), WithCommas(l.csr_weight_bytes()),
+                                    WithCommas(l.peak_bytes()), budget ? (l.fits_budget() ? "  fits" : "  over") : ""));
+  }
+  const double saving = r.separate_weight_bytes() > 0 ? 100.0 * static_cast<double>(r.nested_saving_bytes()) /
+                                                            static_cast<double>(r.separate_weight_bytes())
+                                                      : 0;
+  absl::StrAppend(out, "  nested CSR ", WithCommas(r.nested_weight_bytes()), " bytes vs separate copies ",
+                  WithCommas(r.separate_weight_bytes()), absl::StrFormat(": %.1f%% less\n", saving));
+  if (budget) {
+    absl::StrAppend(out, "  densest level within the budget: ",
+                    r.densest_fitting_level().empty() ? "none" : r.densest_fitting_level(), "\n");
+  }
+  for (const v1::SparsitySwitchPoint& p : r.switch_points()) {
+    absl::StrAppend(out, "  switch after ", p.op(), " (step ", p.step(), "): ", p.live_size(), " live tensors, ",
+                    WithCommas(p.live_bytes()), " bytes, offsets kept:");
+    constexpr int kShown = 4;
+    for (int i = 0; i < p.live_size() && i < kShown; ++i) {
+      absl::StrAppend(out, " ", p.live(i).tensor(), "@", WithCommas(p.live(i).offset()));
+    }
+    if (p.live_size() > kShown) absl::StrAppend(out, " +", p.live_size() - kShown, " more");
+    absl::StrAppend(out, "\n");
+    for (const v1::SparsitySwitch& s : p.switches()) {
+      absl::StrAppend(out,
+                      absl::StrFormat("    %-24s peak %14s  time %10.1f us%s\n",
+                                      absl::StrCat(s.from_level(), " -> ", s.to_level()), WithCommas(s.peak_bytes()),
+                                      s.time_us(), budget ? (s.fits_budget() ? "  fits" : "  over") : ""));
+    }
+  }
+}
+
 }  // namespace
 
 std::string BaselineDisplayName(Baseline baseline) { return absl::StrReplaceAll(BaselineName(baseline), {{"_", " "}}); }
@@ -111,6 +152,7 @@ std::string PlanSummary(const v1::Plan& plan) {
       absl::StrAppend(&out, "\n");
     }
   }
+  if (plan.has_sparsity()) AppendSparsity(plan.sparsity(), plan.memory_budget_bytes() > 0, &out);
   const std::string& cache = plan.stats().cache();
   if (cache == "local" || cache == "shared") {
     // solve_ms is from the call that computed the plan; total_ms is this one.

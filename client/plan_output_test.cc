@@ -109,5 +109,53 @@ TEST(PlanOutputTest, CertificateNamesInSummaryAndTable) {
   EXPECT_THAT(table, Not(HasSubstr("CERTIFICATE")));
 }
 
+// The sparsity report (issue 20) is shown only when present: levels, the
+// nested saving, the densest level within a budget and each switch point.
+TEST(PlanOutputTest, SparsityReportIsSummarizedWhenPresent) {
+  v1::Plan plan;
+  plan.set_model("m");
+  EXPECT_THAT(PlanSummary(plan), Not(HasSubstr("sparsity")));
+  v1::SparsityReport* r = plan.mutable_sparsity();
+  r->set_one_plan_for_all_levels(true);
+  r->set_activation_peak_bytes(5000);
+  for (const char* name : {"full", "half"}) {
+    v1::SparsityLevelReport* l = r->add_levels();
+    l->set_name(name);
+    l->set_time_us(100);
+    l->set_csr_weight_bytes(std::string(name) == "full" ? 8000 : 4000);
+    l->set_peak_bytes(5000 + l->csr_weight_bytes());
+    l->set_fits_budget(std::string(name) == "half");
+  }
+  r->set_separate_weight_bytes(12000);
+  r->set_nested_weight_bytes(9000);
+  r->set_nested_saving_bytes(3000);
+  r->set_densest_fitting_level("half");
+  v1::SparsitySwitchPoint* p = r->add_switch_points();
+  p->set_op("conv2");
+  p->set_step(3);
+  for (int i = 0; i < 6; ++i) {
+    v1::TensorPlacement* t = p->add_live();
+    t->set_tensor("t" + std::to_string(i));
+    t->set_offset(1024 * i);
+    t->set_size(1024);
+  }
+  p->set_live_bytes(6144);
+  v1::SparsitySwitch* s = p->add_switches();
+  s->set_from_level("full");
+  s->set_to_level("half");
+  s->set_peak_bytes(13000);
+  s->set_time_us(75.5);
+  plan.set_memory_budget_bytes(10000);
+  const std::string summary = PlanSummary(plan);
+  EXPECT_THAT(summary, HasSubstr("one order and one arena serve every level"));
+  EXPECT_THAT(summary, HasSubstr("nested CSR 9,000 bytes vs separate copies 12,000: 25.0% less"));
+  EXPECT_THAT(summary, HasSubstr("densest level within the budget: half"));
+  EXPECT_THAT(summary,
+              HasSubstr("switch after conv2 (step 3): 6 live tensors, 6,144 bytes, offsets kept: t0@0 t1@1,024"));
+  EXPECT_THAT(summary, HasSubstr("+2 more"));
+  EXPECT_THAT(summary, HasSubstr("full -> half"));
+  EXPECT_THAT(summary, HasSubstr("75.5 us  over"));
+}
+
 }  // namespace
 }  // namespace serenity

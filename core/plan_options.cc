@@ -119,6 +119,7 @@ absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOpt
   RETURN_IF_ERROR(ValidatePlanOptions(options));
   if (options.rewrite && !options.given_order.empty()) return GivenOrderWithRewriteError();
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
+  RETURN_IF_ERROR(CheckSparsityOptions(graph, options.levels, options.switch_points));
   options.time_limit_seconds = TimeLimitOrDefault(options.time_limit_seconds);
   return SanitizedOptions(std::move(options));
 }

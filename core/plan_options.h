@@ -19,6 +19,7 @@
 #include "core/graph/graph.h"
 #include "core/memory/buffer_model.h"
 #include "core/schedule/budget_search.h"
+#include "core/sparsity/nested_sparsity.h"
 #include "core/util/memory_account.h"
 
 namespace serenity {
@@ -134,6 +135,14 @@ struct PlanOptions {
   // peak (core/rewrite/choose.h; the request path runs it, PlanGraph ignores
   // it). Not with a given order.
   bool rewrite = false;
+  // --- Nested sparse models (issue 20; core/sparsity/). They change no order
+  // or arena, only the plan's SparsityReport.
+  // Sparsity levels, densest first (empty: no report); checked with
+  // CheckLevels against the graph's weights.
+  std::vector<SparsityLevel> levels;
+  // Names of the ops after which the run may switch to the next sparser
+  // level; each an op of the graph, and only with levels.
+  std::vector<std::string> switch_points;
 };
 
 // OK when PlanGraph accepts `options` (alignment >= 1, non-negative budget,
@@ -180,8 +189,9 @@ class SanitizedOptions {
 };
 
 // Checks `options` for `graph` (ValidatePlanOptions, then CheckOrder of a
-// given order; InvalidArgument for a given order with rewrite) and applies the defaults (TimeLimitOrDefault). The one
-// place a request's options are checked: InvalidArgument naming the problem.
+// given order; InvalidArgument for a given order with rewrite, then the sparsity levels and switch
+// points: CheckSparsityOptions) and applies the defaults (TimeLimitOrDefault). The one place a
+// request's options are checked: InvalidArgument naming the problem.
 absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options);
 
 }  // namespace serenity

@@ -89,6 +89,15 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   if (options.max_search_states() > 0) out.max_search_states = options.max_search_states();
   out.onchip_bytes.assign(options.onchip_bytes().begin(), options.onchip_bytes().end());
   out.rewrite = options.rewrite();
+  // Nested sparse models (issue 20): checked against the graph by
+  // SanitizePlanOptions.
+  for (const v1::SparsityLevel& level : options.levels()) {
+    SparsityLevel& l = out.levels.emplace_back();
+    l.name = level.name();
+    l.density.insert(level.density().begin(), level.density().end());
+    l.time_us = level.time_us();
+  }
+  out.switch_points.assign(options.switch_points().begin(), options.switch_points().end());
   return out;
 }
 

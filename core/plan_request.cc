@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/rewrite/choose.h"
+#include "core/sparsity/sparsity_report.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -21,6 +22,11 @@ absl::Status CheckRewriteRequest(const v1::PlanRequest& request) {
   }
   if (request.given_order().indices_size() > 0 || request.given_order().names_size() > 0) {
     return GivenOrderWithRewriteError();
+  }
+  if (request.options().levels_size() > 0 || request.options().switch_points_size() > 0) {
+    // The sparsity report is built for the graph as given; the rewritten
+    // graph's weights are slices, which the levels do not name.
+    return absl::InvalidArgumentError("rewrite and sparsity levels cannot be combined yet: plan them separately");
   }
   return absl::OkStatus();
 }
@@ -68,7 +74,9 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
 
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
-  return PlanToProto(prepared.graph, plan, prepared.options);
+  v1::Plan out = PlanToProto(prepared.graph, plan, prepared.options);
+  AddSparsityReport(prepared.graph, prepared.options, &out);
+  return out;
 }
 
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {

@@ -28,8 +28,9 @@ struct PreparedRequest {
 // place a request's options are checked (SanitizePlanOptions).
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
 
-// Plans a prepared request (PlanGraph + PlanToProto). stats.total_ms covers
-// the planning only.
+// Plans a prepared request (PlanGraph + PlanToProto, and the SparsityReport
+// when the options give sparsity levels: sparsity_report.h). stats.total_ms
+// covers the planning only.
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
 
 // Imports, validates and plans a request: the whole job behind the Plan RPC.

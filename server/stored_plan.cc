@@ -8,6 +8,7 @@
 #include "core/arena/arena_verifier.h"
 #include "core/memory/simulator.h"
 #include "core/plan_request.h"
+#include "core/sparsity/sparsity_report.h"
 #include "core/util/status_macros.h"
 #include "openssl/evp.h"
 #include "openssl/hmac.h"
@@ -164,6 +165,7 @@ v1::StoredPlan MakeStoredPlan(const PlanKey& key, const CanonicalGraph& canonica
   stored.set_options(key.options);
   *stored.mutable_plan() = plan;
   stored.mutable_plan()->mutable_stats()->clear_cache();
+  stored.mutable_plan()->clear_sparsity();  // the request's, not the graph's (issue 20)
   for (OpId u : canonical.op_at) {
     stored.add_op_ids(u);
     stored.add_op_names(graph.op(u).name);
@@ -267,6 +269,9 @@ absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const Can
   }
   if (!names_ok) return absl::InternalError("a cached plan names a tensor or op the graph lacks");
   if (!same_op_order) RETURN_IF_ERROR(RefreshBaselines(graph, options, &plan));
+  // The caller's sparsity levels (issue 20): not part of the key, so made
+  // afresh for every answer from the stored order and arena.
+  AddSparsityReport(graph, options, &plan);
   return plan;
 }
 

@@ -93,7 +93,8 @@ bool StoredPlanIsBetter(const v1::StoredPlan& candidate, const v1::StoredPlan& c
 // fields (memory_budget_bytes, feasible, headroom_bytes, arena_fits_budget)
 // for the caller's budget. When the caller's
 // op list is in another order, the baselines (which depend on it) are
-// recomputed for `graph`. Internal when the entry does not fit the graph
+// recomputed for `graph`; the SparsityReport is made for the caller's
+// options (sparsity_report.h). Internal when the entry does not fit the graph
 // (which exact key equality rules out; checked anyway).
 absl::StatusOr<v1::Plan> RemapStoredPlan(const v1::StoredPlan& stored, const CanonicalGraph& canonical,
                                          const Graph& graph, const SanitizedOptions& options);

@@ -162,10 +162,11 @@ class CliJsonTest(unittest.TestCase):
         self.assertEqual(list(line)[:2], ["schema_version", "source"])
         self.assertEqual(line["schema_version"], 1)
 
-    def plan_keys(self):
-        # rewrite is there only with --rewrite (test_plan_rewrite).
-        keys = [k for k in self.schema["$defs"]["Plan"]["properties"] if k != "rewrite"]
-        return ["schema_version", "source"] + keys
+    def plan_keys(self, line):
+        """The keys `line` must have, in field-number order: every required
+        field of Plan, and the optional ones (sparsity) when present."""
+        plan = self.schema["$defs"]["Plan"]
+        return ["schema_version", "source"] + [k for k in plan["properties"] if k in plan["required"] or k in line]
 
     # --- plan --------------------------------------------------------------
 
@@ -177,7 +178,8 @@ class CliJsonTest(unittest.TestCase):
         self.assertEqual(line["source"], self.diamond)
         self.assertEqual(line["model"], "diamond")
         # Every field, in field-number order (the schema lists them so).
-        self.assertEqual(list(line), self.plan_keys())
+        self.assertEqual(list(line), self.plan_keys(line))
+        self.assertNotIn("sparsity", line)
         self.assertEqual(line["certificate"], "optimal")
         self.assertEqual(len(line["step_bytes"]), line["nodes"])
         self.assertEqual(max(line["step_bytes"]), line["peak_bytes"])
@@ -235,6 +237,75 @@ class CliJsonTest(unittest.TestCase):
         self.assertEqual(lines[2]["error"]["code"], "INVALID_ARGUMENT")
         self.assertEqual(lines[3]["model"], "chain")
 
+    # --- nested sparse models (issue 20) -------------------------------------
+
+    LEVELS = {"levels": [{"name": "full", "density": {"w": 1}, "time_us": 100},
+                         {"name": "half", "density": {"w": 0.5}, "time_us": 60}],
+              "switch_points": ["a", "c"]}
+
+    def test_plan_with_levels(self):
+        levels = self.write("levels.json", json.dumps(self.LEVELS))
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--levels", levels, "--budget", "1MiB")
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "plan_line")
+        self.assertEqual(list(line), self.plan_keys(line))
+        report = line["sparsity"]
+        self.assertTrue(report["one_plan_for_all_levels"])
+        self.assertEqual(report["activation_peak_bytes"], line["peak_bytes"])
+        # w: 256 bytes with no shape: one 1 x 1 matrix of 256-byte elements.
+        self.assertEqual([l["csr_weight_bytes"] for l in report["levels"]], [256 + 4 + 8, 256 + 4 + 8])
+        self.assertEqual(report["densest_fitting_level"], "full")
+        self.assertEqual([p["op"] for p in report["switch_points"]], ["a", "c"])
+        for point in report["switch_points"]:
+            self.assertEqual(point["step"], line["order_names"].index(point["op"]))
+            self.assertEqual(len(point["switches"]), 1)
+        summary = self.run_client("plan", self.diamond, "--local", "--levels", levels).stdout
+        self.assertIn("one order and one arena serve every level", summary)
+
+    def test_levels_through_the_server_and_its_cache(self):
+        address = self.server_address()
+        levels = self.write("levels_server.json", json.dumps(self.LEVELS))
+        (first,) = parse_lines(self.run_client("plan", self.chain, "--server", address, "--json").stdout)
+        self.assertNotIn("sparsity", first)
+        # The same graph again (a cache hit) with levels: its own report.
+        chain_levels = self.write("chain_levels.json", json.dumps({"levels": [{"name": "only"}],
+                                                                    "switch_points": ["q"]}))
+        (line,) = parse_lines(self.run_client("plan", self.chain, "--server", address, "--json",
+                                              "--levels", chain_levels).stdout)
+        self.check(line, "plan_line")
+        self.assertEqual(line["stats"]["cache"], "local")
+        self.assertEqual(line["order"], first["order"])
+        self.assertEqual(line["sparsity"]["switch_points"][0]["op"], "q")
+        live = line["sparsity"]["switch_points"][0]["live"]
+        self.assertEqual([t["tensor"] for t in live], ["v"])
+        (diamond,) = parse_lines(self.run_client("plan", self.diamond, "--server", address, "--json",
+                                                 "--levels", levels).stdout)
+        self.check(diamond, "plan_line")
+        self.assertEqual(len(diamond["sparsity"]["levels"]), 2)
+
+    def test_bad_levels_files_are_usage_errors(self):
+        cases = {
+            "{not json": "not JSON",
+            json.dumps({"levels": []}): "must be a non-empty list",
+            json.dumps({"levels": [{"name": "a", "density": {"w": 0.25}},
+                                   {"name": "b", "density": {"w": 0.5}}]}): "do not nest",
+            json.dumps({"levels": [{"name": "a", "dens": {}}]}): "unknown key 'dens'",
+        }
+        for i, (text, message) in enumerate(cases.items()):
+            path = self.write("bad_levels_%d.json" % i, text)
+            r = self.run_client("plan", self.diamond, "--local", "--json", "--levels", path, expect=2)
+            self.assertEqual(r.stdout, "")
+            self.assertIn(message, r.stderr)
+        self.run_client("plan", self.diamond, "--local", "--levels", os.path.join(self.dir, "none.json"), expect=2)
+        # What only the model shows (an unknown op or tensor) fails that model: an error line, exit 1.
+        path = self.write("unknown_op.json", json.dumps({"levels": [{"name": "a", "density": {"w": 0.5}}],
+                                                         "switch_points": ["nope"]}))
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--levels", path, expect=1)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "error_line")
+        self.assertEqual(line["error"]["code"], "INVALID_ARGUMENT")
+        self.assertIn("'nope'", line["error"]["message"])
+
     def test_pretty_is_the_same_objects_indented(self):
         compact = parse_lines(self.run_client("plan", self.chain, self.missing, "--local", "--json",
                                               expect=1).stdout)
@@ -283,7 +354,7 @@ class CliJsonTest(unittest.TestCase):
         self.assertLess(rewrite["peak_bytes_with"], rewrite["peak_bytes_without"])
         self.assertEqual(rewrite["recipe"]["sites"][0]["form"], "conv_sum")
         self.assertIn("reduce/sum2", line["order_names"])
-        self.assertEqual(list(line), self.plan_keys() + ["rewrite"])
+        self.assertEqual(list(line), self.plan_keys(line))
         # Without --rewrite there is no rewrite object.
         (plain,) = parse_lines(self.run_client("plan", path, "--local", "--json").stdout)
         self.assertNotIn("rewrite", plain)
