@@ -110,6 +110,10 @@ TEST(ChooseTest, RequestPathFillsTheReportAndRefusesWhatItCannotDo) {
   EXPECT_EQ(ExecutePlanRequest(graph).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(ExecutePlanRequest(graph).status().message(), HasSubstr("ONNX models only"));
   EXPECT_THAT(PrepareRequest(request).status().message(), HasSubstr("in-process only"));
+  // Sparsity levels describe the graph as given, not the rewritten one.
+  v1::PlanRequest with_levels = request;
+  with_levels.mutable_options()->add_levels()->set_name("dense");
+  EXPECT_THAT(ExecutePlanRequest(with_levels).status().message(), HasSubstr("cannot be combined yet"));
   // Without rewrite the same model plans as given, with no report.
   request.mutable_options()->set_rewrite(false);
   plan = ExecutePlanRequest(request);
