@@ -86,29 +86,16 @@ int RunGet(const std::vector<std::string>& args) {
   }
   std::unique_ptr<v1::Scheduler::Stub> stub = v1::Scheduler::NewStub(connection->channel);
 
-  const bool several = flag_set.positionals().size() > 1;
-  std::vector<v1::Plan> plans;
-  int failures = 0;
+  PlanPrinter printer(flags.json, flags.pretty, flag_set.positionals().size() > 1);
   for (const std::string& plan_id : flag_set.positionals()) {
     absl::StatusOr<v1::Plan> plan = GetPlan(*stub, *connection, plan_id, flags);
     if (!plan.ok()) {
-      ++failures;
-      if (flags.json) {
-        std::cout << FormatJsonLine(ErrorLine(plan_id, plan.status()), flags.pretty) << std::endl;
-      } else {
-        std::cerr << plan_id << ": " << plan.status().message() << "\n";
-      }
+      printer.Fail(plan_id, plan.status());
       continue;
     }
-    if (flags.json) {
-      std::cout << FormatJsonLine(PlanJsonLine(plan_id, *plan), flags.pretty) << std::endl;
-    } else if (!several) {
-      std::cout << PlanSummary(*plan);
-    }
-    plans.push_back(std::move(plan).value());
+    printer.Print(plan_id, std::move(plan).value());
   }
-  if (several && !flags.json && !plans.empty()) std::cout << PlanTable(plans);
-  return failures == 0 ? 0 : 1;
+  return printer.Finish();
 }
 
 }  // namespace serenity

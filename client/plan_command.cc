@@ -225,18 +225,8 @@ int RunPlan(const std::vector<std::string>& args) {
     stub = v1::Scheduler::NewStub(connection.channel);
   }
 
-  const bool several = flag_set.positionals().size() > 1;
-  std::vector<v1::Plan> plans;
-  int failures = 0;
-  // A failed model: its error line under --json, else a message on stderr.
-  auto fail = [&](const std::string& path, const absl::Status& status) {
-    ++failures;
-    if (flags.json) {
-      std::cout << FormatJsonLine(ErrorLine(path, status), flags.pretty) << std::endl;
-    } else {
-      std::cerr << path << ": " << status.message() << "\n";
-    }
-  };
+  PlanPrinter printer(flags.json, flags.pretty, flag_set.positionals().size() > 1);
+  auto fail = [&](const std::string& path, const absl::Status& status) { printer.Fail(path, status); };
   for (const std::string& path : flag_set.positionals()) {
     absl::StatusOr<v1::Plan> plan = PlanModel(path, options, given, flags, stub.get(), connection);
     if (!plan.ok()) {
@@ -257,15 +247,9 @@ int RunPlan(const std::vector<std::string>& args) {
         continue;
       }
     }
-    if (flags.json) {
-      std::cout << FormatJsonLine(PlanJsonLine(path, *plan), flags.pretty) << std::endl;
-    } else if (!several) {
-      std::cout << PlanSummary(*plan);
-    }
-    plans.push_back(std::move(plan).value());
+    printer.Print(path, std::move(plan).value());
   }
-  if (several && !flags.json && !plans.empty()) std::cout << PlanTable(plans);
-  return failures == 0 ? 0 : 1;
+  return printer.Finish();
 }
 
 }  // namespace serenity

@@ -1,6 +1,7 @@
 #include "client/plan_output.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -203,6 +204,29 @@ std::string PlanTable(const std::vector<v1::Plan>& plans) {
     out += "\n";
   }
   return out;
+}
+
+void PlanPrinter::Fail(absl::string_view source, const absl::Status& status) {
+  ++failures_;
+  if (json_) {
+    std::cout << FormatJsonLine(ErrorLine(source, status), pretty_) << std::endl;
+  } else {
+    std::cerr << source << ": " << status.message() << "\n";
+  }
+}
+
+void PlanPrinter::Print(absl::string_view source, v1::Plan plan) {
+  if (json_) {
+    std::cout << FormatJsonLine(PlanJsonLine(source, plan), pretty_) << std::endl;
+  } else if (!several_) {
+    std::cout << PlanSummary(plan);
+  }
+  plans_.push_back(std::move(plan));
+}
+
+int PlanPrinter::Finish() {
+  if (several_ && !json_ && !plans_.empty()) std::cout << PlanTable(plans_);
+  return failures_ == 0 ? 0 : 1;
 }
 
 }  // namespace serenity

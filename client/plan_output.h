@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/baseline_table.h"
 #include "nlohmann/json.hpp"
@@ -27,6 +28,27 @@ std::string PlanTable(const std::vector<v1::Plan>& plans);
 
 // 1234567 -> "1,234,567".
 std::string WithCommas(int64_t value);
+
+// Prints the plans of one command (`plan`, `get`), one argument at a time:
+// with --json a line per argument (a plan line, or an error line); without,
+// a summary for one argument and a comparison table of the plans for
+// several (written by Finish), failures on standard error.
+class PlanPrinter {
+ public:
+  PlanPrinter(bool json, bool pretty, bool several) : json_(json), pretty_(pretty), several_(several) {}
+  // The argument `source` failed with `status`.
+  void Fail(absl::string_view source, const absl::Status& status);
+  // The argument `source` gave `plan`.
+  void Print(absl::string_view source, v1::Plan plan);
+  // Writes the table (several arguments, no --json); returns the exit
+  // status: 0 when nothing failed, else 1.
+  int Finish();
+
+ private:
+  bool json_, pretty_, several_;
+  int failures_ = 0;
+  std::vector<v1::Plan> plans_;
+};
 
 // A baseline's name as the tables and the plot print it ("file order").
 std::string BaselineDisplayName(Baseline baseline);
