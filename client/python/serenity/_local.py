@@ -76,6 +76,12 @@ class Local:
             with open(path, "w") as f:
                 json.dump(dict(o.workspace_bytes), f)
             args += ["--workspace", path]
+        if o.levels or o.switch_points:
+            path = os.path.join(directory, "levels.json")
+            levels = [{"name": l.name, "density": dict(l.density), "time_us": l.time_us} for l in o.levels]
+            with open(path, "w") as f:
+                json.dump({"levels": levels, "switch_points": list(o.switch_points)}, f)
+            args += ["--levels", path]
         if given.indices or given.names:
             path = os.path.join(directory, "order.json")
             with open(path, "w") as f:

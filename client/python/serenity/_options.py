@@ -14,7 +14,7 @@ _MEMORY_MODEL = ("alias_views", "count_weights", "in_place", "concat_in_place")
 _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "workspace_bytes",
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
-                       "order", "fast"])
+                       "order", "fast", "levels", "switch_points"])
 
 
 def plan_options(budget=None, **options):
@@ -56,6 +56,19 @@ def plan_options(budget=None, **options):
                 given.names.extend(items)
             else:
                 raise ValueError("order is a list of op indices or a list of op names")
+        elif name == "levels":
+            # Nested sparse models (docs/sparsity.md): [{name, density: {weight: fraction}, time_us}, ...],
+            # densest first; the plan then carries a `sparsity` report.
+            for level in value:
+                if not isinstance(level, dict) or set(level) - {"name", "density", "time_us"}:
+                    raise ValueError("a level is a dict with name, density ({weight: fraction}) and time_us")
+                entry = out.levels.add(name=str(level.get("name", "")), time_us=float(level.get("time_us", 0)))
+                for weight, fraction in dict(level.get("density", {})).items():
+                    entry.density[str(weight)] = float(fraction)
+        elif name == "switch_points":
+            if isinstance(value, str):
+                raise ValueError("switch_points is a list of op names")
+            out.switch_points.extend(str(op) for op in value)
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):

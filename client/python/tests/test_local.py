@@ -51,3 +51,26 @@ def test_errors_and_score(local, tmp_path):
     assert by_index[1].error.code == "INVALID_ARGUMENT"
     assert by_index[2].error.code == "NOT_FOUND"
     assert local.submit(diamond_graph("f")).result(timeout=60).model == "f"
+
+
+def test_sparsity_levels_same_report_locally_and_on_the_server(local, client):
+    model = onnx_model()
+    levels = [{"name": "dense", "density": {"w0": 1.0, "w1": 1.0, "w2": 1.0}, "time_us": 100},
+              {"name": "half", "density": {"w0": 0.5, "w1": 0.5, "w2": 0.5}, "time_us": 60}]
+    here = local.plan(model, levels=levels, switch_points=["relu0"])
+    there = client.plan(model, levels=levels, switch_points=["relu0"])
+    assert here.sparsity == there.sparsity
+    report = here.sparsity
+    assert report.one_plan_for_all_levels is True
+    assert [l.name for l in report.levels] == ["dense", "half"]
+    assert report.levels[1].csr_weight_bytes < report.levels[0].csr_weight_bytes
+    assert report.nested_weight_bytes < report.separate_weight_bytes
+    assert [p.op for p in report.switch_points] == ["relu0"]
+    assert "sparsity" not in local.plan(model)  # only when asked
+    growing = [levels[1], dict(levels[0], name="denser")]  # density grows: not nested
+    for planner in (local, client):
+        with pytest.raises(serenity.SerenityError) as raised:
+            planner.plan(model, levels=growing)
+        assert raised.value.code_name == "INVALID_ARGUMENT"
+    with pytest.raises(ValueError):
+        serenity.Client("127.0.0.1:1", plaintext=True).plan(model, switch_points="relu0")
