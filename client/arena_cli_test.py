@@ -147,6 +147,19 @@ class ArenaCliTest(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual([o["source"] for o in self.json_lines(run.stdout)], [a, b])
 
+    def test_invalid_utf8_ids_and_paths_still_give_valid_lines(self):
+        # Bytes that are not UTF-8 (a buffer id, a file name) are replaced in the JSON, never a crash.
+        path = os.path.join(self.dir.name, "latin1.csv")
+        with open(path, "wb") as f:
+            f.write(b"id,lower,upper,size\n\xffa,0,2,4\n")
+        missing = os.path.join(self.dir.name, "missing_\udcff.csv")
+        done = subprocess.run([CLIENT, "arena", "--json", path, missing], capture_output=True, timeout=300)
+        self.assertEqual(done.returncode, 1, done.stderr)
+        lines = [json.loads(l) for l in done.stdout.decode("utf-8").splitlines()]
+        self.assertEqual(len(lines), 2)
+        self.assertEqual(lines[0]["size_bytes"], 4)
+        self.assertEqual(lines[1]["error"]["code"], "NOT_FOUND")
+
     def test_usage_errors_exit_2(self):
         path = self.write("normal.csv", NORMAL)
         run = self.run_client("--output", os.path.join(self.dir.name, "o.csv"), path, path)

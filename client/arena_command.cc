@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +12,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/json_format.h"
+#include "client/model_file.h"
 #include "client/plan_output.h"
 #include "common/command_line.h"
 #include "common/thread_pool.h"
@@ -21,6 +22,7 @@
 #include "core/arena/defragment.h"
 #include "core/arena/instance_search.h"
 #include "core/arena/pinned_arena.h"
+#include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace serenity {
@@ -71,12 +73,9 @@ struct ArenaResult {
 
 absl::StatusOr<ArenaResult> PlanFile(const std::string& path, const ArenaFlags& flags,
                                      const InstanceSearchOptions& search) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::ostringstream text;
-  text << in.rdbuf();
+  ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
   ArenaResult result;
-  absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(text.str());
+  absl::StatusOr<ArenaInstance> instance = ParseArenaCsv(text);
   if (!instance.ok()) return instance.status();
   result.instance = std::move(instance).value();
   const std::vector<ArenaBuffer>& buffers = result.instance.buffers;
@@ -114,9 +113,7 @@ absl::StatusOr<ArenaResult> PlanFile(const std::string& path, const ArenaFlags& 
 }
 
 nlohmann::ordered_json Head(const std::string& path) {
-  nlohmann::ordered_json j;
-  j["schema_version"] = 1;
-  j["source"] = path;
+  nlohmann::ordered_json j = JsonLineHeader(path);
   j["model"] = path;
   return j;
 }
@@ -225,7 +222,6 @@ int RunArena(const std::vector<std::string>& args) {
   search.seconds = flags.time_limit;
   search.chains = cores;
   search.executor = &pool;
-  const int indent = flags.pretty ? 2 : -1;
   int failures = 0;
   for (const std::string& path : inputs) {
     absl::StatusOr<ArenaResult> result = PlanFile(path, flags, search);
@@ -235,13 +231,13 @@ int RunArena(const std::vector<std::string>& args) {
       ++failures;
       std::cerr << path << ": " << status.message() << "\n";
       if (flags.json) {
-        nlohmann::ordered_json j = Head(path);
-        j["error"] = {{"code", absl::StatusCodeToString(status.code())}, {"message", std::string(status.message())}};
-        std::cout << j.dump(indent) << std::endl;
+        std::cout << FormatJsonLine(ErrorLine(path, status), flags.pretty) << std::endl;
       }
       continue;
     }
-    std::cout << (flags.json ? ResultJson(path, *result, flags).dump(indent) : ResultText(path, *result)) << std::endl;
+    std::cout << (flags.json ? FormatJsonLine(ResultJson(path, *result, flags), flags.pretty)
+                             : ResultText(path, *result))
+              << std::endl;
   }
   return failures == 0 ? 0 : 1;
 }

@@ -9,7 +9,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "client/connection.h"
-#include "client/json_format.h"
 #include "client/plan_output.h"
 #include "common/command_line.h"
 #include "grpcpp/grpcpp.h"

@@ -119,11 +119,19 @@ std::string TickLabel(const AxisTicks& ticks, int64_t value) {
 std::string MemoryPlotSvg(const v1::Plan& plan) {
   const int steps = std::max(1, plan.step_bytes_size());
   const double plot_w = kWidth - kLeft - kRight;
-  // One colour per baseline, in BaselineTable()'s order.
-  static constexpr const char* kBaselineColors[kNumBaselines] = {"#1f77b4", "#9467bd", "#2ca02c", "#ff7f0e", "#8c564b"};
+  // One colour per baseline.
+  static const PerBaseline<const char*> kBaselineColors = [] {
+    PerBaseline<const char*> colors;
+    colors[Baseline::kFileOrder] = "#1f77b4";
+    colors[Baseline::kKahn] = "#9467bd";
+    colors[Baseline::kGreedy] = "#2ca02c";
+    colors[Baseline::kInductor] = "#ff7f0e";
+    colors[Baseline::kXla] = "#8c564b";
+    return colors;
+  }();
   std::vector<Series> series = {{"serenity", "#d62728", &plan.step_bytes()}};
   for (const BaselineInfo& b : BaselineTable()) {
-    series.push_back({BaselineDisplayName(b.baseline), kBaselineColors[static_cast<size_t>(b.baseline)],
+    series.push_back({BaselineDisplayName(b.baseline), kBaselineColors[b.baseline],
                       &BaselineProto(b.baseline, plan.baselines()).step_bytes()});
   }
   int64_t max_y = std::max<int64_t>(1, plan.memory_budget_bytes());

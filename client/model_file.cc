@@ -15,9 +15,8 @@
 #include "nlohmann/json.hpp"
 
 namespace serenity {
-namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
   std::ostringstream bytes;
@@ -25,6 +24,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
   return bytes.str();
 }
+
+namespace {
 
 // A text-format parse that reports nothing (binary bytes are expected to
 // fail it).
@@ -90,13 +91,14 @@ absl::StatusOr<v1::PlanRequest> ModelFromBytes(std::string bytes, ModelFormat fo
 
 absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path) {
   if (path == "-") {
-    std::ostringstream bytes;
-    bytes << std::cin.rdbuf();
-    absl::StatusOr<ModelFormat> format = DetectModelFormat(bytes.str());
+    std::ostringstream stream;
+    stream << std::cin.rdbuf();
+    std::string bytes = stream.str();
+    absl::StatusOr<ModelFormat> format = DetectModelFormat(bytes);
     if (!format.ok()) return absl::InvalidArgumentError(absl::StrCat("standard input: ", format.status().message()));
-    return ModelFromBytes(bytes.str(), *format, "stdin", "standard input");
+    return ModelFromBytes(std::move(bytes), *format, "stdin", "standard input");
   }
-  absl::StatusOr<std::string> bytes = ReadFile(path);
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) return bytes.status();
   const ModelFormat format = absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".textproto")
                                  ? ModelFormat::kGraphText
@@ -106,7 +108,7 @@ absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path) {
 }
 
 absl::Status ReadOrderFile(const std::string& path, v1::GivenOrder& order) {
-  absl::StatusOr<std::string> bytes = ReadFile(path);
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) return bytes.status();
   nlohmann::json json = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
   if (!json.is_array() || json.empty()) {
@@ -126,7 +128,7 @@ absl::Status ReadOrderFile(const std::string& path, v1::GivenOrder& order) {
 }
 
 absl::Status ReadWorkspaceFile(const std::string& path, v1::PlanOptions& options) {
-  absl::StatusOr<std::string> bytes = ReadFile(path);
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) return bytes.status();
   nlohmann::json json = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) {

@@ -22,6 +22,10 @@ absl::StatusOr<v1::PlanRequest> ReadModelFile(const std::string& path);
 
 enum class ModelFormat { kOnnx, kGraphBinary, kGraphText };
 
+// The bytes of the file at `path`: NotFound "cannot open '<path>'" when it
+// cannot be opened, DataLoss when reading it fails.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+
 // Tells a model's format from its bytes alone (no file name to go by):
 //  - a serenity.v1.Graph in text format when the bytes parse as one (text
 //    holds no binary wire format: its first byte is a letter, a space or '#');

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,12 +10,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "client/connection.h"
-#include "client/json_format.h"
 #include "client/levels_file.h"
 #include "client/memory_plot.h"
 #include "client/model_file.h"
@@ -226,16 +221,15 @@ int RunPlan(const std::vector<std::string>& args) {
   }
 
   PlanPrinter printer(flags.json, flags.pretty, flag_set.positionals().size() > 1);
-  auto fail = [&](const std::string& path, const absl::Status& status) { printer.Fail(path, status); };
   for (const std::string& path : flag_set.positionals()) {
     absl::StatusOr<v1::Plan> plan = PlanModel(path, options, given, flags, stub.get(), connection);
     if (!plan.ok()) {
-      fail(path, plan.status());
+      printer.Fail(path, plan.status());
       continue;
     }
     if (!flags.export_path.empty()) {
       if (absl::Status s = ExportModel(path, *plan, flags.export_path); !s.ok()) {
-        fail(path, s);
+        printer.Fail(path, s);
         continue;
       }
     }
@@ -243,7 +237,7 @@ int RunPlan(const std::vector<std::string>& args) {
       std::ofstream svg(flags.plot_path);
       svg << MemoryPlotSvg(*plan);
       if (!svg.good()) {
-        fail(path, absl::UnavailableError(absl::StrCat("cannot write '", flags.plot_path, "'")));
+        printer.Fail(path, absl::UnavailableError(absl::StrCat("cannot write '", flags.plot_path, "'")));
         continue;
       }
     }

@@ -221,7 +221,7 @@ void PlanPrinter::Print(absl::string_view source, v1::Plan plan) {
   } else if (!several_) {
     std::cout << PlanSummary(plan);
   }
-  plans_.push_back(std::move(plan));
+  if (several_ && !json_) plans_.push_back(std::move(plan));  // for Finish's table
 }
 
 int PlanPrinter::Finish() {
