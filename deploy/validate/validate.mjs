@@ -7,7 +7,7 @@
 //     longer than the server's drain, every --flag known to serenity-server
 //     and every $(VAR) defined, every Secret/ConfigMap/Service it names
 //     present or documented.
-// Usage: node validate.mjs RENDERED.yaml|KUSTOMIZATION_DIR SERVER_HELP.txt
+// Usage: node validate.mjs RENDERED.yaml|KUSTOMIZATION_DIR SERVER_HELP.txt [SERVER_VERSION_LINE]
 // Given a directory, renders it as `kubectl kustomize` would for what the
 // base uses (resources, images, labels), for machines without kubectl.
 import fs from "node:fs";
@@ -70,6 +70,9 @@ for (const o of docs) {
 const byKind = (kind) => docs.filter((o) => o.kind === kind);
 const names = (kind) => new Set(byKind(kind).map((o) => o.metadata.name));
 const configMaps = new Map(byKind("ConfigMap").map((o) => [o.metadata.name, o.data ?? {}]));
+// "serenity-server 0.4.0 (commit ...)" is the first line of --version; run.sh
+// passes it after the help.
+const serverVersion = (process.argv[4] ?? "").split(" ")[1];
 const knownFlags = new Set([...serverHelp.matchAll(/^\s+--([a-z0-9-]+)/gm)].map((m) => m[1]));
 
 for (const d of byKind("Deployment")) {
@@ -126,6 +129,9 @@ for (const d of byKind("Deployment")) {
         }
       }
       if (args.includes("--plaintext")) fail(where, "the shared service must serve TLS");
+      if (serverVersion && !c.image.endsWith(`:${serverVersion}`)) {
+        fail(where, `image ${c.image} is not tagged with the built version ${serverVersion}`);
+      }
       const graceVar = flag("--shutdown-grace-seconds");
       const drain = Number(/^\$\((\w+)\)$/.test(graceVar ?? "")
         ? [...configMaps.values()].map((cm) => cm[graceVar.slice(2, -1)]).find((v) => v !== undefined)

@@ -18,7 +18,11 @@ from ._model import model_request, strip_onnx
 from ._records import Record, to_record
 from ._sizes import parse_size
 
-__version__ = "0.4.0"
+try:  # the installed distribution's version (pyproject.toml), not a copy of it
+    from importlib.metadata import version as _version
+    __version__ = _version("serenity-scheduler")
+except Exception:  # imported from a source tree, not installed
+    __version__ = "unknown"
 
 
 def from_torch(module, example_inputs, name=None):

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 
 import grpc
 
-from ._errors import SerenityError, from_rpc_error, status_code
+from ._errors import SerenityError, from_rpc_error, read_error, status_code
 from ._model import model_label, model_request
 from ._options import plan_options
 from ._records import Record, to_record
-from ._sizes import parse_size
+from ._sizes import positive_budget
 from .v1 import scheduler_pb2, scheduler_pb2_grpc
 
 # Retried with backoff: the server is away (restarting, draining) or busy.
@@ -41,12 +41,6 @@ def _read(path):
         return None
     with open(path, "rb") as f:
         return f.read()
-
-
-def _positive(budget):
-    if budget is None or parse_size(budget, "budget") <= 0:
-        raise ValueError("fits() and slack() need a positive budget")
-    return budget
 
 
 def _score_result(result, label):
@@ -181,9 +175,7 @@ class Client:
                 try:
                     request = model_request(model)
                 except (OSError, ValueError, TypeError) as error:
-                    local_errors.append(Record(index=index, id=ident, source=label, error=Record(
-                        code="INVALID_ARGUMENT" if not isinstance(error, OSError) else "NOT_FOUND",
-                        message=str(error))))
+                    local_errors.append(Record(index=index, id=ident, source=label, error=read_error(error)))
                     continue
                 request.options.CopyFrom(options_message)
                 request.given_order.CopyFrom(given)
@@ -238,8 +230,8 @@ class Client:
 
     def fits(self, model, budget, **options):
         """True when `model`'s peak fits `budget` (bytes or "2MiB")."""
-        return self._score_one(model, _positive(budget), options)["feasible"]
+        return self._score_one(model, positive_budget(budget), options)["feasible"]
 
     def slack(self, model, budget, **options):
         """peak - budget in bytes: > 0 violates the budget (Optuna's constraints_func convention)."""
-        return self._score_one(model, _positive(budget), options)["slack_bytes"]
+        return self._score_one(model, positive_budget(budget), options)["slack_bytes"]

@@ -34,3 +34,10 @@ def status_code(value):
 def from_rpc_error(error, model=None):
     """SerenityError for a grpc.RpcError."""
     return SerenityError(error.code(), error.details() or "", model)
+
+
+def read_error(error):
+    """{code, message} for a model that could not be read before sending: NOT_FOUND for an OSError
+    (a missing file), INVALID_ARGUMENT otherwise."""
+    from ._records import Record
+    return Record(code="NOT_FOUND" if isinstance(error, OSError) else "INVALID_ARGUMENT", message=str(error))

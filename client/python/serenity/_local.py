@@ -14,10 +14,11 @@ from collections.abc import Mapping
 
 import grpc
 
-from ._errors import SerenityError, status_code
+from ._errors import SerenityError, read_error, status_code
 from ._model import model_label, model_request
 from ._options import plan_options
 from ._records import Record, to_records
+from ._sizes import positive_budget
 
 
 def _find_binary(binary):
@@ -37,15 +38,17 @@ class Local:
         self.binary = _find_binary(binary)
         self.workers = workers or os.cpu_count() or 1
         self.timeout = timeout
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="serenity")
 
     def close(self):
-        pass
+        """Stops the submit() pool."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        pass
+        self.close()
 
     def _args(self, directory, request, given):
         o = request.options
@@ -131,10 +134,7 @@ class Local:
 
     def submit(self, model, budget=None, **options):
         """plan() on a worker thread: a concurrent.futures.Future."""
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        future = pool.submit(self.plan, model, budget, **options)
-        pool.shutdown(wait=False)
-        return future
+        return self._pool.submit(self.plan, model, budget, **options)
 
     def score(self, models, budget=None, *, full_plan=False, **options):
         """As Client.score: Records as each model finishes; a failed model gives a Record whose error
@@ -152,8 +152,7 @@ class Local:
                 except SerenityError as error:
                     record["error"] = Record(code=error.code_name, message=error.message)
                 except (OSError, ValueError, TypeError) as error:
-                    record["error"] = Record(code="NOT_FOUND" if isinstance(error, OSError) else
-                                             "INVALID_ARGUMENT", message=str(error))
+                    record["error"] = read_error(error)
                 else:
                     record.update(peak_bytes=plan["peak_bytes"], feasible=plan["feasible"],
                                   slack_bytes=-plan["headroom_bytes"] if plan["memory_budget_bytes"] else 0,
@@ -169,11 +168,9 @@ class Local:
 
     def fits(self, model, budget, **options):
         """As Client.fits."""
-        return self.plan(model, budget, **options)["feasible"]
+        return self.plan(model, positive_budget(budget), **options)["feasible"]
 
     def slack(self, model, budget, **options):
         """As Client.slack: peak - budget."""
-        plan = self.plan(model, budget, **options)
-        if not plan["memory_budget_bytes"]:
-            raise ValueError("slack() needs a positive budget")
+        plan = self.plan(model, positive_budget(budget), **options)
         return plan["peak_bytes"] - plan["memory_budget_bytes"]

@@ -36,3 +36,10 @@ def parse_size(value, what="size"):
     if numerator % denominator:
         raise ValueError(f"{what} {value!r} is not a whole number of bytes")
     return numerator // denominator
+
+
+def positive_budget(budget):
+    """`budget` unchanged when it is a positive size; ValueError otherwise (fits() and slack() need one)."""
+    if budget is None or parse_size(budget, "budget") <= 0:
+        raise ValueError("fits() and slack() need a positive budget")
+    return budget

@@ -101,7 +101,7 @@ def test_score_yields_every_model_and_one_failure_fails_only_itself(client, tmp_
     for i in (0, 1, 2, 5, 6, 7):
         r = by_index[i]
         assert r.error is None, r
-        assert r.peak_bytes == client.peak_bytes(inputs[i])
+        assert r.peak_bytes == client.plan(inputs[i]).peak_bytes  # the unary Plan path
         assert r.feasible is True and r.slack_bytes == r.peak_bytes - 1024 * 1024
         assert r.certificate == "optimal"
 

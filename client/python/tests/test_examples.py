@@ -35,5 +35,8 @@ def test_nas_filter(server):
     assert len(lines) == 13
     assert sorted(l.split(":")[0] for l in lines[:-1]) == sorted(f"candidate{i}" for i in range(12))
     fits = sum(l.endswith("fits") for l in lines[:-1])
+    for line in lines[:-1]:  # "fits" means the printed peak is within 128 KiB
+        peak = int(line.split("peak ")[1].split(" bytes")[0].replace(",", ""))
+        assert (peak <= 128 * 1024) == line.endswith("fits"), line
     assert lines[-1] == f"{fits} of 12 candidates fit 128KiB"
     assert 0 < fits < 12  # the budget splits this population

@@ -96,3 +96,10 @@ def test_strip_keeps_small_constants():
     assert numpy_helper.to_array(kept["shape"]).tolist() == [1, -1]
     assert not kept["big"].raw_data and list(kept["big"].dims) == [1000]
     assert onnx  # imported
+
+
+def test_package_version_is_the_projects():
+    import re
+    from conftest import REPO
+    cmake = open(f"{REPO}/CMakeLists.txt").read()
+    assert serenity.__version__ == re.search(r"project\(serenity VERSION ([0-9.]+)", cmake).group(1)
