@@ -1,5 +1,5 @@
 # serenity-server (and serenity-client) on Debian 12.
-#   docker build -t serenity:$(build/server/serenity-server --version | cut -d' ' -f2) .
+#   v=$(build/server/serenity-server --version | cut -d" " -f2); docker build -t serenity:$v --build-arg VERSION=$v .
 # The build stage runs the scripts CI runs (scripts/install_deps.sh --build
 # installs the build half of CI's packages; scripts/build.sh is CI's build),
 # so CI proves its steps. .dockerignore keeps local build trees out.

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
-#include "core/request_scan.h"
 #include "core/util/status_macros.h"
 #include "server/call_common.h"
 #include "server/grpc_status.h"

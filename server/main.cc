@@ -161,12 +161,12 @@ int Serve(const ServerFlags& flags, ServerCredentials credentials, const sigset_
   backend_options.max_ops = flags.max_ops;
   backend_options.max_job_seconds = flags.max_job_seconds;
   backend_options.max_search_states = flags.max_search_states;
-  backend_options.max_job_bytes = flags.max_job_mb << 20;
   // A quarter of the server's memory holds requests as received, the rest
-  // their jobs (see ServiceOptions).
-  const int64_t server_bytes = flags.max_server_mb << 20;
-  MemoryAdmission received(server_bytes / 4);
-  MemoryAdmission admission(server_bytes - server_bytes / 4, flags.max_job_mb << 20);
+  // their jobs (MemoryBytesOf; see ServiceOptions).
+  const ServerMemoryBytes memory = MemoryBytesOf(flags);
+  backend_options.max_job_bytes = memory.per_job;
+  MemoryAdmission received(memory.received);
+  MemoryAdmission admission(memory.jobs, memory.per_job);
   ServiceOptions service_options;
   service_options.max_jobs_per_connection = flags.max_jobs_per_connection;
   service_options.max_jobs_per_tenant = flags.max_jobs_per_tenant;

@@ -13,12 +13,10 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/status/status.h"
 #include "common/job_runner.h"
 #include "grpcpp/grpcpp.h"
 #include "serenity/v1/scheduler.grpc.pb.h"
 #include "server/connection_slots.h"
-#include "server/grpc_status.h"
 #include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/plan_messages.h"

@@ -136,9 +136,9 @@ absl::Status SanitizeMemory(int64_t default_memory_bytes, ServerFlags* flags) {
     if (flags->max_server_mb == 0) return Bad("cannot read this machine's memory size: give --max-server-mb");
   }
   if (flags->max_server_mb < 4) return Bad("--max-server-mb must be at least 4");
-  const int64_t jobs_mb = flags->max_server_mb - flags->max_server_mb / 4;
-  if (flags->max_job_mb == 0) flags->max_job_mb = std::max<int64_t>(1, jobs_mb / flags->threads);
-  if (flags->max_job_mb > jobs_mb) return Bad("--max-job-mb cannot exceed 3/4 of --max-server-mb");
+  const int64_t jobs_bytes = MemoryBytesOf(*flags).jobs;
+  if (flags->max_job_mb == 0) flags->max_job_mb = std::max<int64_t>(1, (jobs_bytes >> 20) / flags->threads);
+  if ((flags->max_job_mb << 20) > jobs_bytes) return Bad("--max-job-mb cannot exceed 3/4 of --max-server-mb");
   return absl::OkStatus();
 }
 
@@ -178,6 +178,15 @@ absl::Status SanitizeServerFlags(int64_t default_memory_bytes, ServerFlags* flag
   }
   if (flags->cache_scope.empty()) flags->cache_scope = flags->tenants() ? "tenant" : "shared";
   return absl::OkStatus();
+}
+
+ServerMemoryBytes MemoryBytesOf(const ServerFlags& flags) {
+  const int64_t server_bytes = flags.max_server_mb << 20;
+  ServerMemoryBytes bytes;
+  bytes.received = server_bytes / 4;
+  bytes.jobs = server_bytes - bytes.received;
+  bytes.per_job = flags.max_job_mb << 20;
+  return bytes;
 }
 
 CacheBytes CacheBytesOf(const ServerFlags& flags) {

@@ -72,6 +72,18 @@ struct CacheBytes {
   int64_t per_tenant = 0;  // what one tenant's entries may hold of `plans` (0: all)
 };
 
+// How --max-server-mb is shared out: a quarter for requests as received,
+// the rest for jobs, each holding at most --max-job-mb.
+struct ServerMemoryBytes {
+  int64_t received = 0;
+  int64_t jobs = 0;
+  int64_t per_job = 0;
+};
+
+// The memory split of `flags` (SanitizeMemory checks --max-job-mb against
+// it; the server sizes its pools from it).
+ServerMemoryBytes MemoryBytesOf(const ServerFlags& flags);
+
 // The cache sizes of sanitized `flags`.
 CacheBytes CacheBytesOf(const ServerFlags& flags);
 
