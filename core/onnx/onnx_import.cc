@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph/dtype.h"
+#include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/tensor_proto_util.h"
@@ -34,11 +35,6 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view bytes) {
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
 // a * b for non-negative operands, clamped to INT64_MAX.
-int64_t SaturatingMul(int64_t a, int64_t b) {
-  int64_t out;
-  return __builtin_mul_overflow(a, b, &out) ? INT64_MAX : out;
-}
-
 // Product of dims[first:], clamped.
 int64_t Product(const std::vector<int64_t>& dims, size_t first = 0) {
   int64_t n = 1;

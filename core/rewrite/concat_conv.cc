@@ -37,13 +37,6 @@ absl::Status SliceField(const Field& from, int64_t elements, Runs runs, Field* t
   return absl::OkStatus();
 }
 
-int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_t fallback) {
-  for (const onnx::AttributeProto& attr : node.attribute()) {
-    if (attr.name() == name) return attr.i();
-  }
-  return fallback;
-}
-
 // Names not yet used in the graph, as tensors or nodes.
 class NameMint {
  public:

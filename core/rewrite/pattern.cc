@@ -7,15 +7,14 @@ namespace {
 
 bool DefaultDomain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
-// The node's integer attribute `name`, or `fallback`.
+}  // namespace
+
 int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_t fallback) {
   for (const onnx::AttributeProto& attr : node.attribute()) {
     if (attr.name() == name) return attr.i();
   }
   return fallback;
 }
-
-}  // namespace
 
 ModelIndex ModelIndex::Build(const onnx::GraphProto& graph) {
   ModelIndex index;

@@ -38,6 +38,9 @@ struct ModelIndex {
 // those of the unrewritten import.
 void NameNodesAsImporter(onnx::GraphProto* graph);
 
+// The node's integer attribute `name`, or `fallback` when it has none.
+int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_t fallback);
+
 // Index of the node named `name`, or -1.
 int FindNode(const onnx::GraphProto& graph, absl::string_view name);
 

@@ -1,13 +1,13 @@
 #include "core/sparsity/nested_sparsity.h"
 
 #include <cmath>
-#include <limits>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -19,16 +19,8 @@ double FractionAt(const SparsityLevel& level, const std::string& tensor) {
   return it == level.density.end() ? 1.0 : it->second;
 }
 
-// Saturating arithmetic: a request may describe tensors whose CSR sizes,
-// summed over levels, exceed 64 bits; they then read as INT64_MAX.
-int64_t AddSat(int64_t a, int64_t b) {
-  int64_t out = 0;
-  return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
-}
-int64_t MulSat(int64_t a, int64_t b) {
-  int64_t out = 0;
-  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
-}
+// A request may describe tensors whose CSR sizes, summed over levels,
+// exceed 64 bits: they then read as INT64_MAX (SaturatingAdd/Mul).
 
 std::string DescribeFraction(const SparsityLevel& level, const std::string& tensor) {
   if (level.density.count(tensor) == 0) return "1 (not named, dense)";
@@ -133,15 +125,16 @@ int64_t NonzeroCount(const WeightMatrix& w, double fraction) {
 
 int64_t CsrBytes(const WeightMatrix& w, double fraction, const CsrFormat& format) {
   const int64_t nnz = NonzeroCount(w, fraction);
-  return AddSat(MulSat(nnz, AddSat(w.element_bytes, format.index_bytes)),
-                MulSat(AddSat(w.rows, 1), format.pointer_bytes));
+  return SaturatingAdd(SaturatingMul(nnz, SaturatingAdd(w.element_bytes, format.index_bytes)),
+                       SaturatingMul(SaturatingAdd(w.rows, 1), format.pointer_bytes));
 }
 
 int64_t NestedCsrBytes(const WeightMatrix& w, const std::vector<double>& fractions, const CsrFormat& format) {
   if (fractions.empty()) return 0;
   const int64_t nnz = NonzeroCount(w, fractions.front());
-  return AddSat(MulSat(nnz, AddSat(w.element_bytes, format.index_bytes)),
-                MulSat(static_cast<int64_t>(fractions.size()), MulSat(AddSat(w.rows, 1), format.pointer_bytes)));
+  return SaturatingAdd(SaturatingMul(nnz, SaturatingAdd(w.element_bytes, format.index_bytes)),
+                       SaturatingMul(static_cast<int64_t>(fractions.size()),
+                                     SaturatingMul(SaturatingAdd(w.rows, 1), format.pointer_bytes)));
 }
 
 SparseWeightBytes CountWeightBytes(const std::vector<SparsityLevel>& levels, const std::vector<WeightMatrix>& weights,
@@ -157,13 +150,14 @@ SparseWeightBytes CountWeightBytes(const std::vector<SparsityLevel>& levels, con
     }
     for (size_t l = 0; l < levels.size(); ++l) {
       LevelWeightBytes& level = out.levels[l];
-      level.dense_bytes =
-          AddSat(level.dense_bytes, named ? MulSat(NonzeroCount(w, fractions[l]), w.element_bytes) : w.dense_bytes);
-      level.csr_bytes = AddSat(level.csr_bytes, named ? CsrBytes(w, fractions[l], format) : w.dense_bytes);
+      level.dense_bytes = SaturatingAdd(
+          level.dense_bytes, named ? SaturatingMul(NonzeroCount(w, fractions[l]), w.element_bytes) : w.dense_bytes);
+      level.csr_bytes = SaturatingAdd(level.csr_bytes, named ? CsrBytes(w, fractions[l], format) : w.dense_bytes);
     }
-    out.nested_bytes = AddSat(out.nested_bytes, named ? NestedCsrBytes(w, fractions, format) : w.dense_bytes);
+    out.nested_bytes = SaturatingAdd(out.nested_bytes, named ? NestedCsrBytes(w, fractions, format) : w.dense_bytes);
   }
-  for (const LevelWeightBytes& level : out.levels) out.separate_bytes = AddSat(out.separate_bytes, level.csr_bytes);
+  for (const LevelWeightBytes& level : out.levels)
+    out.separate_bytes = SaturatingAdd(out.separate_bytes, level.csr_bytes);
   return out;
 }
 

@@ -2,22 +2,18 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
+#include "core/planner.h"
 #include "core/sparsity/nested_sparsity.h"
+#include "core/util/saturating.h"
 
 namespace serenity {
 namespace {
 
-bool Fits(int64_t budget, int64_t bytes) { return budget <= 0 || bytes <= budget; }
-
-// a + b for non-negative byte counts, saturating at INT64_MAX.
-int64_t AddSat(int64_t a, int64_t b) {
-  int64_t out = 0;
-  return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
-}
+// Whether `bytes` fit `budget` (not positive: none), by the planner's rule.
+bool Fits(int64_t budget, int64_t bytes) { return ApplyBudget(budget, bytes, /*arena_bytes=*/0).feasible; }
 
 // Live activation bytes of each step: step_bytes without the counted weights.
 std::vector<int64_t> ActivationBytes(const v1::Plan& plan) {
@@ -84,7 +80,7 @@ void AddSparsityReport(const Graph& graph, const PlanOptions& options, v1::Plan*
     level->set_time_us(options.levels[l].time_us);
     level->set_dense_weight_bytes(weights.levels[l].dense_bytes);
     level->set_csr_weight_bytes(weights.levels[l].csr_bytes);
-    level->set_peak_bytes(AddSat(activation_peak, weights.levels[l].csr_bytes));
+    level->set_peak_bytes(SaturatingAdd(activation_peak, weights.levels[l].csr_bytes));
     level->set_fits_budget(Fits(budget, level->peak_bytes()));
     if (budget > 0 && level->fits_budget() && report->densest_fitting_level().empty()) {
       report->set_densest_fitting_level(level->name());
@@ -122,8 +118,8 @@ void AddSparsityReport(const Graph& graph, const PlanOptions& options, v1::Plan*
       v1::SparsitySwitch* change = point->add_switches();
       change->set_from_level(options.levels[d].name);
       change->set_to_level(options.levels[d + 1].name);
-      const int64_t after = k + 1 < steps ? AddSat(after_peak, weights.levels[d + 1].csr_bytes) : 0;
-      change->set_peak_bytes(std::max(AddSat(before_peak, weights.levels[d].csr_bytes), after));
+      const int64_t after = k + 1 < steps ? SaturatingAdd(after_peak, weights.levels[d + 1].csr_bytes) : 0;
+      change->set_peak_bytes(std::max(SaturatingAdd(before_peak, weights.levels[d].csr_bytes), after));
       change->set_time_us(options.levels[d].time_us * before_share + options.levels[d + 1].time_us * after_share);
       change->set_fits_budget(Fits(budget, change->peak_bytes()));
     }
