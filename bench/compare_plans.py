@@ -110,7 +110,7 @@ def main(argv):
         return 2
     before_dir, after_dir = argv[1], argv[2]
     models = sorted(name[:-len(".json")] for name in os.listdir(before_dir) if name.endswith(".json"))
-    failed = 0
+    failed = skipped = 0
     print(f"{'model':40} {'before':>22} {'after':>22}  result")
     for model in models:
         before_plan = load_plan(os.path.join(before_dir, model + ".json"))
@@ -118,6 +118,7 @@ def main(argv):
         after_plan = load_plan(after_path) if os.path.exists(after_path) else None
         if before_plan is None:
             print(f"{model:40} {'(no plan)':>22} {'':>22}  skipped")
+            skipped += 1
             continue
         before = summary(before_plan)
         if after_plan is None:
@@ -131,7 +132,8 @@ def main(argv):
         result = "FAIL: " + "; ".join(problems) if problems else f"ok ({kind})"
         print(f"{model:40} {before['peak']:>12} {before['certificate']:>9} "
               f"{after['peak']:>12} {after['certificate']:>9}  {result}")
-    print(f"{len(models) - failed} of {len(models)} models pass")
+    compared = len(models) - skipped
+    print(f"{compared - failed} of {compared} models pass" + (f", {skipped} skipped (no before plan)" if skipped else ""))
     return 1 if failed else 0
 
 
