@@ -18,7 +18,8 @@ struct AlgorithmInfo {
 };
 
 // Every algorithm, in the enum's order: the one list of names that requests
-// are parsed with, plans are labelled with and errors list.
+// are parsed with, plans are labelled with and errors list. An algorithm
+// that is one baseline's order is named as that baseline (BaselineName).
 const AlgorithmInfo kAlgorithms[] = {
     {Algorithm::kAuto, "auto", std::nullopt},
     {Algorithm::kRelaxed, "relaxed", std::nullopt},
@@ -28,11 +29,11 @@ const AlgorithmInfo kAlgorithms[] = {
     {Algorithm::kExhaustive, "exhaustive", std::nullopt},
     {Algorithm::kBestFirst, "best_first", std::nullopt},
     {Algorithm::kBaseline, "baseline", std::nullopt},
-    {Algorithm::kFileOrder, "file_order", Baseline::kFileOrder},
-    {Algorithm::kKahn, "kahn", Baseline::kKahn},
-    {Algorithm::kGreedy, "greedy", Baseline::kGreedy},
-    {Algorithm::kInductor, "inductor", Baseline::kInductor},
-    {Algorithm::kXla, "xla", Baseline::kXla},
+    {Algorithm::kFileOrder, nullptr, Baseline::kFileOrder},
+    {Algorithm::kKahn, nullptr, Baseline::kKahn},
+    {Algorithm::kGreedy, nullptr, Baseline::kGreedy},
+    {Algorithm::kInductor, nullptr, Baseline::kInductor},
+    {Algorithm::kXla, nullptr, Baseline::kXla},
 };
 
 struct ObjectiveInfo {
@@ -49,14 +50,17 @@ const AlgorithmInfo& Info(Algorithm algorithm) { return kAlgorithms[static_cast<
 
 }  // namespace
 
-const char* AlgorithmName(Algorithm algorithm) { return Info(algorithm).name; }
+const char* AlgorithmName(Algorithm algorithm) {
+  const AlgorithmInfo& info = Info(algorithm);
+  return info.baseline.has_value() ? BaselineName(*info.baseline) : info.name;
+}
 
 std::optional<Baseline> AlgorithmBaseline(Algorithm algorithm) { return Info(algorithm).baseline; }
 
 const std::vector<std::string>& PlanAlgorithms() {
   static const std::vector<std::string>* const kNames = [] {
     auto* names = new std::vector<std::string>;
-    for (const AlgorithmInfo& info : kAlgorithms) names->push_back(info.name);
+    for (const AlgorithmInfo& info : kAlgorithms) names->push_back(AlgorithmName(info.algorithm));
     return names;
   }();
   return *kNames;
@@ -64,7 +68,7 @@ const std::vector<std::string>& PlanAlgorithms() {
 
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
   for (const AlgorithmInfo& info : kAlgorithms) {
-    if (name == info.name) return info.algorithm;
+    if (name == AlgorithmName(info.algorithm)) return info.algorithm;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown algorithm '", name, "'; choose one of: ", absl::StrJoin(PlanAlgorithms(), ", ")));
