@@ -117,6 +117,11 @@ std::vector<ArenaBuffer> ActivationBuffers(const MemoryProfile& profile) {
   return activations;
 }
 
+// Whether the caller went away (options.cancelled set).
+bool IsCancelled(const PlanOptions& options) {
+  return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed);
+}
+
 // Plans each order's TFLite-style arena and our greedy placements while
 // time lasts before `end`; the order that does not fit the time (by the
 // placement's estimate) and the rest keep 0, and `fall_back` names the
@@ -126,7 +131,7 @@ using FallBack = std::function<void(const std::string& phase, const std::string&
 absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
                              const std::vector<OrderSummary*>& orders, const FallBack& fall_back) {
   for (OrderSummary* summary : orders) {
-    if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
+    if (IsCancelled(options)) {
       return absl::CancelledError("the call was cancelled");
     }
     ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, summary->order));
@@ -198,7 +203,7 @@ absl::Status OrderTraffic(const BufferModel& buffers, const PlanOptions& options
                           absl::Span<const NamedOrder> orders, const FallBack& fall_back,
                           std::vector<std::pair<std::string, std::vector<TrafficResult>>>* traffic) {
   for (const auto& [name, order] : orders) {
-    if (options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed)) {
+    if (IsCancelled(options)) {
       return absl::CancelledError("the call was cancelled");
     }
     if (SecondsLeft(end) <= 0) {
@@ -228,10 +233,6 @@ class PhaseTimer {
 // deadline and the time limit plus the finishing time.
 Clock::time_point JobEnd(Clock::time_point start, const PlanOptions& options) {
   return std::min(options.deadline, After(start, options.time_limit_seconds + options.finish_seconds));
-}
-
-bool IsCancelled(const PlanOptions& options) {
-  return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed);
 }
 
 // How an algorithm finds the order.
@@ -329,10 +330,11 @@ class PlanRun {
     }
     const Algorithm algorithm = options_.algorithm;
     const bool given = !options_.given_order.empty();
+    const Family family = FamilyOf(algorithm);
     relaxed_ = algorithm == Algorithm::kRelaxed && !given;
-    search_ = algorithm == Algorithm::kAuto || relaxed_ || given;
-    reference_ = FamilyOf(algorithm) == Family::kReference;
-    const bool best_baseline = search_ || reference_ || algorithm == Algorithm::kBaseline;
+    search_ = family == Family::kSearch || given;
+    reference_ = family == Family::kReference;
+    const bool best_baseline = given || family != Family::kOneBaseline;
     const std::optional<Baseline> named = AlgorithmBaseline(algorithm);
     start_baseline_ = Baseline::kFileOrder;
     for (const BaselineInfo& info : BaselineTable()) {
