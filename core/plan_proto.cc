@@ -101,6 +101,13 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   return out;
 }
 
+OnnxImportOptions OnnxImportOptionsFromProto(const v1::PlanOptions& options) {
+  OnnxImportOptions import;
+  for (const auto& [name, value] : options.dim_values()) import.dim_values[name] = value;
+  for (const auto& [name, value] : options.workspace_bytes()) import.workspace_bytes[name] = value;
+  return import;
+}
+
 absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
   switch (request.model_case()) {
     case v1::PlanRequest::kGraph: {
@@ -113,12 +120,8 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
       return Graph::Build(std::move(spec));
     }
     case v1::PlanRequest::kOnnxModel: {
-      OnnxImportOptions import;
-      for (const auto& [name, value] : request.options().dim_values()) import.dim_values[name] = value;
-      for (const auto& [name, value] : request.options().workspace_bytes()) {
-        import.workspace_bytes[name] = value;
-      }
-      ASSIGN_OR_RETURN(GraphSpec spec, OnnxToGraphSpec(request.onnx_model(), import));
+      ASSIGN_OR_RETURN(GraphSpec spec,
+                       OnnxToGraphSpec(request.onnx_model(), OnnxImportOptionsFromProto(request.options())));
       if (!request.model_name().empty()) spec.name = request.model_name();
       return Graph::Build(std::move(spec));
     }

@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
+#include "core/onnx/onnx_import.h"
 #include "core/planner.h"
 #include "serenity/v1/scheduler.pb.h"
 
@@ -22,6 +23,10 @@ v1::Graph GraphSpecToProto(const GraphSpec& spec);
 // algorithm or objective names (ParseAlgorithm, ParseObjective). The options
 // are not sanitized yet (SanitizePlanOptions).
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options);
+
+// The ONNX import options a request's options give (dim values, workspace
+// bytes per op).
+OnnxImportOptions OnnxImportOptionsFromProto(const v1::PlanOptions& options);
 
 // Builds the Graph a request carries (Graph message or ONNX bytes, with the
 // request's dim values and workspace bytes). InvalidArgument naming the

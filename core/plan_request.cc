@@ -36,11 +36,9 @@ absl::Status CheckRewriteRequest(const v1::PlanRequest& request) {
 absl::StatusOr<v1::Plan> ExecuteRewriteRequest(const v1::PlanRequest& request, Executor* executor) {
   RETURN_IF_ERROR(CheckRewriteRequest(request));
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
-  OnnxImportOptions import;
-  for (const auto& [name, value] : request.options().dim_values()) import.dim_values[name] = value;
-  for (const auto& [name, value] : request.options().workspace_bytes()) import.workspace_bytes[name] = value;
   ASSIGN_OR_RETURN(RewrittenPlan rewritten,
-                   PlanWithRewrites(request.onnx_model(), import, request.model_name(), options, executor));
+                   PlanWithRewrites(request.onnx_model(), OnnxImportOptionsFromProto(request.options()),
+                                    request.model_name(), options, executor));
   v1::Plan out = PlanToProto(rewritten.graph, rewritten.plan, options);
   RewriteReportToProto(rewritten.report, out.mutable_rewrite());
   (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
