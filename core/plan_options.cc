@@ -122,6 +122,11 @@ void SanitizedOptions::CapMaxSearchStates(int64_t cap) {
 absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options) {
   RETURN_IF_ERROR(ValidatePlanOptions(options));
   if (options.rewrite && !options.given_order.empty()) return GivenOrderWithRewriteError();
+  if (options.rewrite && (!options.levels.empty() || !options.switch_points.empty())) {
+    // The sparsity report is for the graph as given; the rewritten graph's
+    // weights are slices, which the levels do not name.
+    return absl::InvalidArgumentError("rewrite and sparsity levels cannot be combined yet: plan them separately");
+  }
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
   RETURN_IF_ERROR(CheckSparsityOptions(graph, options.levels, options.switch_points));
   options.time_limit_seconds = TimeLimitOrDefault(options.time_limit_seconds);

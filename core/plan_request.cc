@@ -23,11 +23,6 @@ absl::Status CheckRewriteRequest(const v1::PlanRequest& request) {
   if (request.given_order().indices_size() > 0 || request.given_order().names_size() > 0) {
     return GivenOrderWithRewriteError();
   }
-  if (request.options().levels_size() > 0 || request.options().switch_points_size() > 0) {
-    // The sparsity report is built for the graph as given; the rewritten
-    // graph's weights are slices, which the levels do not name.
-    return absl::InvalidArgumentError("rewrite and sparsity levels cannot be combined yet: plan them separately");
-  }
   return absl::OkStatus();
 }
 
