@@ -70,13 +70,7 @@ absl::Time AbslDeadline(const grpc::CallbackServerContext& context) {
 
 absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
                                       const CallContext& call) {
-  try {
-    return backend->Answer(request, score_only, call);
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("exception: ", e.what()));
-  } catch (...) {
-    return absl::InternalError("unknown exception");
-  }
+  return Safely([&] { return backend->Answer(request, score_only, call); });
 }
 
 bool RepeatSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only, const CallContext& call,

@@ -9,10 +9,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/request_scan.h"
@@ -38,8 +40,20 @@ double SecondsLeft(const grpc::CallbackServerContext& context);
 // deadline does.
 absl::Time AbslDeadline(const grpc::CallbackServerContext& context);
 
-// Runs the backend, turning anything thrown (which core/ never should) into
-// an internal error.
+// Runs `answer` (a callable returning absl::StatusOr<v1::Plan>), turning
+// anything thrown (which core/ never should) into an internal error.
+template <typename Answer>
+absl::StatusOr<v1::Plan> Safely(const Answer& answer) {
+  try {
+    return answer();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("exception: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("unknown exception");
+  }
+}
+
+// backend->Answer(...), Safely.
 absl::StatusOr<v1::Plan> AnswerSafely(SchedulingBackend* backend, const v1::PlanRequest& request, bool score_only,
                                       const CallContext& call);
 

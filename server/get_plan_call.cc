@@ -33,9 +33,7 @@ class GetPlanCall final : public grpc::ServerUnaryReactor {
         start_(CallClock::now()) {}
 
   void Start() {
-    grpc::Status status = service_->draining()
-                              ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
-                              : service_->Authenticate(*context_, &tenant_);
+    grpc::Status status = service_->AcceptCall(*context_, &tenant_);
     if (!status.ok()) return Complete(status);
     if (grpc::Status slots = service_->AcquireJobSlots(peer_, tenant_); !slots.ok()) return Complete(slots);
     absl::Status queued = service_->runner()->Submit([this] { Run(); });
@@ -58,22 +56,14 @@ class GetPlanCall final : public grpc::ServerUnaryReactor {
   }
 
   absl::StatusOr<v1::Plan> Answer() {
+    // GetPlan's estimate is a whole job's allowance: a stored plan is
+    // re-mapped (and its baselines may be refreshed) without a request to
+    // estimate from.
     MemoryAdmission* admission = service_->options().admission;
-    MemoryAdmission::Ticket ticket;
-    if (admission != nullptr) {
-      ASSIGN_OR_RETURN(ticket, admission->Admit(admission->max_job_bytes(), AbslDeadline(*context_), &cancelled_));
-    }
-    CallContext call;
-    call.seconds_left = SecondsLeft(*context_);
-    call.cancelled = &cancelled_;
-    call.tenant = tenant_;
-    try {
-      return service_->backend()->GetPlan(request_->plan_id(), call);
-    } catch (const std::exception& e) {
-      return absl::InternalError(absl::StrCat("exception: ", e.what()));
-    } catch (...) {
-      return absl::InternalError("unknown exception");
-    }
+    const JobMemory memory{admission != nullptr ? admission->max_job_bytes() : 0, 0};
+    ASSIGN_OR_RETURN(MemoryAdmission::Ticket ticket, AdmitJob(admission, memory, *context_, &cancelled_));
+    const CallContext call = JobCall(*context_, &cancelled_, tenant_, /*ticket=*/nullptr, memory);
+    return Safely([&] { return service_->backend()->GetPlan(request_->plan_id(), call); });
   }
 
   // Logs, counts and finishes the call; `this` may be gone afterwards.

@@ -34,10 +34,7 @@ class PlanCall final : public grpc::ServerUnaryReactor {
         start_(CallClock::now()) {}
 
   void Start() {
-    if (service_->draining()) {
-      return Complete(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"), "");
-    }
-    grpc::Status auth = service_->Authenticate(*context_, &tenant_);
+    grpc::Status auth = service_->AcceptCall(*context_, &tenant_);
     if (!auth.ok()) return Complete(auth, "");
     // Refuse before building: the request's size is read off the wire.
     absl::StatusOr<absl::string_view> bytes = Contiguous(*request_bytes_, &request_slice_);

@@ -67,6 +67,11 @@ grpc::Status SchedulerService::TenantBusy() const {
                                    " jobs queued or running (--max-jobs-per-tenant)"));
 }
 
+grpc::Status SchedulerService::AcceptCall(const grpc::CallbackServerContext& context, std::string* tenant) const {
+  if (draining()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+  return Authenticate(context, tenant);
+}
+
 grpc::Status SchedulerService::Authenticate(const grpc::CallbackServerContext& context, std::string* tenant) const {
   tenant->clear();
   if (options_.tokens.has_value()) {

@@ -89,6 +89,9 @@ class SchedulerService final
   // The call's tenant (see ServiceOptions), or UNAUTHENTICATED when the
   // call carries no valid token or certificate.
   grpc::Status Authenticate(const grpc::CallbackServerContext& context, std::string* tenant) const;
+  // What every call checks first: UNAVAILABLE while the server drains,
+  // else Authenticate.
+  grpc::Status AcceptCall(const grpc::CallbackServerContext& context, std::string* tenant) const;
   // The job slots of each connection (keyed by gRPC's peer string for Plan
   // calls, and by ScoreSlotKey(peer) for Score candidates).
   ConnectionSlots* slots() { return &slots_; }

@@ -78,9 +78,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
         start_(CallClock::now()) {}
 
   void Begin() {
-    grpc::Status auth = service_->draining()
-                            ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down")
-                            : service_->Authenticate(*context_, &tenant_);
+    grpc::Status auth = service_->AcceptCall(*context_, &tenant_);
     if (!auth.ok()) {
       final_status_ = auth;
       reading_ = Reading::kDone;
