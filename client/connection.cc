@@ -1,5 +1,6 @@
 #include "client/connection.h"
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -36,8 +37,10 @@ void AddConnectionFlags(FlagSet& flag_set, ConnectionFlags* flags) {
                    "either way.");
 }
 
-void Connection::Authorize(grpc::ClientContext* context) const {
+void Connection::Prepare(grpc::ClientContext* context, double timeout_seconds) const {
   if (!bearer_token.empty()) context->AddMetadata("authorization", "Bearer " + bearer_token);
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
 }
 
 absl::StatusOr<Connection> Connect(const ConnectionFlags& flags) {

@@ -33,8 +33,9 @@ struct Connection {
   std::shared_ptr<grpc::Channel> channel;
   std::string bearer_token;  // empty: none
 
-  // Adds the token (if any) to a call's metadata.
-  void Authorize(grpc::ClientContext* context) const;
+  // Makes `context` ready for one call: the token (if any) in its metadata
+  // and a deadline `timeout_seconds` from now.
+  void Prepare(grpc::ClientContext* context, double timeout_seconds) const;
 };
 absl::StatusOr<Connection> Connect(const ConnectionFlags& flags);
 

@@ -1,6 +1,5 @@
 #include "client/get_command.h"
 
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -27,9 +26,7 @@ struct GetFlags {
 absl::StatusOr<v1::Plan> GetPlan(v1::Scheduler::Stub& stub, const Connection& connection, const std::string& plan_id,
                                  const GetFlags& flags) {
   grpc::ClientContext context;
-  connection.Authorize(&context);
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(flags.timeout * 1000)));
+  connection.Prepare(&context, flags.timeout);
   v1::GetPlanRequest request;
   request.set_plan_id(plan_id);
   v1::Plan plan;

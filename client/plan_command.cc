@@ -1,7 +1,6 @@
 #include "client/plan_command.h"
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -50,9 +49,7 @@ struct PlanFlags {
 absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const Connection& connection,
                                     const v1::PlanRequest& request, const PlanFlags& flags) {
   grpc::ClientContext context;
-  connection.Authorize(&context);
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(flags.timeout * 1000)));
+  connection.Prepare(&context, flags.timeout);
   v1::Plan plan;
   grpc::Status status = stub.Plan(&context, request, &plan);
   if (status.ok()) return plan;

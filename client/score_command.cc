@@ -1,7 +1,6 @@
 #include "client/score_command.h"
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -160,9 +159,7 @@ int RunScore(const std::vector<std::string>& args) {
 
   std::unique_ptr<v1::Scheduler::Stub> stub = v1::Scheduler::NewStub(connection->channel);
   grpc::ClientContext context;
-  connection->Authorize(&context);
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000)));
+  connection->Prepare(&context, timeout);
   auto stream = stub->Score(&context);
   // Requests go out from a second thread, so results print while later
   // files are still being read and sent.
