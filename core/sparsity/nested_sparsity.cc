@@ -57,10 +57,15 @@ std::vector<WeightMatrix> WeightMatricesOf(const Graph& graph) {
   return out;
 }
 
-absl::Status CheckLevels(const std::vector<SparsityLevel>& levels, const std::vector<WeightMatrix>& weights) {
+namespace {
+
+// CheckLevels, with the weight-name check only when `weights` is given.
+absl::Status CheckLevelsAgainst(const std::vector<SparsityLevel>& levels, const std::vector<WeightMatrix>* weights) {
   if (levels.empty()) return absl::InvalidArgumentError("sparsity levels: the list is empty");
   absl::flat_hash_set<std::string> weight_names;
-  for (const WeightMatrix& w : weights) weight_names.insert(w.name);
+  if (weights != nullptr) {
+    for (const WeightMatrix& w : *weights) weight_names.insert(w.name);
+  }
   absl::flat_hash_set<std::string> level_names;
   std::set<std::string> named;  // every tensor some level names
   for (size_t l = 0; l < levels.size(); ++l) {
@@ -74,7 +79,7 @@ absl::Status CheckLevels(const std::vector<SparsityLevel>& levels, const std::ve
           absl::StrCat("sparsity level '", level.name, "': time_us ", level.time_us, " is not a time (>= 0)"));
     }
     for (const auto& [tensor, fraction] : level.density) {
-      if (weight_names.count(tensor) == 0) {
+      if (weights != nullptr && weight_names.count(tensor) == 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("sparsity level '", level.name, "' names '", tensor, "', which is not a weight tensor"));
       }
@@ -100,6 +105,14 @@ absl::Status CheckLevels(const std::vector<SparsityLevel>& levels, const std::ve
   }
   return absl::OkStatus();
 }
+
+}  // namespace
+
+absl::Status CheckLevels(const std::vector<SparsityLevel>& levels, const std::vector<WeightMatrix>& weights) {
+  return CheckLevelsAgainst(levels, &weights);
+}
+
+absl::Status CheckLevelsAlone(const std::vector<SparsityLevel>& levels) { return CheckLevelsAgainst(levels, nullptr); }
 
 absl::Status CheckSparsityOptions(const Graph& graph, const std::vector<SparsityLevel>& levels,
                                   const std::vector<std::string>& switch_points) {

@@ -91,6 +91,10 @@ std::vector<WeightMatrix> WeightMatricesOf(const Graph& graph);
 // fractions).
 absl::Status CheckLevels(const std::vector<SparsityLevel>& levels, const std::vector<WeightMatrix>& weights);
 
+// CheckLevels without a model: every check but whether the named tensors
+// are its weights (e.g. for a levels file read before its model).
+absl::Status CheckLevelsAlone(const std::vector<SparsityLevel>& levels);
+
 // The sparsity options of a request for `graph`: OK without levels and
 // switch points; otherwise CheckLevels against the graph's weights, and
 // InvalidArgument for switch points without levels or naming ops the graph
