@@ -568,16 +568,8 @@ absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const O
 
   // Names first, so errors can name ops; reject what cannot be scheduled.
   const onnx::GraphProto& graph = model.graph();
-  std::vector<std::string> names;
-  absl::flat_hash_set<std::string> taken;
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    std::string name = node.name().empty() ? absl::StrCat(node.op_type(), "_", i) : node.name();
-    while (taken.contains(name)) absl::StrAppend(&name, "_", i);
-    taken.insert(name);
-    RETURN_IF_ERROR(CheckSupported(node, name));
-    names.push_back(std::move(name));
-  }
+  const std::vector<std::string> names = ImporterNodeNames(graph);
+  for (int i = 0; i < graph.node_size(); ++i) RETURN_IF_ERROR(CheckSupported(graph.node(i), names[i]));
 
   onnx::GraphProto* mutable_graph = model.mutable_graph();
   for (onnx::ValueInfoProto& v : *mutable_graph->mutable_input()) FixDims(v, options);
@@ -723,6 +715,19 @@ void StripTensor(onnx::TensorProto& tensor, int64_t max_kept_bytes) {
 }
 
 }  // namespace
+
+std::vector<std::string> ImporterNodeNames(const onnx::GraphProto& graph) {
+  std::vector<std::string> names;
+  absl::flat_hash_set<std::string> taken;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    std::string name = node.name().empty() ? absl::StrCat(node.op_type(), "_", i) : node.name();
+    while (taken.contains(name)) absl::StrAppend(&name, "_", i);
+    taken.insert(name);
+    names.push_back(std::move(name));
+  }
+  return names;
+}
 
 absl::StatusOr<std::string> StripWeightData(absl::string_view model_bytes, int64_t max_kept_bytes) {
   ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModel(model_bytes));

@@ -8,11 +8,16 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/graph/graph.h"
+
+namespace onnx {
+class GraphProto;
+}  // namespace onnx
 
 namespace serenity {
 
@@ -53,6 +58,11 @@ absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const O
 
 // OnnxToGraphSpec followed by Graph::Build.
 absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes, const OnnxImportOptions& options);
+
+// The op name the importer gives each node of `graph`: its own name, or
+// "<op_type>_<index>" when empty, with "_<index>" appended while the name is
+// taken.
+std::vector<std::string> ImporterNodeNames(const onnx::GraphProto& graph);
 
 // Returns the model with the payload of every initializer (and Constant
 // value tensor) larger than `max_kept_bytes` removed (data fields and

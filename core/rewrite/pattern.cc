@@ -1,6 +1,7 @@
 #include "core/rewrite/pattern.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/onnx/onnx_import.h"
 
 namespace serenity {
 namespace {
@@ -38,14 +39,8 @@ const std::vector<int>& ModelIndex::ConsumersOf(const std::string& tensor) const
 }
 
 void NameNodesAsImporter(onnx::GraphProto* graph) {
-  absl::flat_hash_set<std::string> taken;
-  for (int i = 0; i < graph->node_size(); ++i) {
-    onnx::NodeProto* node = graph->mutable_node(i);
-    std::string name = node->name().empty() ? absl::StrCat(node->op_type(), "_", i) : node->name();
-    while (taken.contains(name)) absl::StrAppend(&name, "_", i);
-    taken.insert(name);
-    node->set_name(std::move(name));
-  }
+  const std::vector<std::string> names = ImporterNodeNames(*graph);
+  for (int i = 0; i < graph->node_size(); ++i) graph->mutable_node(i)->set_name(names[i]);
 }
 
 int FindNode(const onnx::GraphProto& graph, absl::string_view name) {
