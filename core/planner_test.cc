@@ -198,7 +198,13 @@ TEST(PlannerTest, ApplyBudgetDerivesTheBudgetFields) {
     EXPECT_EQ(answered.arena_fits_budget(), expected.arena_fits_budget()) << budget;
     EXPECT_EQ(fresh->feasible, expected.feasible());
     EXPECT_EQ(fresh->arena_fits_budget, expected.arena_fits_budget());
+    // And the values themselves, worked out by hand: peak and arena are 20.
+    EXPECT_EQ(expected.feasible(), budget == 0 || budget >= 20) << budget;
+    EXPECT_EQ(expected.headroom_bytes(), budget == 0 ? 0 : budget - 20) << budget;
+    EXPECT_EQ(expected.arena_fits_budget(), budget == 0 || budget >= 20) << budget;
   }
+  EXPECT_EQ(plan->profile.peak_bytes, 20);
+  EXPECT_EQ(plan->arena.size_bytes, 20);
 }
 
 }  // namespace
