@@ -5,18 +5,20 @@
 # applied, op counts, and wall time of the plan without and with (the
 # client's total_ms). Prints a markdown table.
 # Usage: bench/rewrite.sh [TIME_LIMIT_SECONDS] [EXTRA_FLAGS...]   (10)
-# The models come from ../shared/bench/models: the benchmark models placed
+# The models come from ../shared/bench/models (SERENITY_MODELS_DIR points
+# elsewhere): the benchmark models placed
 # beside this checkout, not part of the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIMIT=${1:-10}
 shift || true
 CLIENT=${SERENITY_BUILD_DIR:-build}/client/serenity-client
+MODELS=${SERENITY_MODELS_DIR:-../shared/bench/models}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 echo "| model | peak without | cert | peak with | cert | arena with | sites found / applied | ops before -> after | ms without | ms with |"
 echo "|---|---:|---|---:|---|---:|---:|---:|---:|---:|"
-for f in ../shared/bench/models/*.onnx; do
+for f in "$MODELS"/*.onnx; do
   "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" "$@" >"$dir/without.json"
   "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" --rewrite "$@" >"$dir/with.json"
   python3 - "$dir/without.json" "$dir/with.json" <<'PY'
