@@ -19,6 +19,16 @@
 namespace serenity {
 namespace {
 
+// The result of a candidate that failed with `status`.
+v1::ScoreResult FailedResult(const std::string& id, int32_t index, const grpc::Status& status) {
+  v1::ScoreResult result;
+  result.set_id(id);
+  result.set_index(index);
+  result.set_code(static_cast<int32_t>(status.error_code()));
+  result.set_error(status.error_message());
+  return result;
+}
+
 // The slot key of a connection's Score candidates: apart from its Plan
 // calls' (the peer string), so that a stream holding every one of its
 // slots never makes the connection's Plan calls fail.
@@ -155,13 +165,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
       }
     }
     if (broken) return MaybeFinish();
-    v1::ScoreResult result;
-    result.set_id(id);
-    result.set_index(index);
-    const grpc::Status refused = ToGrpcStatus(status);
-    result.set_code(static_cast<int32_t>(refused.error_code()));
-    result.set_error(refused.error_message());
-    Deliver(std::move(result), /*holds_slot=*/false);  // `this` may be gone unless `read`
+    Deliver(FailedResult(id, index, ToGrpcStatus(status)), /*holds_slot=*/false);  // `this` may be gone unless `read`
     if (read) StartRead(&incoming_);
   }
 
@@ -207,12 +211,9 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
                                                  : absl::ResourceExhaustedError(service_->TenantBusy().error_message());
     if (!queued.ok()) {
       if (tenant_slot) service_->ReleaseTenantSlot(tenant_);
-      v1::ScoreResult result;
-      result.set_id(candidate->id);
-      result.set_index(index);
-      result.set_code(static_cast<int32_t>(ToGrpcStatus(queued).error_code()));
-      result.set_error(std::string(queued.message()));
-      Deliver(std::move(result));  // `this` may be gone unless `read`
+      Deliver(FailedResult(candidate->id, index,
+                           grpc::Status(ToGrpcStatus(queued).error_code(),
+                                        std::string(queued.message()))));  // `this` may be gone unless `read`
     }
     if (read) StartRead(&incoming_);
   }
@@ -292,9 +293,7 @@ class ScoreCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::B
              {"candidate", absl::StrCat(index)},
              {"detail", plan.status().ToString()}});
       }
-      grpc::Status status = ReplyStatus(plan.status(), request_id_);
-      result.set_code(static_cast<int32_t>(status.error_code()));
-      result.set_error(status.error_message());
+      result = FailedResult(candidate.id, index, ReplyStatus(plan.status(), request_id_));
     } else {
       result.set_peak_bytes(plan->peak_bytes());
       result.set_feasible(plan->feasible());
