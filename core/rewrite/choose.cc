@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -33,6 +34,7 @@ struct Candidate {
   std::string concat;
   std::string conv;
   int64_t bytes = 0;  // of the Concat's output
+  int64_t heat = 0;   // see PlanWithRewrites
 };
 
 // Why a graph has no Concat -> Conv site: its Concats' readers, counted,
@@ -88,46 +90,103 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // tensor a later site reads).
   absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> tensors;  // name -> (dim 1, bytes)
   for (const Tensor& t : graph.tensors()) tensors[t.name] = {t.shape.size() > 1 ? t.shape[1] : 0, t.bytes};
+  // Each site's heat: the most bytes live in the plan without rewriting
+  // from the first of its Concat's inputs made to its last Conv.
+  std::vector<int> position(graph.num_ops(), 0);
+  for (size_t step = 0; step < plan.order.size(); ++step) position[plan.order[step]] = static_cast<int>(step);
+  const auto step_of = [&](const std::string& op) {
+    std::optional<OpId> u = graph.FindOp(op);
+    return u.has_value() ? position[*u] : 0;
+  };
   std::vector<Candidate> candidates;
   for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), ModelIndex::Build(model.graph()))) {
     const onnx::NodeProto& concat = model.graph().node(site.concat);
-    candidates.push_back({concat.name(), model.graph().node(site.conv).name(), tensors[concat.output(0)].second});
+    Candidate candidate{concat.name(), model.graph().node(site.convs[0]).name(), tensors[concat.output(0)].second};
+    int first = step_of(concat.name()), last = first;
+    for (const std::string& in : concat.input()) {
+      std::optional<TensorId> t = graph.FindTensor(in);
+      const OpId producer = t.has_value() ? graph.tensor(*t).producer : kNoOp;
+      first = std::min(first, producer == kNoOp ? 0 : position[producer]);
+    }
+    for (int c : site.convs) last = std::max(last, step_of(model.graph().node(c).name()));
+    for (int step = first; step <= last; ++step) {
+      candidate.heat = std::max(candidate.heat, plan.profile.step_bytes[step]);
+    }
+    candidates.push_back(std::move(candidate));
   }
   report.sites_found = static_cast<int>(candidates.size());
   if (candidates.empty()) report.notes.push_back(WhyNoSite(model.graph()));
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
+  const auto past_deadline = [&] { return std::chrono::steady_clock::now() >= options.deadline; };
 
-  int64_t best = plan.profile.peak_bytes;
-  bool changed = false;
-  for (const Candidate& candidate : candidates) {
-    const ConcatConvSite site{FindNode(model.graph(), candidate.concat), FindNode(model.graph(), candidate.conv)};
-    if (site.concat < 0 || site.conv < 0) continue;  // cannot happen: each site has its own Concat and Conv
-    const onnx::NodeProto& concat = model.graph().node(site.concat);
+  // Applies `candidate` to `*trial`; false with a note when it cannot be.
+  const auto apply = [&](const Candidate& candidate, onnx::ModelProto* trial,
+                         std::vector<RewriteSite>* sites) -> absl::StatusOr<bool> {
+    const int concat_index = FindNode(trial->graph(), candidate.concat);
+    std::optional<ConcatConvSite> site;
+    for (ConcatConvSite& s : FindConcatConvSites(trial->graph(), ModelIndex::Build(trial->graph()))) {
+      if (s.concat == concat_index) site = std::move(s);
+    }
+    if (!site.has_value()) return false;  // cannot happen: sites share no node
     std::vector<int64_t> channels;
-    for (const std::string& in : concat.input()) channels.push_back(tensors[in].first);
-    onnx::ModelProto trial = model;
-    absl::StatusOr<RewriteSite> done = ApplyConcatConv(&trial, site, channels);
+    for (const std::string& in : trial->graph().node(site->concat).input()) channels.push_back(tensors[in].first);
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels);
     if (!done.ok()) {
       if (done.status().code() != absl::StatusCode::kFailedPrecondition) return done.status();
       report.notes.push_back(std::string(done.status().message()));
-      continue;
+      return false;
     }
+    sites->push_back(*std::move(done));
+    return true;
+  };
+
+  // Rounds: the sites whose heat reaches the best peak so far, applied
+  // together and planned (score only); kept when the peak drops, and then
+  // the sites reaching the new peak are next. A site far from the peak is
+  // never applied, so the rewritten graph grows only where it helps.
+  int64_t best = plan.profile.peak_bytes;
+  std::vector<bool> tried(candidates.size(), false);
+  bool changed = false;
+  for (int round = 1; !candidates.empty(); ++round) {
+    if (past_deadline()) {
+      report.notes.push_back(absl::StrCat("stopped at the deadline before round ", round));
+      break;
+    }
+    onnx::ModelProto trial = model;
+    std::vector<RewriteSite> sites;
+    int chosen = 0;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (tried[c] || candidates[c].heat < best) continue;
+      tried[c] = true;
+      ++chosen;
+      ASSIGN_OR_RETURN(bool applied, apply(candidates[c], &trial, &sites));
+      (void)applied;
+    }
+    if (chosen == 0) break;
+    if (sites.empty()) continue;
     std::string trial_bytes = trial.SerializeAsString();
     ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
     ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, score, executor));
-    if (trial_plan.profile.peak_bytes >= best) {
-      report.notes.push_back(absl::StrCat("Conv '", candidate.conv, "' not rewritten: peak ",
-                                          trial_plan.profile.peak_bytes, " bytes with it, not below ", best));
-      continue;
+    const int64_t peak = trial_plan.profile.peak_bytes;
+    std::vector<std::string> convs;
+    for (const RewriteSite& site : sites) convs.push_back(absl::StrCat("'", site.conv, "'"));
+    const std::string what =
+        absl::StrCat("round ", round, ": ", sites.size(), " site", sites.size() == 1 ? "" : "s", " live where ", best,
+                     " bytes were (Conv ", absl::StrJoin(convs, ", "), "): peak ", peak, " bytes");
+    if (peak >= best) {
+      report.notes.push_back(absl::StrCat(what, ", not below ", best, ": not rewritten"));
+      break;
     }
-    best = trial_plan.profile.peak_bytes;
+    report.notes.push_back(what);
+    best = peak;
     model = std::move(trial);
     bytes = std::move(trial_bytes);
     graph = std::move(trial_graph);
-    report.recipe.sites.push_back(*std::move(done));
+    for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
     changed = true;
   }
+  report.choice = changed ? "peak_rounds" : "none";
   if (changed) {
     ASSIGN_OR_RETURN(plan, PlanGraph(graph, sanitized, executor));
   }
@@ -146,7 +205,8 @@ void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out) {
   out->set_ops_after(report.ops_after);
   out->set_sites_found(report.sites_found);
   out->set_sites_applied(static_cast<int32_t>(report.recipe.sites.size()));
-  out->set_greedy(report.greedy);
+  out->set_greedy(report.sites_found > 1);
+  out->set_choice(report.choice);
   for (const RewriteSite& site : report.recipe.sites) {
     v1::RewriteSite* s = out->mutable_recipe()->add_sites();
     s->set_concat(site.concat);
@@ -155,6 +215,12 @@ void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out) {
     for (const std::string& in : site.inputs) s->add_inputs(in);
     for (int64_t c : site.channels) s->add_channels(c);
     for (const std::string& op : site.new_ops) s->add_new_ops(op);
+    for (const std::string& op : site.pushed) s->add_pushed(op);
+    for (const ConvSplit& split : site.splits) {
+      v1::ConvSplit* out_split = s->add_splits();
+      out_split->set_conv(split.conv);
+      out_split->set_form(split.form);
+    }
     for (const WeightSlice& w : site.weight_slices) {
       v1::WeightSlice* slice = s->add_weight_slices();
       slice->set_source(w.source);
@@ -179,6 +245,8 @@ RewriteRecipe RewriteRecipeFromProto(const v1::RewriteRecipe& recipe) {
     site.inputs.assign(s.inputs().begin(), s.inputs().end());
     site.channels.assign(s.channels().begin(), s.channels().end());
     site.new_ops.assign(s.new_ops().begin(), s.new_ops().end());
+    site.pushed.assign(s.pushed().begin(), s.pushed().end());
+    for (const v1::ConvSplit& split : s.splits()) site.splits.push_back({split.conv(), split.form()});
     for (const v1::WeightSlice& w : s.weight_slices()) {
       site.weight_slices.push_back({w.source(), w.axis(), w.begin(), w.end(), w.name()});
     }

@@ -3,12 +3,15 @@
 // the model so rewritten. The one entry point the request path calls
 // (ExecutePlanRequest, for options.rewrite).
 //
-// The choice is greedy, not a search over combinations: the model as given
-// is planned first (PlanGraph, full plan); then each site, largest Concat
-// output first, is applied to the current model and the result planned
-// (score only) within the same time limit; the site is kept when that peak
-// is below the best so far. The kept model is planned in full at the end.
-// So planning takes up to (sites + 2) times the time limit.
+// The model as given is planned first (PlanGraph, full plan). Each site's
+// heat is the most bytes live in that plan from the first of its Concat's
+// inputs made to its last Conv. Then, in rounds, the sites not yet tried
+// whose heat reaches the best peak so far are applied together and the
+// result planned (score only, within the same time limit); when that peak is
+// lower the round is kept and the next round takes the sites reaching the
+// new peak, otherwise the search stops. The kept model is planned in full at
+// the end. No round starts once options.deadline has passed. So planning
+// takes (rounds + 2) plans, and sites far below the peak are never applied.
 #ifndef SERENITY_CORE_REWRITE_CHOOSE_H_
 #define SERENITY_CORE_REWRITE_CHOOSE_H_
 
@@ -38,7 +41,8 @@ struct RewriteReport {
   int ops_before = 0;
   int ops_after = 0;
   int sites_found = 0;
-  bool greedy = true;
+  // How the sites applied were chosen: "peak_rounds" (see above) or "none".
+  std::string choice;
   RewriteRecipe recipe;
   // Why each site found was not applied; with none found, what reads the
   // graph's Concats.

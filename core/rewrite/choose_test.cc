@@ -16,18 +16,35 @@ using ::testing::HasSubstr;
 // and reduced by a Conv to `out` channels. With wide >> out the partition
 // lowers the peak (the x_i need not be live together); with out >> wide it
 // cannot (each partial and the running sum are full-size).
-TestModel Branches(int k, int64_t wide, int64_t out) {
-  TestModel m;
-  m.Input("in", {1, 1, 8, 8}).Weight("w", {out, k * wide, 1, 1}, false).Output("y");
+// With `bn_relu`, the Concat reaches the Conv through BatchNormalization
+// and Relu, as in DenseNet. `prefix` names everything but "in" and "y".
+TestModel& AddBranches(TestModel& m, const std::string& in, const std::string& y, int64_t in_channels, int k,
+                       int64_t wide, int64_t out, bool bn_relu = false, const std::string& prefix = "") {
+  m.Weight(prefix + "w", {out, k * wide, 1, 1}, false);
   std::vector<std::string> xs;
   for (int i = 0; i < k; ++i) {
-    const std::string b = "b" + std::to_string(i), x = "x" + std::to_string(i);
-    m.Weight(b, {wide, 1, 1, 1}, false);
-    m.Node("Conv", {"in", b}, {x}, "branch" + std::to_string(i));
+    const std::string b = prefix + "b" + std::to_string(i), x = prefix + "x" + std::to_string(i);
+    m.Weight(b, {wide, in_channels, 1, 1}, false);
+    m.Node("Conv", {in, b}, {x}, prefix + "branch" + std::to_string(i));
     xs.push_back(x);
   }
-  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
-  m.Node("Conv", {"c", "w"}, {"y"}, "reduce");
+  TestModel::IntAttr(m.Node("Concat", xs, {prefix + "c"}, prefix + "cat"), "axis", 1);
+  std::string c = prefix + "c";
+  if (bn_relu) {
+    for (const char* p : {"scale", "shift", "mean", "var"}) m.Weight(prefix + p, {k * wide}, false);
+    m.Node("BatchNormalization", {c, prefix + "scale", prefix + "shift", prefix + "mean", prefix + "var"},
+           {prefix + "n"}, prefix + "bn");
+    m.Node("Relu", {prefix + "n"}, {prefix + "r"}, prefix + "relu");
+    c = prefix + "r";
+  }
+  m.Node("Conv", {c, prefix + "w"}, {y}, prefix + "reduce");
+  return m;
+}
+
+TestModel Branches(int k, int64_t wide, int64_t out, bool bn_relu = false) {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Output("y");
+  AddBranches(m, "in", "y", 1, k, wide, out, bn_relu);
   return m;
 }
 
@@ -46,7 +63,7 @@ TEST(ChooseTest, KeepsASiteThatLowersThePeak) {
   EXPECT_EQ(report.sites_found, 1);
   ASSERT_EQ(report.recipe.sites.size(), 1u);
   EXPECT_EQ(report.recipe.sites[0].conv, "reduce");
-  EXPECT_TRUE(report.greedy);
+  EXPECT_EQ(report.choice, "peak_rounds");
   EXPECT_EQ(report.ops_before, 6);
   EXPECT_EQ(report.ops_after, 4 + 4 + 3);
   EXPECT_EQ(r->graph.num_ops(), 11);
@@ -62,6 +79,45 @@ TEST(ChooseTest, KeepsASiteThatLowersThePeak) {
   EXPECT_EQ(again->num_ops(), 11);
 }
 
+// DenseNet's form: Concat -> BatchNormalization -> Relu -> Conv. Pushing
+// the two per-channel ops through the Concat lets the partition apply.
+TEST(ChooseTest, PushesPerChannelOpsThroughAndLowersThePeak) {
+  TestModel m = Branches(4, 16, 2, /*bn_relu=*/true);
+  absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->report.recipe.sites.size(), 1u);
+  EXPECT_THAT(r->report.recipe.sites[0].pushed, ElementsAre("bn", "relu"));
+  // 4 branches, 4 x (bn, relu, part), 3 sums.
+  EXPECT_EQ(r->graph.num_ops(), 4 + 12 + 3);
+  // Without: the Concat and the BatchNormalization's output (64 channels
+  // each) live at once; with: at most two 16-channel tensors and the sums.
+  const int64_t channel = 64 * 4;
+  EXPECT_EQ(r->report.peak_bytes_without, 128 * channel);
+  EXPECT_LT(r->report.peak_bytes_with, 64 * channel);
+}
+
+// Two sites: the first holds the peak and its rewrite lowers it; the second
+// is then where the peak is, but rewriting it would raise the peak (its Conv
+// widens: partials and running sum are 64 channels each): kept the first
+// only, in two rounds.
+TEST(ChooseTest, RoundsKeepOnlyTheSitesThatLowerThePeak) {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Output("y");
+  AddBranches(m, "in", "mid", 1, 4, 16, 2, false, "a_");
+  AddBranches(m, "mid", "y", 2, 2, 1, 64, false, "b_");
+  absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.sites_found, 2);
+  EXPECT_EQ(r->report.choice, "peak_rounds");
+  ASSERT_EQ(r->report.recipe.sites.size(), 1u);
+  EXPECT_EQ(r->report.recipe.sites[0].conv, "a_reduce");
+  EXPECT_LT(r->report.peak_bytes_with, r->report.peak_bytes_without);
+  EXPECT_THAT(r->report.notes,
+              ElementsAre(HasSubstr("round 1: 1 site live where"), HasSubstr("round 2: 1 site live where")));
+  EXPECT_THAT(r->report.notes[1], HasSubstr("'b_reduce'"));
+  EXPECT_THAT(r->report.notes[1], HasSubstr("not rewritten"));
+}
+
 TEST(ChooseTest, LeavesASiteThatDoesNotLowerThePeak) {
   TestModel m = Branches(2, 1, 64);
   absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
@@ -70,6 +126,7 @@ TEST(ChooseTest, LeavesASiteThatDoesNotLowerThePeak) {
   EXPECT_TRUE(r->report.recipe.sites.empty());
   EXPECT_EQ(r->report.peak_bytes_with, r->report.peak_bytes_without);
   EXPECT_EQ(r->graph.num_ops(), 4);
+  EXPECT_EQ(r->report.choice, "none");
   ASSERT_EQ(r->report.notes.size(), 1u);
   EXPECT_THAT(r->report.notes[0], HasSubstr("not below"));
 }

@@ -1,12 +1,16 @@
 #include "core/rewrite/concat_conv.h"
 
 #include <climits>
+#include <functional>
+#include <map>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/dtype.h"
+#include "core/rewrite/per_channel.h"
+#include "core/util/status_macros.h"
 
 namespace serenity {
 namespace {
@@ -138,23 +142,33 @@ absl::StatusOr<onnx::TensorProto> SliceInitializer(const onnx::TensorProto& sour
   return out;  // no data: dims only
 }
 
-absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
-                                            const std::vector<int64_t>& channels) {
-  onnx::GraphProto* graph = model->mutable_graph();
-  const onnx::NodeProto concat = graph->node(site.concat);
-  const onnx::NodeProto conv = graph->node(site.conv);
-  const int k = concat.input_size();
-  if (k < 2) return Skip(conv.name(), "its Concat has fewer than two inputs");
-  if (static_cast<int>(channels.size()) != k) return Skip(conv.name(), "channel counts do not match the inputs");
-  for (int64_t n : channels) {
-    if (n <= 0) return Skip(conv.name(), "a Concat input has no channels");
-  }
-  const ModelIndex index = ModelIndex::Build(*graph);
+namespace {
+
+// Makes the slice of a Conv's weight for part `part`; returns its name.
+using SliceForPart = std::function<absl::StatusOr<std::string>(const onnx::TensorProto& source, int axis, int64_t begin,
+                                                               int64_t end, int part)>;
+
+absl::StatusOr<std::string> SliceOrSkip(const onnx::NodeProto& conv, const SliceForPart& slice,
+                                        const onnx::TensorProto& source, int axis, int64_t begin, int64_t end,
+                                        int part) {
+  absl::StatusOr<std::string> name = slice(source, axis, begin, end, part);
+  if (!name.ok()) return Skip(conv.name(), name.status().message());
+  return name;
+}
+
+// Splits one Conv of a site: `xs` are the parts of its input, one per
+// Concat input, with `channels` channels each. Appends the new nodes to
+// `nodes` and the slices (made by `slice`) through it.
+absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& graph, const ModelIndex& index,
+                       const std::vector<std::string>& xs, const std::vector<int64_t>& channels, NameMint* mint,
+                       const SliceForPart& slice, std::vector<onnx::NodeProto>* nodes, RewriteSite* result) {
+  const int k = static_cast<int>(xs.size());
   const std::string& w_name = conv.input(1);
   auto w_it = index.initializers.find(w_name);
-  if (w_it == index.initializers.end())
+  if (w_it == index.initializers.end()) {
     return Skip(conv.name(), absl::StrCat("weight '", w_name, "' is no initializer"));
-  const onnx::TensorProto w = graph->initializer(w_it->second);
+  }
+  const onnx::TensorProto& w = graph.initializer(w_it->second);
   if (w.dims_size() < 3) return Skip(conv.name(), "weight rank below 3");
   const int64_t group = IntAttribute(conv, "group", 1);
   const int64_t out_channels = w.dims(0), group_channels = w.dims(1);
@@ -164,58 +178,41 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   if (total != group_channels * group) return Skip(conv.name(), "the Concat's channels do not match the weight");
   const bool has_bias = conv.input_size() > 2 && !conv.input(2).empty();
   const std::string b_name = has_bias ? conv.input(2) : "";
-  std::optional<onnx::TensorProto> b;
+  const onnx::TensorProto* b = nullptr;
   if (has_bias) {
     auto b_it = index.initializers.find(b_name);
-    if (b_it != index.initializers.end()) b = graph->initializer(b_it->second);
+    if (b_it != index.initializers.end()) b = &graph.initializer(b_it->second);
   }
-
-  RewriteSite result;
-  result.concat = concat.name();
-  result.conv = conv.name();
-  result.inputs.assign(concat.input().begin(), concat.input().end());
-  result.channels = channels;
   const std::string& y = conv.output(0);
-  NameMint mint(*graph);
-  std::vector<onnx::NodeProto> nodes;
-  std::vector<onnx::TensorProto> slices;
-  auto slice = [&](const onnx::TensorProto& source, int axis, int64_t begin, int64_t end, int i) -> absl::Status {
-    std::string name = mint.Take(absl::StrCat(source.name(), "/", conv.name(), "/part", i));
-    absl::StatusOr<onnx::TensorProto> sliced = SliceInitializer(source, axis, begin, end, name);
-    if (!sliced.ok()) return Skip(conv.name(), sliced.status().message());
-    slices.push_back(*std::move(sliced));
-    result.weight_slices.push_back({source.name(), axis, begin, end, std::move(name)});
-    return absl::OkStatus();
-  };
-  std::vector<std::string> parts;
+  ConvSplit split{conv.name(), ""};
   if (group == 1) {
-    result.form = "conv_sum";
+    split.form = "conv_sum";
     std::string sum;
     int64_t begin = 0;
     for (int i = 0; i < k; ++i) {
-      if (absl::Status s = slice(w, 1, begin, begin + channels[i], i); !s.ok()) return s;
+      ASSIGN_OR_RETURN(std::string w_i, SliceOrSkip(conv, slice, w, 1, begin, begin + channels[i], i));
       begin += channels[i];
-      std::vector<std::string> inputs = {concat.input(i), slices.back().name()};
+      std::vector<std::string> inputs = {xs[i], w_i};
       if (i == 0 && has_bias) inputs.push_back(b_name);
-      const std::string part = mint.Take(absl::StrCat(conv.name(), "/part", i));
-      nodes.push_back(PartialConv(conv, part, std::move(inputs), part, 1));
-      result.new_ops.push_back(part);
+      const std::string part = mint->Take(absl::StrCat(conv.name(), "/part", i));
+      nodes->push_back(PartialConv(conv, part, std::move(inputs), part, 1));
+      result->new_ops.push_back(part);
       if (i == 0) {
         sum = part;
         continue;
       }
-      const std::string add = mint.Take(absl::StrCat(conv.name(), "/sum", i));
+      const std::string add = mint->Take(absl::StrCat(conv.name(), "/sum", i));
       const std::string out = i == k - 1 ? y : add;
-      nodes.push_back(Binary("Add", add, {sum, part}, out));
-      result.new_ops.push_back(add);
+      nodes->push_back(Binary("Add", add, {sum, part}, out));
+      result->new_ops.push_back(add);
       sum = out;
     }
   } else {
-    if (group_channels == 1) return Skip(conv.name(), "depthwise (the kernel-wise partition, not this rewrite)");
-    if (has_bias && !b.has_value()) return Skip(conv.name(), "the bias of a grouped Conv is no initializer");
-    result.form = "group_concat";
+    if (has_bias && b == nullptr) return Skip(conv.name(), "the bias of a grouped Conv is no initializer");
+    split.form = group_channels == 1 ? "kernel_wise" : "group_concat";
     const int64_t group_outputs = out_channels / group;
     int64_t first_group = 0;
+    std::vector<std::string> parts;
     for (int i = 0; i < k; ++i) {
       if (channels[i] % group_channels != 0) {
         return Skip(conv.name(), absl::StrCat("input ", i, " covers part of a group"));
@@ -223,52 +220,60 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
       const int64_t groups = channels[i] / group_channels;
       const int64_t begin = first_group * group_outputs, end = (first_group + groups) * group_outputs;
       first_group += groups;
-      if (absl::Status s = slice(w, 0, begin, end, i); !s.ok()) return s;
-      std::vector<std::string> inputs = {concat.input(i), slices.back().name()};
+      ASSIGN_OR_RETURN(std::string w_i, SliceOrSkip(conv, slice, w, 0, begin, end, i));
+      std::vector<std::string> inputs = {xs[i], w_i};
       if (has_bias) {
-        if (absl::Status s = slice(*b, 0, begin, end, i); !s.ok()) return s;
-        inputs.push_back(slices.back().name());
+        ASSIGN_OR_RETURN(std::string b_i, SliceOrSkip(conv, slice, *b, 0, begin, end, i));
+        inputs.push_back(b_i);
       }
-      const std::string part = mint.Take(absl::StrCat(conv.name(), "/part", i));
-      nodes.push_back(PartialConv(conv, part, std::move(inputs), part, groups));
-      result.new_ops.push_back(part);
+      const std::string part = mint->Take(absl::StrCat(conv.name(), "/part", i));
+      nodes->push_back(PartialConv(conv, part, std::move(inputs), part, groups));
+      result->new_ops.push_back(part);
       parts.push_back(part);
     }
-    const std::string join = mint.Take(absl::StrCat(conv.name(), "/concat"));
+    const std::string join = mint->Take(absl::StrCat(conv.name(), "/concat"));
     onnx::NodeProto node = Binary("Concat", join, parts, y);
     onnx::AttributeProto* axis = node.add_attribute();
     axis->set_name("axis");
     axis->set_type(onnx::AttributeProto::INT);
     axis->set_i(1);
-    nodes.push_back(std::move(node));
-    result.new_ops.push_back(join);
+    nodes->push_back(std::move(node));
+    result->new_ops.push_back(join);
   }
+  result->splits.push_back(std::move(split));
+  return absl::OkStatus();
+}
 
-  // Commit: the Concat goes, the Conv becomes `nodes`, the slices join the
-  // initializers, and weights nothing else reads go.
+// Removes `removed` nodes and puts `inserted[i]` after node i (in its place
+// when it is removed); drops the initializers only removed nodes read, adds `slices`, and drops the
+// value_info of `gone` tensors.
+void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_hash_set<int>& removed,
+            std::map<int, std::vector<onnx::NodeProto>> inserted, std::vector<onnx::TensorProto> slices,
+            const absl::flat_hash_set<std::string>& gone) {
+  absl::flat_hash_set<std::string> still_read;  // by the new nodes
+  for (const auto& [at, nodes] : inserted) {
+    for (const onnx::NodeProto& node : nodes) still_read.insert(node.input().begin(), node.input().end());
+  }
   google::protobuf::RepeatedPtrField<onnx::NodeProto> rebuilt;
   for (int i = 0; i < graph->node_size(); ++i) {
-    if (i == site.concat) continue;
-    if (i != site.conv) {
-      rebuilt.Add()->Swap(graph->mutable_node(i));
-      continue;
+    if (!removed.contains(i)) rebuilt.Add()->Swap(graph->mutable_node(i));
+    for (onnx::NodeProto& node : inserted[i]) rebuilt.Add()->Swap(&node);
+  }
+  absl::flat_hash_set<std::string> dropped;
+  for (int i : removed) {
+    for (const std::string& in : graph->node(i).input()) {
+      if (!index.initializers.contains(in) || index.graph_outputs.contains(in) || still_read.contains(in)) continue;
+      bool only_removed = true;
+      for (int reader : index.ConsumersOf(in)) only_removed = only_removed && removed.contains(reader);
+      if (only_removed) dropped.insert(in);
     }
-    for (onnx::NodeProto& node : nodes) rebuilt.Add()->Swap(&node);
   }
   graph->mutable_node()->Swap(&rebuilt);
-  absl::flat_hash_set<std::string> dropped;
-  auto only_this_conv = [&](const std::string& t) {
-    return index.ConsumersOf(t).size() == 1 && !index.graph_outputs.contains(t);
-  };
-  if (only_this_conv(w_name)) dropped.insert(w_name);
-  if (group != 1 && has_bias && only_this_conv(b_name)) dropped.insert(b_name);
-  bool listed_as_input = false;
   google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
   for (onnx::TensorProto& t : *graph->mutable_initializer()) {
     if (!dropped.contains(t.name())) initializers.Add()->Swap(&t);
   }
-  for (onnx::TensorProto& t : slices) *initializers.Add() = t;
-  graph->mutable_initializer()->Swap(&initializers);
+  bool listed_as_input = false;
   google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
   for (onnx::ValueInfoProto& v : *graph->mutable_input()) {
     if (dropped.contains(v.name())) {
@@ -287,12 +292,109 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
       for (int64_t d : t.dims()) type->mutable_shape()->add_dim()->set_dim_value(d);
     }
   }
+  for (onnx::TensorProto& t : slices) initializers.Add()->Swap(&t);
+  graph->mutable_initializer()->Swap(&initializers);
   graph->mutable_input()->Swap(&inputs);
   google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
   for (onnx::ValueInfoProto& v : *graph->mutable_value_info()) {
-    if (v.name() != concat.output(0)) infos.Add()->Swap(&v);
+    if (!gone.contains(v.name())) infos.Add()->Swap(&v);
   }
   graph->mutable_value_info()->Swap(&infos);
+}
+
+}  // namespace
+
+absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
+                                            const std::vector<int64_t>& channels) {
+  onnx::GraphProto* graph = model->mutable_graph();
+  const onnx::NodeProto& concat = graph->node(site.concat);
+  if (site.convs.empty()) return absl::InvalidArgumentError("a site without Convs");
+  const std::string first_conv = graph->node(site.convs[0]).name();
+  const int k = concat.input_size();
+  if (k < 2) return Skip(first_conv, "its Concat has fewer than two inputs");
+  if (static_cast<int>(channels.size()) != k) return Skip(first_conv, "channel counts do not match the inputs");
+  int64_t total = 0;
+  for (int64_t n : channels) {
+    if (n <= 0) return Skip(first_conv, "a Concat input has no channels");
+    total += n;
+  }
+  const ModelIndex index = ModelIndex::Build(*graph);
+  int rank = 0;  // of the data, from the Convs' weights
+  for (int c : site.convs) {
+    auto w = index.initializers.find(graph->node(c).input(1));
+    if (w == index.initializers.end()) continue;  // SplitConv says so
+    const int r = graph->initializer(w->second).dims_size();
+    if (rank != 0 && r != rank) return Skip(first_conv, "the Convs have weights of different ranks");
+    rank = r;
+  }
+
+  RewriteSite result;
+  result.concat = concat.name();
+  result.inputs.assign(concat.input().begin(), concat.input().end());
+  result.channels = channels;
+  NameMint mint(*graph);
+  std::vector<onnx::TensorProto> slices;
+  std::string owner;  // the op whose weights are being sliced, for their names
+  const SliceWeight slice = [&](const onnx::TensorProto& source, int axis, int64_t begin,
+                                int64_t end) -> absl::StatusOr<std::string> {
+    std::string name = mint.Take(absl::StrCat(source.name(), "/", owner));
+    absl::StatusOr<onnx::TensorProto> sliced = SliceInitializer(source, axis, begin, end, name);
+    if (!sliced.ok()) return absl::FailedPreconditionError(sliced.status().message());
+    slices.push_back(*std::move(sliced));
+    result.weight_slices.push_back({source.name(), axis, begin, end, name});
+    return name;
+  };
+
+  // The parts of each tensor between the Concat and the Convs.
+  absl::flat_hash_map<std::string, std::vector<std::string>> parts;
+  parts[concat.output(0)] = result.inputs;
+  std::map<int, std::vector<onnx::NodeProto>> inserted;  // before node index
+  absl::flat_hash_set<std::string> gone = {concat.output(0)};
+  for (int p : site.pushed) {
+    const onnx::NodeProto& op = graph->node(p);
+    std::string data;
+    for (const std::string& in : op.input()) {
+      if (parts.contains(in)) data = in;
+    }
+    if (data.empty()) return absl::InvalidArgumentError(absl::StrCat("'", op.name(), "' is not on the site"));
+    std::vector<std::string>& out = parts[op.output(0)];
+    int64_t begin = 0;
+    for (int i = 0; i < k; ++i) {
+      const std::string name = mint.Take(absl::StrCat(op.name(), "/part", i));
+      const std::string tensor = mint.Take(absl::StrCat(op.output(0), "/part", i));
+      owner = name;
+      absl::StatusOr<onnx::NodeProto> node =
+          PartOfPerChannelOp(op, *graph, index, data, rank == 0 ? 4 : rank, total, begin, begin + channels[i],
+                             parts[data][i], name, tensor, slice);
+      if (!node.ok()) return Skip(first_conv, node.status().message());
+      begin += channels[i];
+      inserted[site.concat].push_back(*std::move(node));
+      result.new_ops.push_back(name);
+      out.push_back(tensor);
+    }
+    result.pushed.push_back(op.name());
+    gone.insert(op.output(0));
+  }
+  for (int c : site.convs) {
+    const onnx::NodeProto& conv = graph->node(c);
+    auto it = parts.find(conv.input(0));
+    if (it == parts.end()) return absl::InvalidArgumentError(absl::StrCat("'", conv.name(), "' is not on the site"));
+    std::vector<onnx::NodeProto> nodes;
+    const SliceForPart named = [&](const onnx::TensorProto& source, int axis, int64_t begin, int64_t end,
+                                   int part) -> absl::StatusOr<std::string> {
+      owner = absl::StrCat(conv.name(), "/part", part);
+      return slice(source, axis, begin, end);
+    };
+    RETURN_IF_ERROR(SplitConv(conv, *graph, index, it->second, channels, &mint, named, &nodes, &result));
+    inserted[c] = std::move(nodes);
+  }
+  result.conv = result.splits[0].conv;
+  result.form = result.splits[0].form;
+
+  absl::flat_hash_set<int> removed(site.pushed.begin(), site.pushed.end());
+  removed.insert(site.convs.begin(), site.convs.end());
+  removed.insert(site.concat);
+  Commit(graph, index, removed, std::move(inserted), std::move(slices), gone);
   return result;
 }
 
@@ -305,22 +407,26 @@ absl::StatusOr<std::string> ApplyRecipe(absl::string_view model_bytes, const Rew
   NameNodesAsImporter(model.mutable_graph());
   for (const RewriteSite& want : recipe.sites) {
     const int concat = FindNode(model.graph(), want.concat);
-    const int conv = FindNode(model.graph(), want.conv);
     const ModelIndex index = ModelIndex::Build(model.graph());
-    bool found = false;
-    for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), index)) {
-      found = found || (site.concat == concat && site.conv == conv);
+    std::optional<ConcatConvSite> found;
+    for (ConcatConvSite& site : FindConcatConvSites(model.graph(), index)) {
+      if (site.concat == concat) found = std::move(site);
     }
     const auto mismatch = [&](absl::string_view what) {
       return absl::InvalidArgumentError(absl::StrCat("the recipe does not match this model at Concat '", want.concat,
                                                      "' -> Conv '", want.conv, "': ", what));
     };
-    if (!found) return mismatch("no such Concat feeding that Conv");
+    if (!found.has_value()) return mismatch("no such Concat reaching only Convs");
+    std::vector<std::string> want_convs, got_convs, got_pushed;
+    for (const ConvSplit& split : want.splits) want_convs.push_back(split.conv);
+    for (int c : found->convs) got_convs.push_back(model.graph().node(c).name());
+    for (int p : found->pushed) got_pushed.push_back(model.graph().node(p).name());
+    if (got_convs != want_convs || got_pushed != want.pushed) return mismatch("other ops between Concat and Convs");
     const onnx::NodeProto& node = model.graph().node(concat);
     if (std::vector<std::string>(node.input().begin(), node.input().end()) != want.inputs) {
       return mismatch("other Concat inputs");
     }
-    absl::StatusOr<RewriteSite> done = ApplyConcatConv(&model, {concat, conv}, want.channels);
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(&model, *found, want.channels);
     if (!done.ok()) return mismatch(done.status().message());
     std::vector<std::string> want_slices, got_slices;
     for (const WeightSlice& s : want.weight_slices) want_slices.push_back(absl::StrCat(s.name, s.begin, ":", s.end));

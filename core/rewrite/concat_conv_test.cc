@@ -157,19 +157,81 @@ TEST(ConcatConvTest, GroupedConvSplitsAlongWholeGroups) {
   EXPECT_EQ(g->tensor(*g->FindTensor("y")).shape, (std::vector<int64_t>{1, 8, 6, 6}));
 }
 
-TEST(ConcatConvTest, SkipsPartialGroupsAndDepthwiseLeavingTheModelAlone) {
+TEST(ConcatConvTest, SkipsPartialGroupsLeavingTheModelAlone) {
   TestModel m = Site({3, 5}, 8, 4, false);
   const std::string before = m.Bytes();
   absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {3, 5});
   EXPECT_EQ(done.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(done.status().message(), HasSubstr("part of a group"));
   EXPECT_EQ(m.Bytes(), before);
-  TestModel dw = Site({4, 4}, 8, 8, false);
-  done = ApplyConcatConv(&dw.model(), OnlySite(dw.model()), {4, 4});
-  EXPECT_THAT(done.status().message(), HasSubstr("depthwise"));
   TestModel wrong = Site({2, 2}, 4, 1, false);
   EXPECT_EQ(ApplyConcatConv(&wrong.model(), OnlySite(wrong.model()), {2, 3}).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// A depthwise Conv (group = channels) is the kernel-wise partition: each
+// input meets its own kernels (and multiplier outputs) only.
+TEST(ConcatConvTest, DepthwiseConvSplitsKernelWise) {
+  TestModel m = Site({3, 5}, 16, 8, /*bias=*/true);  // multiplier 2
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {3, 5});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->form, "kernel_wise");
+  EXPECT_THAT(done->new_ops, ElementsAre("conv/part0", "conv/part1", "conv/concat"));
+  const onnx::GraphProto& g = m.model().graph();
+  EXPECT_EQ(IntAttribute(g.node(2), "group", 0), 3);
+  EXPECT_EQ(IntAttribute(g.node(3), "group", 0), 5);
+  EXPECT_THAT(Init(m.model(), "w/conv/part1")->dims(), ElementsAre(10, 1, 3, 3));
+  EXPECT_EQ(Init(m.model(), "w/conv/part1")->float_data(0), 6 * 9);  // kernel 6: channel 3, first of two
+  EXPECT_EQ(Init(m.model(), "b/conv/part1")->float_data(0), 6);
+  absl::StatusOr<Graph> imported = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->tensor(*imported->FindTensor("y")).shape, (std::vector<int64_t>{1, 16, 6, 6}));
+}
+
+// Concat -> BatchNormalization -> Relu -> {Conv, Conv}: the two per-channel
+// ops are copied per input with their parameters sliced, both Convs split.
+TEST(ConcatConvTest, PushesPerChannelOpsThroughToEveryConv) {
+  TestModel m = Site({2, 3}, 4, 1, /*bias=*/false);
+  onnx::GraphProto* g = m.model().mutable_graph();
+  g->mutable_node()->RemoveLast();  // the Conv
+  for (const char* p : {"scale", "shift", "mean", "var"}) m.Weight(p, {5});
+  m.Weight("w2", {6, 5, 1, 1}).Weight("k", {1, 1, 1, 1}).Output("y2");
+  m.Node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"n"}, "bn");
+  m.Node("Mul", {"n", "k"}, {"m"}, "mul");  // one value for every channel: kept whole
+  m.Node("Relu", {"m"}, {"r"}, "relu");
+  m.Node("Conv", {"r", "w"}, {"y"}, "conv");
+  m.Node("Conv", {"r", "w2"}, {"y2"}, "conv2");
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 3});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_THAT(done->pushed, ElementsAre("bn", "mul", "relu"));
+  ASSERT_EQ(done->splits.size(), 2u);
+  EXPECT_EQ(done->splits[1].conv, "conv2");
+  EXPECT_THAT(NodeNames(m.model()), ElementsAre("relu0", "relu1", "bn/part0", "bn/part1", "mul/part0", "mul/part1",
+                                                "relu/part0", "relu/part1", "conv/part0", "conv/part1", "conv/sum1",
+                                                "conv2/part0", "conv2/part1", "conv2/sum1"));
+  const onnx::GraphProto& out = m.model().graph();
+  EXPECT_THAT(out.node(3).input(),
+              ElementsAre("x1", "scale/bn/part1", "shift/bn/part1", "mean/bn/part1", "var/bn/part1"));
+  EXPECT_THAT(out.node(5).input(), ElementsAre("n/part1", "k"));
+  EXPECT_THAT(out.node(9).input(), ElementsAre("r/part1", "w/conv/part1"));
+  EXPECT_THAT(Init(m.model(), "scale/bn/part1")->float_data(), ElementsAre(2, 3, 4));
+  EXPECT_EQ(Init(m.model(), "scale"), nullptr);
+  EXPECT_NE(Init(m.model(), "k"), nullptr);
+  absl::StatusOr<Graph> imported = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->tensor(*imported->FindTensor("y2")).shape, (std::vector<int64_t>{1, 6, 6, 6}));
+
+  // A constant with another channel count is refused, the model unchanged.
+  TestModel bad = Site({2, 3}, 4, 1, false);
+  bad.model().mutable_graph()->mutable_node()->RemoveLast();
+  bad.Weight("k", {1, 4, 1, 1});
+  bad.Node("Mul", {"c", "k"}, {"m"}, "mul");
+  bad.Node("Conv", {"m", "w"}, {"y"}, "conv");
+  const std::string before = bad.Bytes();
+  done = ApplyConcatConv(&bad.model(), OnlySite(bad.model()), {2, 3});
+  EXPECT_EQ(done.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(done.status().message(), HasSubstr("4 values along the channel axis, not 5"));
+  EXPECT_EQ(bad.Bytes(), before);
 }
 
 TEST(ConcatConvTest, KeepsASharedWeightAndAvoidsTakenNames) {
@@ -203,7 +265,7 @@ TEST(ConcatConvTest, ApplyRecipeReproducesTheRewriteOnTheFullModel) {
   ASSERT_TRUE(out.ParseFromString(*applied));
   EXPECT_EQ(NodeNames(out), NodeNames(stripped.model()));
   EXPECT_EQ(Init(out, "w/conv/part1")->float_data_size(), 4 * 3 * 9);
-  recipe.sites[0].conv = "other";
+  recipe.sites[0].splits[0].conv = "other";
   EXPECT_THAT(ApplyRecipe(full.Bytes(), recipe).status().message(), HasSubstr("does not match"));
 }
 

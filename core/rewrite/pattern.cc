@@ -1,7 +1,11 @@
 #include "core/rewrite/pattern.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
+#include "core/rewrite/per_channel.h"
 
 namespace serenity {
 namespace {
@@ -55,20 +59,40 @@ std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, c
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& concat = graph.node(i);
     if (concat.op_type() != "Concat" || !DefaultDomain(concat) || concat.output_size() != 1) continue;
-    const std::string& y = concat.output(0);
-    if (index.graph_outputs.contains(y)) continue;
-    const std::vector<int>& readers = index.ConsumersOf(y);
-    if (readers.size() != 1) continue;
-    const onnx::NodeProto& conv = graph.node(readers[0]);
-    if (conv.op_type() != "Conv" || !DefaultDomain(conv) || conv.input_size() < 2 || conv.input(0) != y) continue;
+    ConcatConvSite site;
+    site.concat = i;
+    bool ok = true;
+    // Breadth first from the Concat's output: each tensor reached is read by
+    // per-channel ops (followed) and Convs (leaves) only.
+    std::vector<std::string> frontier = {concat.output(0)};
+    for (size_t next = 0; ok && next < frontier.size(); ++next) {
+      const std::string tensor = frontier[next];
+      const std::vector<int>& readers = index.ConsumersOf(tensor);
+      if (index.graph_outputs.contains(tensor) || readers.empty()) ok = false;
+      for (size_t r = 0; ok && r < readers.size(); ++r) {
+        const onnx::NodeProto& reader = graph.node(readers[r]);
+        if (reader.op_type() == "Conv" && DefaultDomain(reader)) {
+          ok = reader.input_size() >= 2 && reader.input(0) == tensor;
+          for (int in = 1; ok && in < reader.input_size(); ++in) ok = reader.input(in) != tensor;
+          if (ok) site.convs.push_back(readers[r]);
+        } else if (IsPerChannelOp(reader, tensor, index)) {
+          site.pushed.push_back(readers[r]);
+          frontier.push_back(reader.output(0));
+        } else {
+          ok = false;
+        }
+      }
+    }
+    if (!ok || site.convs.empty()) continue;
     int64_t axis = IntAttribute(concat, "axis", 1);
     if (axis < 0) {
-      auto w = index.initializers.find(conv.input(1));
+      auto w = index.initializers.find(graph.node(site.convs[0]).input(1));
       if (w == index.initializers.end()) continue;
       axis += graph.initializer(w->second).dims_size();
     }
     if (axis != 1) continue;
-    sites.push_back({i, readers[0]});
+    std::sort(site.convs.begin(), site.convs.end());
+    sites.push_back(std::move(site));
   }
   return sites;
 }

@@ -44,17 +44,23 @@ int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_
 // Index of the node named `name`, or -1.
 int FindNode(const onnx::GraphProto& graph, absl::string_view name);
 
-// A Concat whose output only a Conv reads.
+// A Concat whose output reaches Convs only, directly or through per-channel
+// ops (per_channel.h): the channel-wise partition (concat_conv.h) rewrites
+// all of it at once.
 struct ConcatConvSite {
-  int concat = -1;  // node indices
-  int conv = -1;
+  int concat = -1;          // node indices
+  std::vector<int> pushed;  // the per-channel ops in between, producers first
+  std::vector<int> convs;   // the Convs, in node order
 };
 
 // Every site where a Concat (default domain) joins along axis 1 (the channel
-// axis; a negative axis counts from the rank of the Conv's weight when that
-// is an initializer) and its output is no graph output and is read exactly
-// once, as input 0 (X) of a Conv (default domain). In node order. Whether
-// the site can be rewritten (weights, groups) is the rewrite's decision.
+// axis; a negative axis counts from the rank of the first Conv's weight when
+// that is an initializer), and every reader of its output, and of the output
+// of each per-channel op reached so, is either a per-channel op reading it
+// as its data input or a Conv (default domain) reading it as input 0 (X)
+// only; with at least one Conv, and none of these tensors a graph output.
+// In node order. Whether the site can be rewritten (weights, groups,
+// per-channel constants) is the rewrite's decision.
 std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, const ModelIndex& index);
 
 }  // namespace serenity

@@ -24,7 +24,35 @@ TEST(PatternTest, FindsConcatReadOnlyByConv) {
   std::vector<ConcatConvSite> sites = FindConcatConvSites(g, ModelIndex::Build(g));
   ASSERT_EQ(sites.size(), 1u);
   EXPECT_EQ(sites[0].concat, 2);
-  EXPECT_EQ(sites[0].conv, 3);
+  EXPECT_EQ(sites[0].convs, std::vector<int>{3});
+  EXPECT_TRUE(sites[0].pushed.empty());
+}
+
+// Concat -> BatchNormalization -> Relu -> {Conv, Conv}, and a Mul by a
+// per-channel constant before a third Conv: one site with all of them.
+TEST(PatternTest, FollowsPerChannelOpsToEveryConv) {
+  TestModel m = ConcatConv(1);
+  onnx::GraphProto* g = m.model().mutable_graph();
+  g->mutable_node()->RemoveLast();  // the Conv
+  for (const char* p : {"scale", "bias", "mean", "var"}) m.Weight(p, {4});
+  m.Weight("k", {4, 1, 1}).Weight("w2", {3, 4, 1, 1}).Weight("w3", {3, 4, 1, 1});
+  m.Node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"n"}, "bn");
+  m.Node("Relu", {"n"}, {"r"}, "relu");
+  m.Node("Conv", {"r", "w"}, {"y"}, "conv");
+  m.Node("Conv", {"r", "w2"}, {"y2"}, "conv2");
+  m.Node("Mul", {"k", "c"}, {"s"}, "scaled");
+  m.Node("Conv", {"s", "w3"}, {"y3"}, "conv3");
+  m.Output("y2").Output("y3");
+  std::vector<ConcatConvSite> sites = FindConcatConvSites(*g, ModelIndex::Build(*g));
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].concat, 2);
+  EXPECT_EQ(sites[0].pushed, (std::vector<int>{3, 7, 4}));  // breadth first: bn, scaled, relu
+  EXPECT_EQ(sites[0].convs, (std::vector<int>{5, 6, 8}));
+
+  // A reader that mixes the Concat with another activation ends it.
+  m.Node("Add", {"n", "in"}, {"z"}, "mix");
+  m.Output("z");
+  EXPECT_TRUE(FindConcatConvSites(*g, ModelIndex::Build(*g)).empty());
 }
 
 TEST(PatternTest, NegativeAxisCountsFromTheWeightRank) {

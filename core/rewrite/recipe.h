@@ -21,19 +21,32 @@ struct WeightSlice {
   std::string name;
 };
 
-// One rewritten Concat -> Conv site.
-struct RewriteSite {
-  std::string concat;  // the removed Concat node's name
-  std::string conv;    // the replaced Conv node's name
-  // "conv_sum" (group 1: partial Convs over input-channel slices of the
-  // weight, summed by Adds) or "group_concat" (group > 1, each input covering
-  // whole groups: partial Convs over output-channel slices of the weight and
-  // bias, joined by a Concat).
+// One Conv of a site and how it was split.
+struct ConvSplit {
+  std::string conv;
+  // "conv_sum" (group 1: partial Convs "<conv>/part<i>" over input-channel
+  // slices of the weight, the first with the bias, summed by Adds
+  // "<conv>/sum<i>"), "group_concat" (1 < group < channels, each input
+  // covering whole groups: partial Convs over output-channel slices of
+  // weight and bias joined by a Concat "<conv>/concat"), or "kernel_wise"
+  // (depthwise, group = channels: as group_concat, each input's kernels).
   std::string form;
+};
+
+// One rewritten site: a Concat whose output reaches only Convs, directly or
+// through per-channel ops (pattern.h).
+struct RewriteSite {
+  std::string concat;                // the removed Concat node's name
+  std::string conv;                  // splits[0].conv
+  std::string form;                  // splits[0].form
   std::vector<std::string> inputs;   // the Concat's inputs, in order
   std::vector<int64_t> channels;     // their channel counts
-  std::vector<std::string> new_ops;  // the nodes that replace the Conv, in order
+  std::vector<std::string> new_ops;  // the nodes that replace the removed ones, in order
   std::vector<WeightSlice> weight_slices;
+  // The per-channel ops pushed through the Concat (each replaced by one copy
+  // "<op>/part<i>" per input), producers first.
+  std::vector<std::string> pushed;
+  std::vector<ConvSplit> splits;  // every Conv split, in node order
 };
 
 // Sites in the order they were applied (each to the model the previous ones

@@ -1,0 +1,126 @@
+#include "core/rewrite/per_channel.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace serenity {
+namespace {
+
+bool DefaultDomain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+bool OneOf(absl::string_view type, std::initializer_list<absl::string_view> types) {
+  for (absl::string_view t : types) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
+bool IsUnary(absl::string_view type) {
+  return OneOf(type, {"Relu",        "LeakyRelu", "Elu",   "Selu",     "Celu",     "Sigmoid",
+                      "HardSigmoid", "HardSwish", "Tanh",  "Softplus", "Softsign", "ThresholdedRelu",
+                      "Neg",         "Abs",       "Exp",   "Log",      "Sqrt",     "Reciprocal",
+                      "Floor",       "Ceil",      "Round", "Sign",     "Erf",      "Sin",
+                      "Cos",         "Identity",  "Clip"});
+}
+
+bool IsPool(absl::string_view type) {
+  return OneOf(type, {"MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"});
+}
+
+bool IsBinary(absl::string_view type) { return OneOf(type, {"Add", "Sub", "Mul", "Div", "PRelu", "Pow"}); }
+
+// The constant tensor `name`: an initializer or a Constant node's value.
+const onnx::TensorProto* ConstantTensor(const std::string& name, const onnx::GraphProto& graph,
+                                        const ModelIndex& index) {
+  if (auto it = index.initializers.find(name); it != index.initializers.end()) return &graph.initializer(it->second);
+  auto it = index.producer.find(name);
+  if (it == index.producer.end()) return nullptr;
+  const onnx::NodeProto& node = graph.node(it->second);
+  if (node.op_type() != "Constant" || !DefaultDomain(node)) return nullptr;
+  for (const onnx::AttributeProto& attr : node.attribute()) {
+    if (attr.name() == "value" && attr.has_t()) return &attr.t();
+  }
+  return nullptr;
+}
+
+bool IsConstant(const std::string& name, const ModelIndex& index) {
+  if (index.initializers.contains(name)) return true;
+  return index.producer.contains(name);  // checked to be a Constant by PartOfPerChannelOp
+}
+
+}  // namespace
+
+bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const ModelIndex& index) {
+  if (!DefaultDomain(node) || node.output_size() != 1 || node.input_size() < 1) return false;
+  int reads = 0;
+  for (const std::string& in : node.input()) reads += in == data ? 1 : 0;
+  if (reads != 1) return false;
+  const std::string& type = node.op_type();
+  if (IsUnary(type) || IsPool(type)) {
+    if (node.input(0) != data) return false;
+    for (int i = 1; i < node.input_size(); ++i) {  // Clip's min and max
+      if (!node.input(i).empty() && !IsConstant(node.input(i), index)) return false;
+    }
+    return true;
+  }
+  if (type == "BatchNormalization") {
+    if (node.input(0) != data || node.input_size() != 5) return false;
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.name() == "training_mode" && attr.i() != 0) return false;
+    }
+    for (int i = 1; i < 5; ++i) {
+      if (!index.initializers.contains(node.input(i))) return false;
+    }
+    return true;
+  }
+  if (IsBinary(type)) {
+    if (node.input_size() != 2) return false;
+    if (type == "PRelu" && node.input(0) != data) return false;
+    const std::string& other = node.input(0) == data ? node.input(1) : node.input(0);
+    return IsConstant(other, index);
+  }
+  return false;
+}
+
+absl::StatusOr<onnx::NodeProto> PartOfPerChannelOp(const onnx::NodeProto& node, const onnx::GraphProto& graph,
+                                                   const ModelIndex& index, const std::string& data, int rank,
+                                                   int64_t channels, int64_t begin, int64_t end,
+                                                   const std::string& input, const std::string& name,
+                                                   const std::string& output, const SliceWeight& slice) {
+  const auto refuse = [&](absl::string_view why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(node.op_type(), " '", node.name(), "' not pushed through: ", why));
+  };
+  onnx::NodeProto part = node;
+  part.set_name(name);
+  part.set_output(0, output);
+  for (int i = 0; i < part.input_size(); ++i) {
+    const std::string& in = node.input(i);
+    if (in == data) {
+      part.set_input(i, input);
+      continue;
+    }
+    if (in.empty()) continue;
+    const onnx::TensorProto* constant = ConstantTensor(in, graph, index);
+    if (constant == nullptr) return refuse(absl::StrCat("'", in, "' is no constant"));
+    // Broadcasting aligns trailing axes: the data's channel axis 1 is the
+    // constant's axis r - rank + 1 (BatchNormalization's parameters are
+    // one value per channel).
+    const int r = constant->dims_size();
+    int axis = node.op_type() == "BatchNormalization" ? 0 : r - rank + 1;
+    if (node.op_type() == "BatchNormalization" && r != 1) return refuse("a parameter is not one value per channel");
+    if (r > rank) return refuse(absl::StrCat("'", in, "' has more axes than the data"));
+    if (axis < 0 || constant->dims(axis) == 1) continue;  // the same for every channel
+    if (constant->dims(axis) != channels) {
+      return refuse(
+          absl::StrCat("'", in, "' has ", constant->dims(axis), " values along the channel axis, not ", channels));
+    }
+    absl::StatusOr<std::string> sliced = slice(*constant, axis, begin, end);
+    if (!sliced.ok()) return refuse(sliced.status().message());
+    part.set_input(i, *std::move(sliced));
+  }
+  return part;
+}
+
+}  // namespace serenity
