@@ -74,8 +74,6 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   std::string bytes = model.SerializeAsString();
   ASSIGN_OR_RETURN(Graph graph, Import(bytes, import, model_name));
   ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
-  SanitizedOptions score = sanitized;
-  score.set_score_only(true);
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, sanitized, executor));
 
   RewriteReport report;
@@ -142,7 +140,8 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   };
 
   // Rounds: the sites whose heat reaches the best peak so far, applied
-  // together and planned (score only); kept when the peak drops, and then
+  // together and planned in full; kept (plan and all) when the peak drops,
+  // and then
   // the sites reaching the new peak are next. A site far from the peak is
   // never applied, so the rewritten graph grows only where it helps.
   int64_t best = plan.profile.peak_bytes;
@@ -167,7 +166,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     if (sites.empty()) continue;
     std::string trial_bytes = trial.SerializeAsString();
     ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
-    ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, score, executor));
+    ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, sanitized, executor));
     const int64_t peak = trial_plan.profile.peak_bytes;
     std::vector<std::string> convs;
     for (const RewriteSite& site : sites) convs.push_back(absl::StrCat("'", site.conv, "'"));
@@ -183,13 +182,11 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     model = std::move(trial);
     bytes = std::move(trial_bytes);
     graph = std::move(trial_graph);
+    plan = std::move(trial_plan);
     for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
     changed = true;
   }
   report.choice = changed ? "peak_rounds" : "none";
-  if (changed) {
-    ASSIGN_OR_RETURN(plan, PlanGraph(graph, sanitized, executor));
-  }
   report.peak_bytes_with = plan.profile.peak_bytes;
   report.ops_after = graph.num_ops();
   report.rewrite_ms = MillisSince(rewrite_start);

@@ -7,11 +7,11 @@
 // heat is the most bytes live in that plan from the first of its Concat's
 // inputs made to its last Conv. Then, in rounds, the sites not yet tried
 // whose heat reaches the best peak so far are applied together and the
-// result planned (score only, within the same time limit); when that peak is
-// lower the round is kept and the next round takes the sites reaching the
-// new peak, otherwise the search stops. The kept model is planned in full at
-// the end. No round starts once options.deadline has passed. So planning
-// takes (rounds + 2) plans, and sites far below the peak are never applied.
+// result planned in full (within the same time limit); when that peak is
+// lower the round is kept, plan and all, and the next round takes the sites
+// reaching the new peak; otherwise the search stops. No round starts once
+// options.deadline has passed. So planning takes (rounds + 1) plans, and
+// sites far below the peak are never applied.
 #ifndef SERENITY_CORE_REWRITE_CHOOSE_H_
 #define SERENITY_CORE_REWRITE_CHOOSE_H_
 

@@ -249,7 +249,7 @@ absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& grap
 // value_info of `gone` tensors.
 void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_hash_set<int>& removed,
             std::map<int, std::vector<onnx::NodeProto>> inserted, std::vector<onnx::TensorProto> slices,
-            const absl::flat_hash_set<std::string>& gone) {
+            const absl::flat_hash_set<std::string>& gone, std::vector<onnx::ValueInfoProto> new_infos) {
   absl::flat_hash_set<std::string> still_read;  // by the new nodes
   for (const auto& [at, nodes] : inserted) {
     for (const onnx::NodeProto& node : nodes) still_read.insert(node.input().begin(), node.input().end());
@@ -299,6 +299,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
   for (onnx::ValueInfoProto& v : *graph->mutable_value_info()) {
     if (!gone.contains(v.name())) infos.Add()->Swap(&v);
   }
+  for (onnx::ValueInfoProto& v : new_infos) infos.Add()->Swap(&v);
   graph->mutable_value_info()->Swap(&infos);
 }
 
@@ -350,6 +351,16 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   parts[concat.output(0)] = result.inputs;
   std::map<int, std::vector<onnx::NodeProto>> inserted;  // before node index
   absl::flat_hash_set<std::string> gone = {concat.output(0)};
+  // The shapes the model states for the pushed ops' outputs are stated for
+  // their parts too (a Slice whose constants were stripped needs them).
+  std::vector<onnx::ValueInfoProto> infos;
+  const auto stated = [&](const std::string& tensor) -> const onnx::ValueInfoProto* {
+    if (auto it = index.shapes.find(tensor); it == index.shapes.end() || it->second.size() < 2) return nullptr;
+    for (const onnx::ValueInfoProto& v : graph->value_info()) {
+      if (v.name() == tensor) return &v;
+    }
+    return nullptr;
+  };
   for (int p : site.pushed) {
     const onnx::NodeProto& op = graph->node(p);
     std::string data;
@@ -371,6 +382,12 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
       inserted[site.concat].push_back(*std::move(node));
       result.new_ops.push_back(name);
       out.push_back(tensor);
+      if (const onnx::ValueInfoProto* info = stated(op.output(0)); info != nullptr) {
+        onnx::ValueInfoProto part = *info;  // the same shape with this input's channels
+        part.set_name(tensor);
+        part.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(channels[i]);
+        infos.push_back(std::move(part));
+      }
     }
     result.pushed.push_back(op.name());
     gone.insert(op.output(0));
@@ -394,7 +411,7 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   absl::flat_hash_set<int> removed(site.pushed.begin(), site.pushed.end());
   removed.insert(site.convs.begin(), site.convs.end());
   removed.insert(site.concat);
-  Commit(graph, index, removed, std::move(inserted), std::move(slices), gone);
+  Commit(graph, index, removed, std::move(inserted), std::move(slices), gone, std::move(infos));
   return result;
 }
 

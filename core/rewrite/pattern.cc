@@ -33,6 +33,17 @@ ModelIndex ModelIndex::Build(const onnx::GraphProto& graph) {
   }
   for (const onnx::ValueInfoProto& out : graph.output()) index.graph_outputs.insert(out.name());
   for (int i = 0; i < graph.initializer_size(); ++i) index.initializers[graph.initializer(i).name()] = i;
+  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
+    for (const onnx::ValueInfoProto& v : *list) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+      std::vector<int64_t> dims;
+      for (const onnx::TensorShapeProto_Dimension& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) break;
+        dims.push_back(d.dim_value());
+      }
+      if (static_cast<int>(dims.size()) == v.type().tensor_type().shape().dim_size()) index.shapes[v.name()] = dims;
+    }
+  }
   return index;
 }
 
@@ -75,7 +86,7 @@ std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, c
           ok = reader.input_size() >= 2 && reader.input(0) == tensor;
           for (int in = 1; ok && in < reader.input_size(); ++in) ok = reader.input(in) != tensor;
           if (ok) site.convs.push_back(readers[r]);
-        } else if (IsPerChannelOp(reader, tensor, index)) {
+        } else if (IsPerChannelOp(reader, tensor, graph, index)) {
           site.pushed.push_back(readers[r]);
           frontier.push_back(reader.output(0));
         } else {

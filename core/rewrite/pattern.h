@@ -25,6 +25,9 @@ struct ModelIndex {
   absl::flat_hash_map<std::string, std::vector<int>> consumers;
   absl::flat_hash_set<std::string> graph_outputs;
   absl::flat_hash_map<std::string, int> initializers;  // name -> index in graph.initializer
+  // Shapes the graph states (inputs, outputs, value_info), where every dim
+  // is a known value.
+  absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
 
   static ModelIndex Build(const onnx::GraphProto& graph);
   // Readers of `tensor` (empty when none).

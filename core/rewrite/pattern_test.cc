@@ -108,5 +108,43 @@ TEST(PatternTest, NamesNodesAsTheImporterDoes) {
   EXPECT_EQ(FindNode(m.model().graph(), "nope"), -1);
 }
 
+// A Slice reaches the Conv when it leaves the channel axis whole: its axes
+// constant says so, or, stripped of its data, the shapes the model states
+// keep the channel count. A Slice along the channel axis ends the site.
+TEST(PatternTest, SliceKeepingTheChannelsIsPerChannel) {
+  const auto model = [](int64_t axis, bool data, int64_t out_channels) {
+    TestModel m = ConcatConv(1);
+    onnx::GraphProto* g = m.model().mutable_graph();
+    g->mutable_node()->RemoveLast();  // the Conv
+    for (const char* name : {"starts", "ends", "axes"}) {
+      onnx::TensorProto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(1);
+      if (data) t->add_int64_data(std::string(name) == "axes" ? axis : std::string(name) == "starts" ? 1 : 4);
+    }
+    m.Node("Slice", {"c", "starts", "ends", "axes"}, {"s"}, "slice");
+    m.Node("Conv", {"s", "w"}, {"y"}, "conv");
+    for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"c", {1, 4, 4, 4}}, {"s", {1, out_channels, 3, 4}}}) {
+      onnx::ValueInfoProto* v = g->add_value_info();
+      v->set_name(name);
+      v->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+      for (int64_t d : dims) v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    return m;
+  };
+  const auto sites = [](TestModel m) {
+    const onnx::GraphProto& g = m.model().graph();
+    return FindConcatConvSites(g, ModelIndex::Build(g)).size();
+  };
+  EXPECT_EQ(sites(model(2, true, 4)), 1u);
+  EXPECT_EQ(sites(model(-2, true, 4)), 1u);
+  EXPECT_EQ(sites(model(1, true, 4)), 0u);
+  EXPECT_EQ(sites(model(-3, true, 4)), 0u);
+  EXPECT_EQ(sites(model(2, false, 4)), 1u);  // stripped: the stated shapes keep 4 channels
+  EXPECT_EQ(sites(model(1, false, 3)), 0u);  // stripped: 4 -> 3 channels
+}
+
 }  // namespace
 }  // namespace serenity

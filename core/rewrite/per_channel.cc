@@ -1,5 +1,6 @@
 #include "core/rewrite/per_channel.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -44,14 +45,50 @@ const onnx::TensorProto* ConstantTensor(const std::string& name, const onnx::Gra
   return nullptr;
 }
 
-bool IsConstant(const std::string& name, const ModelIndex& index) {
-  if (index.initializers.contains(name)) return true;
-  return index.producer.contains(name);  // checked to be a Constant by PartOfPerChannelOp
+bool IsConstant(const std::string& name, const onnx::GraphProto& graph, const ModelIndex& index) {
+  return ConstantTensor(name, graph, index) != nullptr;
+}
+
+// Opset 10+ Slice (starts, ends, axes, steps as inputs) that leaves the
+// channel axis whole: its axes constant, when it has data, names neither
+// axis 1 nor -(rank - 1); without data (a stripped model), the stated
+// shapes of its data input and output have the same channel count. (A
+// Slice keeping every channel could still reverse them with step -1 along
+// axis 1: the shapes cannot tell, so ApplyRecipe on the model with its
+// data checks again.)
+bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
+                           const ModelIndex& index) {
+  if (node.input(0) != data || node.input_size() < 3) return false;
+  for (int i = 1; i < node.input_size(); ++i) {
+    if (!node.input(i).empty() && !IsConstant(node.input(i), graph, index)) return false;
+  }
+  auto in = index.shapes.find(data);
+  auto out = index.shapes.find(node.output(0));
+  const int rank = in == index.shapes.end() ? 0 : static_cast<int>(in->second.size());
+  if (node.input_size() > 3 && !node.input(3).empty()) {
+    const onnx::TensorProto* axes = ConstantTensor(node.input(3), graph, index);
+    if (axes == nullptr) return false;
+    const onnx::TensorProto& t = *axes;
+    std::vector<int64_t> values(t.int64_data().begin(), t.int64_data().end());
+    if (values.empty() && t.data_type() == onnx::TensorProto::INT64 && !t.raw_data().empty()) {
+      values.resize(t.raw_data().size() / sizeof(int64_t));
+      std::memcpy(values.data(), t.raw_data().data(), values.size() * sizeof(int64_t));
+    }
+    if (!values.empty()) {
+      for (int64_t axis : values) {
+        if (axis == 1 || (rank > 0 && axis == 1 - rank)) return false;
+      }
+      return true;
+    }
+  }
+  if (out == index.shapes.end() || rank < 2 || out->second.size() != in->second.size()) return false;
+  return out->second[1] == in->second[1];
 }
 
 }  // namespace
 
-bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const ModelIndex& index) {
+bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
+                    const ModelIndex& index) {
   if (!DefaultDomain(node) || node.output_size() != 1 || node.input_size() < 1) return false;
   int reads = 0;
   for (const std::string& in : node.input()) reads += in == data ? 1 : 0;
@@ -60,7 +97,7 @@ bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const 
   if (IsUnary(type) || IsPool(type)) {
     if (node.input(0) != data) return false;
     for (int i = 1; i < node.input_size(); ++i) {  // Clip's min and max
-      if (!node.input(i).empty() && !IsConstant(node.input(i), index)) return false;
+      if (!node.input(i).empty() && !IsConstant(node.input(i), graph, index)) return false;
     }
     return true;
   }
@@ -74,11 +111,12 @@ bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const 
     }
     return true;
   }
+  if (type == "Slice") return IsChannelKeepingSlice(node, data, graph, index);
   if (IsBinary(type)) {
     if (node.input_size() != 2) return false;
     if (type == "PRelu" && node.input(0) != data) return false;
     const std::string& other = node.input(0) == data ? node.input(1) : node.input(0);
-    return IsConstant(other, index);
+    return IsConstant(other, graph, index);
   }
   return false;
 }
@@ -101,7 +139,7 @@ absl::StatusOr<onnx::NodeProto> PartOfPerChannelOp(const onnx::NodeProto& node, 
       part.set_input(i, input);
       continue;
     }
-    if (in.empty()) continue;
+    if (in.empty() || node.op_type() == "Slice") continue;  // Slice's constants name spatial axes
     const onnx::TensorProto* constant = ConstantTensor(in, graph, index);
     if (constant == nullptr) return refuse(absl::StrCat("'", in, "' is no constant"));
     // Broadcasting aligns trailing axes: the data's channel axis 1 is the

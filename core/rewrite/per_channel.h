@@ -22,12 +22,16 @@ namespace serenity {
 
 // True when `node` (default domain, one output) treats channels
 // independently with `data` as its data input and every other input an
-// initializer (or empty): element-wise unary ops (Relu, Sigmoid, Clip, ...),
-// BatchNormalization in inference mode, Add/Sub/Mul/Div/PRelu/Pow with a
-// constant operand, and pooling (MaxPool, AveragePool, LpPool and their
-// Global forms). `data` must be read exactly once. Whether a constant's
-// shape really is per-channel is checked by PartOfPerChannelOp.
-bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const ModelIndex& index);
+// constant (an initializer or a Constant node's output) or empty:
+// element-wise unary ops (Relu, Sigmoid, Clip, ...), BatchNormalization in
+// inference mode, Add/Sub/Mul/Div/PRelu/Pow with a constant operand,
+// pooling (MaxPool, AveragePool, LpPool and their Global forms), and a
+// Slice that leaves the channel axis whole (its axes constant says so, or,
+// without its data, the shapes the model states keep the channel count).
+// `data` must be read exactly once. Whether a constant's shape really is
+// per-channel is checked by PartOfPerChannelOp.
+bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
+                    const ModelIndex& index);
 
 // Makes a slice of initializer `source` along `axis`, [begin, end), and
 // returns the new initializer's name.
