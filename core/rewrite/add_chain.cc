@@ -27,8 +27,8 @@ bool WideSum(const onnx::NodeProto& node) {
   return !node.output(0).empty();
 }
 
-// The binary Add writing `tensor` when its sum is part of the sum `reader`
-// computes: read by nothing else, once, and no graph output. -1 otherwise.
+// The binary Add writing `tensor` when its sum is part of the sum the binary
+// Add `reader` computes: read by nothing else, once, and no graph output. -1 otherwise.
 int InnerAdd(const onnx::GraphProto& graph, const ModelIndex& index, const std::string& tensor, int reader) {
   if (index.graph_outputs.contains(tensor)) return -1;
   auto p = index.producer.find(tensor);
@@ -81,7 +81,10 @@ std::vector<AddChain> FindAddChains(const onnx::GraphProto& graph, const ModelIn
     if (!BinaryAdd(node)) continue;
     // Not a root when its sum is part of a larger one.
     const std::vector<int>& readers = index.ConsumersOf(chain.output);
-    if (readers.size() == 1 && InnerAdd(graph, index, chain.output, readers[0]) == i) continue;
+    if (readers.size() == 1 && BinaryAdd(graph.node(readers[0])) &&
+        InnerAdd(graph, index, chain.output, readers[0]) == i) {
+      continue;
+    }
     // Leaves left to right: a stack of (tensor, the Add reading it).
     std::vector<std::pair<std::string, int>> stack = {{node.input(1), i}, {node.input(0), i}};
     chain.adds.push_back(i);
