@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
 
 namespace serenity {
 namespace {
@@ -64,95 +65,48 @@ class FreshNames {
 
 std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ","), "]"); }
 
-}  // namespace
-
-std::vector<AddChain> FindAddChains(const onnx::GraphProto& graph, const ModelIndex& index) {
-  std::vector<AddChain> chains;
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    AddChain chain;
-    chain.output = node.output_size() == 1 ? node.output(0) : "";
-    if (WideSum(node)) {
-      chain.adds = {i};
-      chain.operands.assign(node.input().begin(), node.input().end());
-      chains.push_back(std::move(chain));
-      continue;
-    }
-    if (!BinaryAdd(node)) continue;
-    // Not a root when its sum is part of a larger one.
-    const std::vector<int>& readers = index.ConsumersOf(chain.output);
-    if (readers.size() == 1 && BinaryAdd(graph.node(readers[0])) &&
-        InnerAdd(graph, index, chain.output, readers[0]) == i) {
-      continue;
-    }
-    // Leaves left to right: a stack of (tensor, the Add reading it).
-    std::vector<std::pair<std::string, int>> stack = {{node.input(1), i}, {node.input(0), i}};
-    chain.adds.push_back(i);
-    while (!stack.empty()) {
-      auto [tensor, reader] = std::move(stack.back());
-      stack.pop_back();
-      const int inner = InnerAdd(graph, index, tensor, reader);
-      if (inner < 0) {
-        chain.operands.push_back(std::move(tensor));
-        continue;
-      }
-      chain.adds.push_back(inner);
-      stack.emplace_back(graph.node(inner).input(1), inner);
-      stack.emplace_back(graph.node(inner).input(0), inner);
-    }
-    if (chain.operands.size() < 3) continue;
-    std::sort(chain.adds.begin(), chain.adds.end());
-    chains.push_back(std::move(chain));
+// InvalidArgument unless `chain` matches `graph` and `order` is a
+// permutation of its operands.
+absl::Status CheckChain(const onnx::GraphProto& graph, const AddChain& chain, const std::vector<std::string>& order) {
+  if (chain.operands.size() < 2 || chain.adds.empty()) {
+    return absl::InvalidArgumentError("an add chain needs two operands and a node");
   }
-  return chains;
-}
-
-absl::StatusOr<RewriteSite> ApplyAddChainOrder(onnx::ModelProto* model, const AddChain& chain,
-                                               const std::vector<std::string>& order,
-                                               const absl::flat_hash_map<std::string, std::vector<int64_t>>& shapes) {
-  onnx::GraphProto* graph = model->mutable_graph();
-  const int n = static_cast<int>(chain.operands.size());
-  if (n < 2 || chain.adds.empty()) return absl::InvalidArgumentError("an add chain needs two operands and a node");
   for (int a : chain.adds) {
-    if (a < 0 || a >= graph->node_size() || !(BinaryAdd(graph->node(a)) || WideSum(graph->node(a)))) {
+    if (a < 0 || a >= graph.node_size() || !(BinaryAdd(graph.node(a)) || WideSum(graph.node(a)))) {
       return absl::InvalidArgumentError(absl::StrCat("add chain node ", a, " is no Add or Sum of the model"));
     }
   }
+  const onnx::NodeProto& root = graph.node(chain.adds.back());
+  if (root.output(0) != chain.output) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("add chain of '", root.name(), "' does not write '", chain.output, "'"));
+  }
+  std::vector<std::string> want = chain.operands, got = order;
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  if (want != got) {
+    return absl::InvalidArgumentError(absl::StrCat("order {", absl::StrJoin(order, ", "),
+                                                   "} is no permutation of the operands of '", root.name(), "'"));
+  }
+  return absl::OkStatus();
+}
+
+// The names of the n - 1 new Adds of the chain whose sum `root` wrote.
+std::vector<std::string> NewNames(const onnx::GraphProto& graph, const std::string& root, int n) {
+  FreshNames names(graph);
+  std::vector<std::string> out;
+  for (int i = 1; i < n; ++i) out.push_back(names.Take(absl::StrCat(root, "/sum", i)));
+  return out;
+}
+
+// The rewrite itself, on a chain CheckChain accepted.
+RewriteSite Reorder(onnx::ModelProto* model, const AddChain& chain, const std::vector<std::string>& order) {
+  onnx::GraphProto* graph = model->mutable_graph();
+  const int n = static_cast<int>(chain.operands.size());
   const int root = chain.adds.back();
   const std::string root_name = graph->node(root).name();
-  if (graph->node(root).output(0) != chain.output) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("add chain of '", root_name, "' does not write '", chain.output, "'"));
-  }
-  {
-    std::vector<std::string> want = chain.operands, got = order;
-    std::sort(want.begin(), want.end());
-    std::sort(got.begin(), got.end());
-    if (want != got) {
-      return absl::InvalidArgumentError(absl::StrCat("order {", absl::StrJoin(order, ", "),
-                                                     "} is no permutation of the operands of '", root_name, "'"));
-    }
-  }
-  auto out_shape = shapes.find(chain.output);
-  if (out_shape == shapes.end()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("add chain of '", root_name, "' not reordered: the shape of '", chain.output, "' is unknown"));
-  }
-  for (const std::string& x : chain.operands) {
-    auto s = shapes.find(x);
-    if (s == shapes.end()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("add chain of '", root_name, "' not reordered: the shape of '", x, "' is unknown"));
-    }
-    if (s->second != out_shape->second) {
-      return absl::FailedPreconditionError(absl::StrCat("add chain of '", root_name, "' not reordered: '", x, "' ",
-                                                        ShapeText(s->second), " broadcasts to ",
-                                                        ShapeText(out_shape->second)));
-    }
-  }
-
   // The new Adds, not yet placed: sum<i> reads o<i+1> and the running sum.
-  FreshNames names(*graph);
+  const std::vector<std::string> names = NewNames(*graph, root_name, n);
   std::vector<onnx::NodeProto> adds(n - 1);
   RewriteSite site;
   site.form = "add_order";
@@ -160,7 +114,7 @@ absl::StatusOr<RewriteSite> ApplyAddChainOrder(onnx::ModelProto* model, const Ad
   site.inputs = order;
   for (int i = 1; i < n; ++i) {
     onnx::NodeProto& add = adds[i - 1];
-    const std::string name = names.Take(absl::StrCat(root_name, "/sum", i));
+    const std::string& name = names[i - 1];
     add.set_name(name);
     add.set_op_type("Add");
     add.add_input(i == 1 ? order[0] : adds[i - 2].output(0));
@@ -209,6 +163,92 @@ absl::StatusOr<RewriteSite> ApplyAddChainOrder(onnx::ModelProto* model, const Ad
                              [&](const onnx::ValueInfoProto& v) { return gone.contains(v.name()); }),
               info->end());
   return site;
+}
+
+}  // namespace
+
+std::vector<AddChain> FindAddChains(const onnx::GraphProto& graph, const ModelIndex& index) {
+  std::vector<AddChain> chains;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    AddChain chain;
+    chain.output = node.output_size() == 1 ? node.output(0) : "";
+    if (WideSum(node)) {
+      chain.adds = {i};
+      chain.operands.assign(node.input().begin(), node.input().end());
+      chains.push_back(std::move(chain));
+      continue;
+    }
+    if (!BinaryAdd(node)) continue;
+    // Not a root when its sum is part of a larger one.
+    const std::vector<int>& readers = index.ConsumersOf(chain.output);
+    if (readers.size() == 1 && BinaryAdd(graph.node(readers[0])) &&
+        InnerAdd(graph, index, chain.output, readers[0]) == i) {
+      continue;
+    }
+    // Leaves left to right: a stack of (tensor, the Add reading it).
+    std::vector<std::pair<std::string, int>> stack = {{node.input(1), i}, {node.input(0), i}};
+    chain.adds.push_back(i);
+    while (!stack.empty()) {
+      auto [tensor, reader] = std::move(stack.back());
+      stack.pop_back();
+      const int inner = InnerAdd(graph, index, tensor, reader);
+      if (inner < 0) {
+        chain.operands.push_back(std::move(tensor));
+        continue;
+      }
+      chain.adds.push_back(inner);
+      stack.emplace_back(graph.node(inner).input(1), inner);
+      stack.emplace_back(graph.node(inner).input(0), inner);
+    }
+    if (chain.operands.size() < 3) continue;
+    std::sort(chain.adds.begin(), chain.adds.end());
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+absl::StatusOr<RewriteSite> ApplyAddChainOrder(onnx::ModelProto* model, const AddChain& chain,
+                                               const std::vector<std::string>& order,
+                                               const absl::flat_hash_map<std::string, std::vector<int64_t>>& shapes) {
+  const onnx::GraphProto& graph = model->graph();
+  RETURN_IF_ERROR(CheckChain(graph, chain, order));
+  const std::string& root_name = graph.node(chain.adds.back()).name();
+  auto out_shape = shapes.find(chain.output);
+  if (out_shape == shapes.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("add chain of '", root_name, "' not reordered: the shape of '", chain.output, "' is unknown"));
+  }
+  for (const std::string& x : chain.operands) {
+    auto s = shapes.find(x);
+    if (s == shapes.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("add chain of '", root_name, "' not reordered: the shape of '", x, "' is unknown"));
+    }
+    if (s->second != out_shape->second) {
+      return absl::FailedPreconditionError(absl::StrCat("add chain of '", root_name, "' not reordered: '", x, "' ",
+                                                        ShapeText(s->second), " broadcasts to ",
+                                                        ShapeText(out_shape->second)));
+    }
+  }
+  return Reorder(model, chain, order);
+}
+
+absl::StatusOr<RewriteSite> ApplyAddOrderSite(onnx::ModelProto* model, const RewriteSite& site) {
+  const onnx::GraphProto& graph = model->graph();
+  for (const AddChain& chain : FindAddChains(graph, ModelIndex::Build(graph))) {
+    if (graph.node(chain.adds.back()).name() != site.conv) continue;
+    if (absl::Status s = CheckChain(graph, chain, site.inputs); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("add_order site does not match the model: ", s.message()));
+    }
+    if (NewNames(graph, site.conv, static_cast<int>(chain.operands.size())) != site.new_ops) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("add_order site of '", site.conv, "' does not match the model: other new names"));
+    }
+    return Reorder(model, chain, site.inputs);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("add_order site does not match the model: no sum of three or more written by '", site.conv, "'"));
 }
 
 std::vector<std::string> OrderByFirstAvailable(const AddChain& chain,

@@ -67,6 +67,15 @@ absl::StatusOr<RewriteSite> ApplyAddChainOrder(onnx::ModelProto* model, const Ad
                                                const std::vector<std::string>& order,
                                                const absl::flat_hash_map<std::string, std::vector<int64_t>>& shapes);
 
+// For ApplyRecipe (a site of form "add_order" that ApplyAddChainOrder made
+// on the same model, named as NameNodesAsImporter names it): rewrites the
+// sum written by the node named site.conv to add site.inputs in that order.
+// The shapes were checked when the site was made and are not checked again.
+// InvalidArgument, with `model` unchanged, when the model has no such sum,
+// site.inputs is no permutation of its operands or the new names would
+// differ from site.new_ops.
+absl::StatusOr<RewriteSite> ApplyAddOrderSite(onnx::ModelProto* model, const RewriteSite& site);
+
 // chain.operands sorted by the step at which each becomes available:
 // position[tensor] (e.g. the plan step of its producer, ProductionSteps);
 // a tensor not in `position` (graph input, initializer) counts as available

@@ -149,6 +149,8 @@ TEST(FindAddChainsTest, ASecondReaderOrAGraphOutputEndsTheChainThere) {
 
 TEST(ApplyAddChainOrderTest, AddsInTheGivenOrderAndKeepsTheOutput) {
   TestModel m = Chain(4);
+  m.model().mutable_graph()->add_value_info()->set_name("s1");
+  m.model().mutable_graph()->add_value_info()->set_name("x1");
   const Shapes shapes = ImportedShapes(m);
   const AddChain chain = Chains(m.model())[0];
   absl::StatusOr<RewriteSite> site = ApplyAddChainOrder(&m.model(), chain, {"x3", "x1", "x0", "x2"}, shapes);
@@ -169,6 +171,9 @@ TEST(ApplyAddChainOrderTest, AddsInTheGivenOrderAndKeepsTheOutput) {
   EXPECT_THAT(g.node(6).input(), ElementsAre("add3/sum2", "x2"));
   EXPECT_EQ(g.node(6).output(0), "y");
   EXPECT_EQ(g.output(0).name(), "y");
+  // What value_info said of the removed partial sums is gone, not the rest.
+  ASSERT_EQ(g.value_info_size(), 1);
+  EXPECT_EQ(g.value_info(0).name(), "x1");
   // The result imports, y unchanged, and is found as a chain again.
   absl::StatusOr<Graph> again = ImportOnnxModel(m.Bytes(), {});
   ASSERT_TRUE(again.ok()) << again.status();
@@ -233,6 +238,32 @@ TEST(ApplyAddChainOrderTest, RefusesBroadcastingUnknownShapesAndNoPermutation) {
   EXPECT_EQ(site.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(site.status().message(), HasSubstr("shape of 'x2' is unknown"));
   EXPECT_EQ(ok.Bytes(), ok_before);
+}
+
+TEST(ApplyAddOrderSiteTest, ReplaysASiteOnTheSameModelAndRefusesAnother) {
+  TestModel planned = Chain(4);
+  absl::StatusOr<RewriteSite> site = ApplyAddChainOrder(&planned.model(), Chains(planned.model())[0],
+                                                        {"x2", "x0", "x3", "x1"}, ImportedShapes(planned));
+  ASSERT_TRUE(site.ok()) << site.status();
+
+  TestModel client = Chain(4);
+  absl::StatusOr<RewriteSite> again = ApplyAddOrderSite(&client.model(), *site);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->new_ops, site->new_ops);
+  EXPECT_EQ(client.Bytes(), planned.Bytes());
+
+  TestModel other = Chain(4);
+  const std::string before = other.Bytes();
+  RewriteSite wrong = *site;
+  wrong.conv = "add2";  // add2's sum is part of add3's
+  EXPECT_THAT(ApplyAddOrderSite(&other.model(), wrong).status().message(), HasSubstr("no sum of three or more"));
+  wrong = *site;
+  wrong.inputs.pop_back();
+  EXPECT_THAT(ApplyAddOrderSite(&other.model(), wrong).status().message(), HasSubstr("no permutation"));
+  wrong = *site;
+  wrong.new_ops[1] = "elsewhere";
+  EXPECT_THAT(ApplyAddOrderSite(&other.model(), wrong).status().message(), HasSubstr("other new names"));
+  EXPECT_EQ(other.Bytes(), before);
 }
 
 TEST(OrderByFirstAvailableTest, SortsByProducerStepStably) {
