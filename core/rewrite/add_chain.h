@@ -53,15 +53,17 @@ std::vector<AddChain> FindAddChains(const onnx::GraphProto& graph, const ModelIn
 // each names its node and, but for the last, its output tensor), where
 // <name> is the name of the node that wrote the sum: sum1 = o1 + o2,
 // sum<i> = sum<i-1> + o<i+1>, the last writing chain.output. The chain's
-// nodes are removed; each new Add is placed right after the node producing
-// its last operand (so the model stays topologically sorted), other nodes
-// keep their order. Returns the site: form "add_order", `conv` the name of
+// nodes are removed (and value_info of their partial sums); sum<i> is
+// placed right after the node producing the last of o1..o<i+1> (so the
+// model stays topologically sorted), other nodes keep their order. The
+// result has a chain again (written by "<name>/sum<n-1>"): a caller applies
+// one order per chain. Returns the site: form "add_order", `conv` the name of
 // the node that wrote the sum (the chain's last Add, or the Sum), `concat`
 // and `channels` empty, `inputs` the operands in the new order, `new_ops`
 // the new Adds in order, no weight slices.
-// InvalidArgument when `order` is no permutation of chain.operands or the
-// chain does not match the model; FailedPrecondition, with `model`
-// unchanged, when an operand's or the output's shape is not in `shapes` or
+// With `model` unchanged: InvalidArgument when `order` is no permutation of
+// chain.operands or the chain does not match the model; FailedPrecondition
+// when an operand's or the output's shape is not in `shapes` or
 // an operand's shape differs from the output's (broadcasting).
 absl::StatusOr<RewriteSite> ApplyAddChainOrder(onnx::ModelProto* model, const AddChain& chain,
                                                const std::vector<std::string>& order,
