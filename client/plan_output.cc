@@ -97,7 +97,7 @@ std::string PlanSummary(const v1::Plan& plan) {
   if (plan.has_rewrite()) {  // identity graph rewriting (issue 17)
     const v1::RewriteReport& r = plan.rewrite();
     absl::StrAppend(&out, "rewrite      ", r.sites_applied(), " of ", r.sites_found(),
-                    " Concat->Conv sites applied (chosen ", r.choice(), "), ", r.ops_before(), " -> ", r.ops_after(),
+                    " rewrite sites applied (chosen ", r.choice(), "), ", r.ops_before(), " -> ", r.ops_after(),
                     " ops; peak without ", WithCommas(r.peak_bytes_without()), " bytes (",
                     EnumShortName(r.certificate_without()), ")\n");
     if (r.sites_found() == 0 && r.notes_size() > 0) absl::StrAppend(&out, "             ", r.notes(0), "\n");

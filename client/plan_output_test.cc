@@ -41,9 +41,9 @@ TEST(PlanOutputTest, RewriteLine) {
   r->set_peak_bytes_without(123456);
   r->set_certificate_without(v1::CERTIFICATE_OPTIMAL);
   r->add_notes("Conv 'c' not rewritten: ...");
-  r->set_choice("greedy");
+  r->set_choice("peak_rounds");
   const std::string summary = PlanSummary(plan);
-  EXPECT_THAT(summary, HasSubstr("rewrite      2 of 3 Concat->Conv sites applied (chosen greedy), 10 -> 16 ops; peak "
+  EXPECT_THAT(summary, HasSubstr("rewrite      2 of 3 rewrite sites applied (chosen peak_rounds), 10 -> 16 ops; peak "
                                  "without 123,456 bytes (optimal)\n"));
   EXPECT_THAT(summary, Not(HasSubstr("not rewritten")));
   r->set_sites_found(0);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/plan_proto.h"
+#include "core/rewrite/add_chain.h"
 #include "core/rewrite/concat_conv.h"
 #include "core/rewrite/pattern.h"
 #include "core/util/status_macros.h"
@@ -141,9 +142,8 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
 
   // Rounds: the sites whose heat reaches the best peak so far, applied
   // together and planned in full; kept (plan and all) when the peak drops,
-  // and then
-  // the sites reaching the new peak are next. A site far from the peak is
-  // never applied, so the rewritten graph grows only where it helps.
+  // and then the sites reaching the new peak are next. A site far from the
+  // peak is never applied, so the rewritten graph grows only where it helps.
   int64_t best = plan.profile.peak_bytes;
   std::vector<bool> tried(candidates.size(), false);
   bool changed = false;
@@ -185,6 +185,55 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     plan = std::move(trial_plan);
     for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
     changed = true;
+  }
+
+  // Add chains: every sum the plan so far makes its operands for in another
+  // order than written is rewritten to add them as they are made; kept, all
+  // together, when that lowers the peak.
+  if (!past_deadline()) {
+    const absl::flat_hash_map<std::string, std::vector<int64_t>> shapes = TensorShapes(graph);
+    const absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
+    std::vector<std::pair<std::string, std::vector<std::string>>> reorders;  // (sum, operand order)
+    for (const AddChain& chain : FindAddChains(model.graph(), ModelIndex::Build(model.graph()))) {
+      std::vector<std::string> order = OrderByFirstAvailable(chain, made);
+      if (order != chain.operands) reorders.emplace_back(chain.output, std::move(order));
+    }
+    report.sites_found += static_cast<int>(reorders.size());
+    onnx::ModelProto trial = model;
+    std::vector<RewriteSite> sites;
+    for (const auto& [output, order] : reorders) {
+      for (const AddChain& chain : FindAddChains(trial.graph(), ModelIndex::Build(trial.graph()))) {
+        if (chain.output != output) continue;
+        absl::StatusOr<RewriteSite> done = ApplyAddChainOrder(&trial, chain, order, shapes);
+        if (done.ok()) {
+          sites.push_back(*std::move(done));
+        } else if (done.status().code() == absl::StatusCode::kFailedPrecondition) {
+          report.notes.push_back(absl::StrCat("sum '", output, "' not reordered: ", done.status().message()));
+        } else {
+          return done.status();
+        }
+      }
+    }
+    if (!sites.empty()) {
+      std::string trial_bytes = trial.SerializeAsString();
+      ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
+      ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, sanitized, executor));
+      const int64_t peak = trial_plan.profile.peak_bytes;
+      const std::string what = absl::StrCat(sites.size(), " sum", sites.size() == 1 ? "" : "s",
+                                            " reordered to add operands as the plan makes them: peak ", peak, " bytes");
+      if (peak < best) {
+        report.notes.push_back(what);
+        best = peak;
+        model = std::move(trial);
+        bytes = std::move(trial_bytes);
+        graph = std::move(trial_graph);
+        plan = std::move(trial_plan);
+        for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
+        changed = true;
+      } else {
+        report.notes.push_back(absl::StrCat(what, ", not below ", best, ": not rewritten"));
+      }
+    }
   }
   report.choice = changed ? "peak_rounds" : "none";
   report.peak_bytes_with = plan.profile.peak_bytes;

@@ -1,5 +1,6 @@
 // Choosing rewrites (issue 17): which Concat -> Conv sites of an ONNX model
-// to rewrite (concat_conv.h) so that the best peak drops, and the plan of
+// to rewrite (concat_conv.h) and which sums to reorder (add_chain.h) so that
+// the best peak drops, and the plan of
 // the model so rewritten. The one entry point the request path calls
 // (ExecutePlanRequest, for options.rewrite).
 //
@@ -10,8 +11,11 @@
 // result planned in full (within the same time limit); when that peak is
 // lower the round is kept, plan and all, and the next round takes the sites
 // reaching the new peak; otherwise the search stops. No round starts once
-// options.deadline has passed. So planning takes (rounds + 1) plans, and
-// sites far below the peak are never applied.
+// options.deadline has passed. Last, every sum (add_chain.h) whose operands
+// the plan so far makes in another order than written is reordered to add
+// them as they are made, all together, and kept when the peak drops. So
+// planning takes up to (rounds + 2) plans, and sites far below the peak are
+// never applied.
 #ifndef SERENITY_CORE_REWRITE_CHOOSE_H_
 #define SERENITY_CORE_REWRITE_CHOOSE_H_
 

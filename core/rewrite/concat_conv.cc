@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/dtype.h"
+#include "core/rewrite/add_chain.h"
 #include "core/rewrite/per_channel.h"
 #include "core/util/status_macros.h"
 
@@ -423,6 +424,10 @@ absl::StatusOr<std::string> ApplyRecipe(absl::string_view model_bytes, const Rew
   }
   NameNodesAsImporter(model.mutable_graph());
   for (const RewriteSite& want : recipe.sites) {
+    if (want.form == "add_order") {
+      RETURN_IF_ERROR(ApplyAddOrderSite(&model, want).status());
+      continue;
+    }
     const int concat = FindNode(model.graph(), want.concat);
     const ModelIndex index = ModelIndex::Build(model.graph());
     std::optional<ConcatConvSite> found;

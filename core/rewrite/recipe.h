@@ -34,7 +34,10 @@ struct ConvSplit {
 };
 
 // One rewritten site: a Concat whose output reaches only Convs, directly or
-// through per-channel ops (pattern.h).
+// through per-channel ops (pattern.h). Or, form "add_order" (add_chain.h),
+// a sum whose operands are added in another order: `conv` names the node
+// that wrote the sum, `inputs` are the operands in the new order, and
+// concat, channels, weight_slices, pushed and splits are empty.
 struct RewriteSite {
   std::string concat;                // the removed Concat node's name
   std::string conv;                  // splits[0].conv
