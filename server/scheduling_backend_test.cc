@@ -368,7 +368,8 @@ TEST_F(SchedulingBackendTest, RewriteAndPlainRequestsOfOneModelShareNoCacheEntry
 
 // A rewrite job holds more than a plain one (copies of the model, the
 // rewritten graph): it is charged up front, and refused when the job's
-// memory cannot hold it.
+// memory cannot hold it: for good above the job limit, for now when the
+// server cannot grant it.
 TEST(SchedulingBackendLimitsTest, ARewriteIsChargedItsCopiesOfTheModel) {
   BackendOptions limits;
   limits.max_job_bytes = 1 << 20;
@@ -376,9 +377,21 @@ TEST(SchedulingBackendLimitsTest, ARewriteIsChargedItsCopiesOfTheModel) {
   const std::string model = BranchesModel(4, 16, 2);
   absl::StatusOr<v1::Plan> plain = small.Answer(OnnxRequest(model, false), false);
   ASSERT_TRUE(plain.ok()) << plain.status();
+  // More than the job limit: never, so not to be retried.
   absl::StatusOr<v1::Plan> rewritten = small.Answer(OnnxRequest(model, true), false);
+  EXPECT_EQ(rewritten.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(rewritten.status().message()), HasSubstr("--max-job-mb"));
+  // Within the job limit but not granted now (the server's pool is full):
+  // ResourceExhausted, to be retried.
+  limits.max_job_bytes = 64 << 20;
+  SchedulingBackend busy(nullptr, nullptr, nullptr, limits);
+  CallContext call;
+  call.granted_bytes = 1 << 20;
+  call.grow_memory = [](int64_t) { return false; };
+  rewritten = busy.Answer(OnnxRequest(model, true), false, call);
   EXPECT_EQ(rewritten.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(rewritten.status().message()), HasSubstr("the rewrite's copies of the model"));
+  ASSERT_TRUE(busy.Answer(OnnxRequest(model, false), false, call).ok());
   limits.max_job_bytes = 64 << 20;
   SchedulingBackend roomy(nullptr, nullptr, nullptr, limits);
   rewritten = roomy.Answer(OnnxRequest(model, true), false);
