@@ -172,9 +172,8 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
     if (options_.max_job_bytes > 0 &&
         held > options_.max_job_bytes - std::min(call.build_bytes, options_.max_job_bytes)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("rewriting this model holds about ", held >> 20,
-                       " MB beside planning (copies of the model and of the "
-                       "rewritten one), more than a job may hold on this server with its request (",
+          absl::StrCat("rewriting this model holds about ", held >> 20, " MB beside planning (copies of the model ",
+                       "and of the rewritten one), more than a job may hold here with its request (",
                        options_.max_job_bytes >> 20, " MB, --max-job-mb); plan it without rewrite"));
     }
     if (!account->TryCharge(held)) return MemoryLimitError(&*account, held, "the rewrite's copies of the model");
