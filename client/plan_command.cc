@@ -138,8 +138,9 @@ int RunPlan(const std::vector<std::string>& args) {
                    "Concat's inputs (W's channel slices) summed by Adds (grouped Convs: joined by a\n"
                    "Concat), standard ONNX ops, where that lowers the best peak (sites tried one at a\n"
                    "time, largest first). The plan is the rewritten graph's; the peak without is\n"
-                   "reported beside. An Add needs its own buffer unless --in-place. ONNX models and\n"
-                   "--local only; not with --order. With --export-ordered: the rewritten model.");
+                   "reported beside. An Add needs its own buffer unless --in-place. ONNX models only;\n"
+                   "not with --order. On a server the rewrite is planned afresh each call (not cached)\n"
+                   "and ends by the server's job time limit. With --export-ordered: the rewritten model.");
   // Nested sparse models (issue 20).
   flag_set.AddString("levels", &flags.levels_file, "FILE",
                      "Sparsity levels of a nested sparse model, densest first, and switch points:\n"
@@ -185,10 +186,6 @@ int RunPlan(const std::vector<std::string>& args) {
     if (!flags.order_file.empty()) {
       std::cerr << "serenity-client plan: --order cannot be combined with --rewrite (the order names the ops of "
                    "the graph before rewriting)\n";
-      return 2;
-    }
-    if (!flags.local) {
-      std::cerr << "serenity-client plan: --rewrite plans in-process only for now: add --local\n";
       return 2;
     }
     options.set_rewrite(true);

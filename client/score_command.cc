@@ -84,6 +84,7 @@ int RunScore(const std::vector<std::string>& args) {
   bool pretty = false;
   std::string list_file;
   double timeout = 600;
+  bool rewrite = false;  // identity graph rewriting (issue 17)
   FlagSet flag_set("serenity-client score MODEL... [flags]",
                    "Scores every MODEL in one streaming call to a serenity-server (NAS pipelines):\n"
                    "the least peak activation memory found, whether it fits --budget, and the slack\n"
@@ -103,6 +104,10 @@ int RunScore(const std::vector<std::string>& args) {
                    "(docs/json-format.md, schema/serenity-output.schema.json).");
   flag_set.AddBool("pretty", &pretty, "The --json objects indented (implies --json).");
   flag_set.AddDouble("timeout", &timeout, "SECONDS", "Deadline of the whole streaming call.");
+  flag_set.AddBool("rewrite", &rewrite,
+                   "Score each model with identity graph rewriting, as plan --rewrite does: the peak\n"
+                   "is then the rewritten graph's (Concat -> Conv sites rewritten where that lowers\n"
+                   "it). ONNX models only (a Graph model fails on its own line); not cached.");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
     std::cout << flag_set.Help();
@@ -135,6 +140,7 @@ int RunScore(const std::vector<std::string>& args) {
     std::cerr << "serenity-client score: " << s.message() << "\n";
     return 2;
   }
+  options.set_rewrite(rewrite);
   absl::StatusOr<Connection> connection = Connect(connection_flags);
   if (!connection.ok()) {
     std::cerr << "serenity-client score: " << connection.status().message() << "\n";

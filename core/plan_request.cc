@@ -26,29 +26,10 @@ absl::Status CheckRewriteRequest(const v1::PlanRequest& request) {
   return absl::OkStatus();
 }
 
-// Plans an ONNX request with rewriting (PlanWithRewrites): the plan is the
-// rewritten graph's, with Plan.rewrite filled.
-absl::StatusOr<v1::Plan> ExecuteRewriteRequest(const v1::PlanRequest& request, Executor* executor) {
-  RETURN_IF_ERROR(CheckRewriteRequest(request));
-  ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
-  ASSIGN_OR_RETURN(RewrittenPlan rewritten,
-                   PlanWithRewrites(request.onnx_model(), OnnxImportOptionsFromProto(request.options()),
-                                    request.model_name(), options, executor));
-  v1::Plan out = PlanToProto(rewritten.graph, rewritten.plan, options);
-  RewriteReportToProto(rewritten.report, out.mutable_rewrite());
-  (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
-  if (request.options().rewrite()) {
-    RETURN_IF_ERROR(CheckRewriteRequest(request));
-    return absl::InvalidArgumentError(
-        "rewrite is planned in-process only for now (serenity-client plan --local --rewrite; "
-        "ExecutePlanRequest): this path plans the graph as given");
-  }
+  if (request.options().rewrite()) RETURN_IF_ERROR(CheckRewriteRequest(request));
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
   ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
   const v1::GivenOrder& given = request.given_order();
@@ -62,10 +43,24 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
     options.given_order.push_back(*u);
   }
   ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, std::move(options)));
-  return PreparedRequest{std::move(graph), std::move(sanitized)};
+  PreparedRequest prepared{std::move(graph), std::move(sanitized), {}, {}, {}};
+  if (prepared.options->rewrite) {
+    prepared.onnx_model = request.onnx_model();
+    prepared.import = OnnxImportOptionsFromProto(request.options());
+    prepared.model_name = request.model_name();
+  }
+  return prepared;
 }
 
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {
+  if (prepared.options->rewrite) {
+    ASSIGN_OR_RETURN(RewrittenPlan rewritten, PlanWithRewrites(prepared.onnx_model, prepared.import,
+                                                               prepared.model_name, *prepared.options, executor));
+    v1::Plan out = PlanToProto(rewritten.graph, rewritten.plan, *prepared.options);
+    RewriteReportToProto(rewritten.report, out.mutable_rewrite());
+    (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
+    return out;
+  }
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
   v1::Plan out = PlanToProto(prepared.graph, plan, prepared.options);
   AddSparsityReport(prepared.graph, prepared.options, &out);
@@ -74,12 +69,6 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
 
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor) {
   const auto start = std::chrono::steady_clock::now();
-  if (request.options().rewrite()) {
-    ASSIGN_OR_RETURN(v1::Plan out, ExecuteRewriteRequest(request, executor));
-    out.mutable_stats()->set_total_ms(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    return out;
-  }
   ASSIGN_OR_RETURN(PreparedRequest prepared, PrepareRequest(request));
   const double import_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSIGN_OR_RETURN(v1::Plan out, ExecutePreparedRequest(prepared, executor));

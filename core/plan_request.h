@@ -4,9 +4,12 @@
 #ifndef SERENITY_CORE_PLAN_REQUEST_H_
 #define SERENITY_CORE_PLAN_REQUEST_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
+#include "core/onnx/onnx_import.h"
 #include "core/plan_options.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
@@ -18,25 +21,34 @@ namespace serenity {
 // A request read and validated: its graph and its options, sanitized for
 // that graph (given_order resolved to op ids and checked).
 struct PreparedRequest {
-  Graph graph;
+  Graph graph;  // with options->rewrite: the model as given, before rewriting
   SanitizedOptions options;
+  // Only with options->rewrite: what PlanWithRewrites reads again (the
+  // request's ONNX bytes, a copy, and how to import them).
+  std::string onnx_model;
+  OnnxImportOptions import;
+  std::string model_name;
 };
 
 // Reads and validates a request without planning it: InvalidArgument naming
-// the problem for a bad graph, bad options or a bad given order, and for
-// options.rewrite (planned by ExecutePlanRequest only, for now). The one
-// place a request's options are checked (SanitizePlanOptions).
+// the problem for a bad graph, bad options or a bad given order, and, with
+// options.rewrite, for a Graph request (ONNX only) and a given order
+// (GivenOrderWithRewriteError). The one place a request's options are
+// checked (SanitizePlanOptions).
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
 
 // Plans a prepared request (PlanGraph + PlanToProto, and the SparsityReport
-// when the options give sparsity levels: sparsity_report.h). stats.total_ms
-// covers the planning only.
+// when the options give sparsity levels: sparsity_report.h). With
+// options->rewrite, plans with rewriting instead (PlanWithRewrites,
+// core/rewrite/choose.h, with the prepared options: their deadline, memory
+// account, cancellation and score_only hold for every plan it makes): the
+// plan is the rewritten graph's, Plan.rewrite says what was done, and
+// stats.phase_ms["rewrite"] is its time. stats.total_ms covers the planning
+// only.
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor = nullptr);
 
-// Imports, validates and plans a request: the whole job behind the Plan RPC.
-// With options.rewrite (ONNX only, no given order: InvalidArgument
-// otherwise), plans with rewriting (core/rewrite/choose.h): the plan is the
-// rewritten graph's, Plan.rewrite says what was done.
+// Imports, validates and plans a request (PrepareRequest, then
+// ExecutePreparedRequest): the whole job behind the Plan RPC.
 // stats.total_ms covers import through arena planning.
 // Independent parts of the search run on `executor` (null: this thread).
 absl::StatusOr<v1::Plan> ExecutePlanRequest(const v1::PlanRequest& request, Executor* executor = nullptr);

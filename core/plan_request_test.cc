@@ -1,8 +1,13 @@
 #include "core/plan_request.h"
 
+#include <atomic>
+#include <chrono>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "core/rewrite/choose.h"
+#include "core/rewrite/test_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/plan_verifier.h"
@@ -126,6 +131,127 @@ TEST(PlanRequestTest, RefreshBaselinesRecomputesThem) {
   for (int i = 0; i < fresh->traffic_size(); ++i) {
     EXPECT_EQ(blanked.traffic(i).SerializeAsString(), fresh->traffic(i).SerializeAsString()) << i;
   }
+}
+
+// k branch Convs widen a 1-channel input to `wide` channels each; a Concat
+// joins them and a Conv reduces them to `out` channels. With wide >> out the
+// Concat -> Conv rewrite lowers the peak (choose_test.cc).
+std::string BranchesModel(int k, int64_t wide, int64_t out) {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Weight("w", {out, k * wide, 1, 1}, false).Output("y");
+  std::vector<std::string> xs;
+  for (int i = 0; i < k; ++i) {
+    const std::string b = "b" + std::to_string(i), x = "x" + std::to_string(i);
+    m.Weight(b, {wide, 1, 1, 1}, false);
+    m.Node("Conv", {"in", b}, {x}, "branch" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
+  m.Node("Conv", {"c", "w"}, {"y"}, "reduce");
+  return m.Bytes();
+}
+
+v1::PlanRequest RewriteRequest() {
+  v1::PlanRequest request;
+  request.set_onnx_model(BranchesModel(4, 16, 2));
+  request.set_model_name("branches");
+  request.mutable_options()->set_rewrite(true);
+  request.mutable_options()->set_time_limit_seconds(5);
+  return request;
+}
+
+std::vector<std::string> OrderNames(const v1::Plan& plan) {
+  return std::vector<std::string>(plan.order_names().begin(), plan.order_names().end());
+}
+
+// The server's path (PrepareRequest, then ExecutePreparedRequest) plans a
+// rewrite request as PlanWithRewrites does, and as ExecutePlanRequest does.
+TEST(PlanRequestTest, RewriteGoesThroughPrepareAndExecute) {
+  const v1::PlanRequest request = RewriteRequest();
+  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(request);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_TRUE(prepared->options->rewrite);
+  EXPECT_EQ(prepared->graph.num_ops(), 6);  // the model as given
+  EXPECT_EQ(prepared->graph.name(), "branches");
+  EXPECT_EQ(prepared->onnx_model, request.onnx_model());
+  absl::StatusOr<v1::Plan> plan = ExecutePreparedRequest(*prepared);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->has_rewrite());
+  EXPECT_EQ(plan->model(), "branches");
+  EXPECT_EQ(plan->nodes(), 11);  // 4 branches, 4 partial Convs, 3 Adds
+  EXPECT_EQ(plan->rewrite().sites_applied(), 1);
+  EXPECT_EQ(plan->rewrite().peak_bytes_with(), plan->peak_bytes());
+  EXPECT_LT(plan->peak_bytes(), plan->rewrite().peak_bytes_without());
+  EXPECT_TRUE(plan->stats().phase_ms().contains("rewrite"));
+  EXPECT_FALSE(plan->steps().empty());
+
+  PlanOptions options;
+  options.time_limit_seconds = 5;
+  options.rewrite = true;
+  absl::StatusOr<RewrittenPlan> direct = PlanWithRewrites(request.onnx_model(), {}, "branches", options);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  EXPECT_EQ(plan->peak_bytes(), direct->plan.profile.peak_bytes);
+  EXPECT_EQ(plan->rewrite().peak_bytes_without(), direct->report.peak_bytes_without);
+  std::vector<std::string> direct_order;
+  for (OpId u : direct->plan.order) direct_order.push_back(direct->graph.op(u).name);
+  EXPECT_EQ(OrderNames(*plan), direct_order);
+
+  absl::StatusOr<v1::Plan> whole = ExecutePlanRequest(request);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(OrderNames(*whole), OrderNames(*plan));
+  EXPECT_EQ(whole->peak_bytes(), plan->peak_bytes());
+  EXPECT_EQ(whole->rewrite().recipe().SerializeAsString(), plan->rewrite().recipe().SerializeAsString());
+  EXPECT_TRUE(whole->stats().phase_ms().contains("import"));
+}
+
+// What the caller sets on the prepared options after reading the request
+// (score_only, cancellation, the deadline) holds for the rewrite's plans.
+TEST(PlanRequestTest, RewriteHonoursTheJobsContext) {
+  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(RewriteRequest());
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  prepared->options.set_score_only(true);
+  absl::StatusOr<v1::Plan> score = ExecutePreparedRequest(*prepared);
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_TRUE(score->steps().empty());
+  EXPECT_FALSE(score->has_arena());
+  EXPECT_EQ(score->rewrite().sites_applied(), 1);
+
+  std::atomic<bool> cancelled{true};
+  prepared->options.set_cancelled(&cancelled);
+  EXPECT_EQ(ExecutePreparedRequest(*prepared).status().code(), absl::StatusCode::kCancelled);
+
+  // A deadline already past: no search time for any plan, which says so.
+  prepared->options.set_cancelled(nullptr);
+  prepared->options.set_deadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  absl::StatusOr<v1::Plan> late = ExecutePreparedRequest(*prepared);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_FALSE(late->fallbacks().empty());
+}
+
+// PrepareRequest keeps the rewrite's checks: ONNX only, no given order, no
+// sparsity levels.
+TEST(PlanRequestTest, PrepareRefusesWhatARewriteCannotDo) {
+  v1::PlanRequest ordered = RewriteRequest();
+  ordered.mutable_given_order()->add_indices(0);
+  EXPECT_EQ(PrepareRequest(ordered).status(), GivenOrderWithRewriteError());
+  v1::PlanRequest graph;
+  *graph.mutable_graph() =
+      GraphSpecToProto(testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").spec());
+  graph.mutable_options()->set_rewrite(true);
+  EXPECT_THAT(PrepareRequest(graph).status().message(), HasSubstr("ONNX models only"));
+  v1::PlanRequest with_levels = RewriteRequest();
+  with_levels.mutable_options()->add_levels()->set_name("dense");
+  EXPECT_THAT(PrepareRequest(with_levels).status().message(), HasSubstr("cannot be combined yet"));
+  // Without rewrite nothing of the model is kept beside its graph.
+  v1::PlanRequest plain = RewriteRequest();
+  plain.mutable_options()->set_rewrite(false);
+  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(plain);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_TRUE(prepared->onnx_model.empty());
+  absl::StatusOr<v1::Plan> plan = ExecutePreparedRequest(*prepared);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->has_rewrite());
+  EXPECT_EQ(plan->nodes(), 6);
 }
 
 }  // namespace

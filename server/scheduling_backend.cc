@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "common/log.h"
 #include "core/graph/canonical_graph.h"
 #include "core/plan_request.h"
+#include "core/request_scan.h"
 #include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
 
@@ -26,6 +28,51 @@ std::chrono::steady_clock::time_point JobDeadline(std::chrono::steady_clock::tim
   if (!std::isfinite(seconds_left)) return std::chrono::steady_clock::time_point::max();
   return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                      std::chrono::duration<double>(seconds_left * 0.9));
+}
+
+// The memory a rewrite job (options.rewrite: PlanWithRewrites) holds beyond
+// the request's message and graph (call.build_bytes) and beyond what its
+// plans charge to the job's account themselves. Those plans run one at a
+// time (the model as given, one per site tried, the kept model), each
+// releasing its charges before the next, so planning memory is that of one
+// plan of the largest model: not multiplied by the sites. What is held at
+// once is the prepared copy of the ONNX bytes and two models, the best so
+// far and the trial, each parsed, serialized and imported: twice
+// EstimateBuildBytes of a model the size of the rewritten one. A rewrite
+// replaces a Concat and its Conv by, per Concat input, at most two ops (a
+// partial Conv, an Add or the grouped form's Concat), four tensors (their
+// outputs, a weight and a bias slice) and seven tensor references, with
+// names made of the site's names (counted at the model's average name
+// length plus 16 characters each); its weight slices add at most the
+// weight's own payload (the weight stays only when another op reads it).
+// So the rewritten model is bounded by the original's counts plus these
+// per input of every Concat (sites or not), and its bytes by twice the
+// original's plus 128 bytes and four names per new op.
+int64_t RewriteHeldBytes(const PreparedRequest& prepared) {
+  const Graph& graph = prepared.graph;
+  int64_t concat_inputs = 0, inputs = 0, outputs = 0, name_bytes = 0;
+  for (const Op& op : graph.ops()) {
+    if (op.type == "Concat") concat_inputs += static_cast<int64_t>(op.inputs.size());
+    inputs += static_cast<int64_t>(op.inputs.size());
+    outputs += static_cast<int64_t>(op.outputs.size());
+    name_bytes += static_cast<int64_t>(op.name.size() + op.type.size());
+  }
+  for (const Tensor& t : graph.tensors()) name_bytes += static_cast<int64_t>(t.name.size());
+  const int64_t names = std::max<int64_t>(1, graph.num_ops() + graph.num_tensors());
+  const int64_t name_length = name_bytes / names + 16;
+  const int64_t model_bytes = static_cast<int64_t>(prepared.onnx_model.size());
+  RequestShape rewritten;
+  rewritten.onnx = true;
+  rewritten.ops = graph.num_ops() + 2 * concat_inputs;
+  rewritten.tensors = graph.num_tensors() + 4 * concat_inputs;
+  rewritten.op_inputs = inputs + 5 * concat_inputs;
+  rewritten.op_outputs = outputs + 2 * concat_inputs;
+  // Names as stored (ops, tensors) and as referenced (inputs, outputs).
+  rewritten.name_bytes = name_bytes + (inputs + outputs) * name_length + 13 * concat_inputs * name_length;
+  rewritten.onnx_model_bytes = 2 * model_bytes + 2 * concat_inputs * (128 + 4 * name_length);
+  const int64_t one = EstimateBuildBytes(rewritten);
+  if (one > (std::numeric_limits<int64_t>::max() - model_bytes) / 2) return std::numeric_limits<int64_t>::max();
+  return model_bytes + 2 * one;
 }
 
 }  // namespace
@@ -65,7 +112,10 @@ bool SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool scor
 
 bool SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only, const CallContext& call,
                                      v1::Plan* reply) {
-  if (memo_ == nullptr || cache_ == nullptr || call.seconds_left * 0.8 <= 0) return false;
+  // A rewrite is never memoized (see Answer).
+  if (memo_ == nullptr || cache_ == nullptr || call.seconds_left * 0.8 <= 0 || request.options().rewrite()) {
+    return false;
+  }
   const auto start = std::chrono::steady_clock::now();
   // A miss here is counted by the Answer that follows.
   return AnswerFromMemo(RequestMemoKey(request, score_only, call.tenant), score_only, call.seconds_left, start,
@@ -79,7 +129,7 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
     return absl::DeadlineExceededError("the call's deadline had passed before planning began");
   }
   std::string request_key;
-  if (memo_ != nullptr && cache_ != nullptr) {
+  if (memo_ != nullptr && cache_ != nullptr && !request.options().rewrite()) {
     request_key = RequestMemoKey(request, score_only, call.tenant);
     v1::Plan plan;
     if (AnswerFromMemo(request_key, score_only, call.seconds_left, start, /*count_miss=*/true, &plan)) return plan;
@@ -93,10 +143,19 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
                                                    " ops; this server accepts at most ", options_.max_ops));
   }
   SanitizedOptions& options = prepared.options;
+  const bool rewrite = options->rewrite;
   options.set_score_only(score_only);
   options.set_cancelled(call.cancelled);
-  // The job's time and memory.
-  options.set_deadline(JobDeadline(start, call.seconds_left));
+  // The job's time and memory. A rewrite plans the model once per site
+  // tried: the whole job also ends by the longest search the server allows
+  // one job (max_job_seconds, and the phases after it).
+  std::chrono::steady_clock::time_point deadline = JobDeadline(start, call.seconds_left);
+  if (rewrite) {
+    deadline = std::min(deadline,
+                        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(options_.max_job_seconds + options->finish_seconds)));
+  }
+  options.set_deadline(deadline);
   std::optional<MemoryAccount> account;
   if (call.grow_memory) {
     account.emplace(options_.max_job_bytes, call.granted_bytes, call.grow_memory);
@@ -106,12 +165,39 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   if (!account->TryCharge(call.build_bytes)) {
     return MemoryLimitError(&*account, call.build_bytes, "the request's message and graph");
   }
+  if (rewrite) {
+    // More than a job may ever hold: refused for good (as admission refuses
+    // an estimate above the job limit), not to be retried.
+    const int64_t held = RewriteHeldBytes(prepared);
+    if (options_.max_job_bytes > 0 &&
+        held > options_.max_job_bytes - std::min(call.build_bytes, options_.max_job_bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rewriting this model holds about ", held >> 20, " MB beside planning (copies of the model ",
+                       "and of the rewritten one), more than a job may hold here with its request (",
+                       options_.max_job_bytes >> 20, " MB, --max-job-mb); plan it without rewrite"));
+    }
+    if (!account->TryCharge(held)) return MemoryLimitError(&*account, held, "the rewrite's copies of the model");
+  }
   options.set_memory(&*account);
   // The server's cap, before the key: a capped request is the capped plan.
   options.CapMaxSearchStates(options_.max_search_states);
   const double request_limit = options->time_limit_seconds;
   const double limit = JobTimeLimit(request_limit, call.seconds_left);
   options.set_time_limit_seconds(limit);
+  // A rewritten plan is not cached: it describes the rewritten graph, which
+  // the cache's entries (a plan of the request's graph, remapped to an
+  // isomorphic one's names) cannot hold; so it has no plan_id either.
+  if (rewrite) {
+    ASSIGN_OR_RETURN(v1::Plan plan, ExecutePreparedRequest(prepared, executor_));
+    (*plan.mutable_stats()->mutable_phase_ms())["import"] = import_ms;
+    if (metrics_ != nullptr) {
+      metrics_->RecordSearch(plan.stats().states_explored(), plan.certificate() == v1::CERTIFICATE_BEST_FOUND,
+                             !plan.feasible());
+    }
+    plan.mutable_stats()->set_cache("miss");
+    plan.mutable_stats()->set_total_ms(MillisSince(start));
+    return plan;
+  }
 
   const CanonicalGraph canonical = Canonicalize(prepared.graph);
   const PlanKey key = MakePlanKey(canonical, options);

@@ -86,6 +86,13 @@ class SchedulingBackend {
   // graphs that are too large); ResourceExhausted when the job's memory
   // cannot hold what planning needs; Cancelled when `call.cancelled` became
   // true; DeadlineExceeded when no time was left.
+  // With options.rewrite (an ONNX request; core/rewrite/choose.h) the plan
+  // is the rewritten graph's, with Plan.rewrite; it is planned afresh every
+  // time (stats.cache "miss", no plan_id: neither the cache nor the memo
+  // holds rewritten plans), the whole job (every site tried) also ends
+  // within max_job_seconds plus the phases after a search, and the account
+  // is charged the rewrite's copies of the model up front (ResourceExhausted
+  // when it cannot hold them).
   // Virtual so that tests can inject failures behind the gRPC layer.
   virtual absl::StatusOr<v1::Plan> Answer(const v1::PlanRequest& request, bool score_only,
                                           const CallContext& call = {});

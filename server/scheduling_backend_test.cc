@@ -8,7 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/thread_pool.h"
+#include "core/onnx/onnx_import.h"
 #include "core/plan_request.h"
+#include "core/rewrite/choose.h"
+#include "core/rewrite/concat_conv.h"
+#include "core/rewrite/test_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/plan_verifier.h"
@@ -42,6 +46,32 @@ v1::PlanRequest RequestFor(const GraphSpec& spec) {
 }
 
 Graph BuildFrom(const v1::PlanRequest& request) { return *GraphFromRequest(request); }
+
+// An ONNX model whose Concat -> Conv rewrite lowers the peak: k branch
+// Convs widen a 1-channel input to `wide` channels each, a Concat joins
+// them, a Conv reduces them to `out` channels (choose_test.cc).
+std::string BranchesModel(int k, int64_t wide, int64_t out) {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Weight("w", {out, k * wide, 1, 1}, false).Output("y");
+  std::vector<std::string> xs;
+  for (int i = 0; i < k; ++i) {
+    const std::string b = "b" + std::to_string(i), x = "x" + std::to_string(i);
+    m.Weight(b, {wide, 1, 1, 1}, false);
+    m.Node("Conv", {"in", b}, {x}, "branch" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
+  m.Node("Conv", {"c", "w"}, {"y"}, "reduce");
+  return m.Bytes();
+}
+
+v1::PlanRequest OnnxRequest(const std::string& model, bool rewrite) {
+  v1::PlanRequest request;
+  request.set_onnx_model(model);
+  request.mutable_options()->set_rewrite(rewrite);
+  request.mutable_options()->set_time_limit_seconds(5);
+  return request;
+}
 
 CallContext SecondsLeft(double seconds, const std::atomic<bool>* cancelled = nullptr) {
   CallContext call;
@@ -281,6 +311,92 @@ TEST_F(SchedulingBackendTest, ScoreOnlyEntriesServeScoresButNotFullPlans) {
   EXPECT_EQ(rescore->steps_size(), 0);
   EXPECT_FALSE(rescore->has_arena());
   EXPECT_EQ(rescore->peak_bytes(), full->peak_bytes());
+}
+
+// A rewrite request is planned afresh each time: it never gets the plain
+// request's cache entry (a plan of the graph as given), nor leaves one that
+// a plain request of the same model would get.
+TEST_F(SchedulingBackendTest, RewriteAndPlainRequestsOfOneModelShareNoCacheEntry) {
+  const std::string model = BranchesModel(4, 16, 2);
+  absl::StatusOr<v1::Plan> plain = backend_.Answer(OnnxRequest(model, false), false);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->stats().cache(), "miss");
+  EXPECT_FALSE(plain->has_rewrite());
+  EXPECT_EQ(plain->nodes(), 6);
+
+  absl::StatusOr<v1::Plan> rewritten = backend_.Answer(OnnxRequest(model, true), false);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->stats().cache(), "miss");
+  EXPECT_TRUE(rewritten->plan_id().empty());  // not stored, so not fetchable
+  ASSERT_TRUE(rewritten->has_rewrite());
+  EXPECT_EQ(rewritten->rewrite().sites_applied(), 1);
+  EXPECT_EQ(rewritten->nodes(), 11);
+  EXPECT_EQ(rewritten->rewrite().peak_bytes_without(), plain->peak_bytes());
+  EXPECT_LT(rewritten->peak_bytes(), plain->peak_bytes());
+  EXPECT_TRUE(rewritten->stats().phase_ms().contains("import"));
+  // The plan is a valid plan of the rewritten model.
+  absl::StatusOr<std::string> applied = ApplyRecipe(model, RewriteRecipeFromProto(rewritten->rewrite().recipe()));
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  absl::StatusOr<Graph> rewritten_graph = ImportOnnxModel(*applied, {});
+  ASSERT_TRUE(rewritten_graph.ok()) << rewritten_graph.status();
+  EXPECT_TRUE(testing::VerifyPlan(*rewritten_graph, *rewritten).ok())
+      << testing::VerifyPlan(*rewritten_graph, *rewritten);
+
+  // The plain entry still answers plain requests, with the plain plan.
+  absl::StatusOr<v1::Plan> plain_again = backend_.Answer(OnnxRequest(model, false), false);
+  ASSERT_TRUE(plain_again.ok());
+  EXPECT_EQ(plain_again->stats().cache(), "local");
+  EXPECT_FALSE(plain_again->has_rewrite());
+  EXPECT_EQ(plain_again->peak_bytes(), plain->peak_bytes());
+  // A repeat of the rewrite is planned again (the memo does not hold it
+  // either), and a score of it is the rewritten graph's peak.
+  v1::Plan reply;
+  EXPECT_FALSE(backend_.AnswerRepeat(OnnxRequest(model, true), false, {}, &reply));
+  absl::StatusOr<v1::Plan> again = backend_.Answer(OnnxRequest(model, true), false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->stats().cache(), "miss");
+  EXPECT_EQ(again->peak_bytes(), rewritten->peak_bytes());
+  absl::StatusOr<v1::Plan> score = backend_.Answer(OnnxRequest(model, true), true);
+  ASSERT_TRUE(score.ok());
+  EXPECT_EQ(score->peak_bytes(), rewritten->peak_bytes());
+  EXPECT_EQ(score->steps_size(), 0);
+  EXPECT_TRUE(score->has_rewrite());
+  // Only the plain requests looked in the memo: plain_again found its reply.
+  EXPECT_EQ(Lookups("request", "hit"), 1);
+  EXPECT_EQ(Lookups("request", "miss"), 1);
+}
+
+// A rewrite job holds more than a plain one (copies of the model, the
+// rewritten graph): it is charged up front, and refused when the job's
+// memory cannot hold it: for good above the job limit, for now when the
+// server cannot grant it.
+TEST(SchedulingBackendLimitsTest, ARewriteIsChargedItsCopiesOfTheModel) {
+  BackendOptions limits;
+  limits.max_job_bytes = 1 << 20;
+  SchedulingBackend small(nullptr, nullptr, nullptr, limits);
+  const std::string model = BranchesModel(4, 16, 2);
+  absl::StatusOr<v1::Plan> plain = small.Answer(OnnxRequest(model, false), false);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  // More than the job limit: never, so not to be retried.
+  absl::StatusOr<v1::Plan> rewritten = small.Answer(OnnxRequest(model, true), false);
+  EXPECT_EQ(rewritten.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(rewritten.status().message()), HasSubstr("--max-job-mb"));
+  // Within the job limit but not granted now (the server's pool is full):
+  // ResourceExhausted, to be retried.
+  limits.max_job_bytes = 64 << 20;
+  SchedulingBackend busy(nullptr, nullptr, nullptr, limits);
+  CallContext call;
+  call.granted_bytes = 1 << 20;
+  call.grow_memory = [](int64_t) { return false; };
+  rewritten = busy.Answer(OnnxRequest(model, true), false, call);
+  EXPECT_EQ(rewritten.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(rewritten.status().message()), HasSubstr("the rewrite's copies of the model"));
+  ASSERT_TRUE(busy.Answer(OnnxRequest(model, false), false, call).ok());
+  limits.max_job_bytes = 64 << 20;
+  SchedulingBackend roomy(nullptr, nullptr, nullptr, limits);
+  rewritten = roomy.Answer(OnnxRequest(model, true), false);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(rewritten->rewrite().sites_applied(), 1);
 }
 
 TEST_F(SchedulingBackendTest, GetPlanReturnsTheStoredPlan) {

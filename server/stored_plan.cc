@@ -36,14 +36,15 @@ PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options)
   std::string onchip;
   for (int64_t bytes : options.onchip_bytes) absl::StrAppend(&onchip, bytes, ",");
   // Every option that changes the answer, except the time limit.
-  key.options = absl::StrCat(
-      "format=", kStoredPlanFormat, ";alias_views=", options.memory_model.alias_views,
-      ";count_weights=", options.memory_model.count_weights, ";in_place=", options.memory_model.in_place,
-      ";concat_in_place=", options.memory_model.concat_in_place,
-      ";budget=", options.objective == Objective::kFit ? absl::StrCat(options.memory_budget_bytes) : "any",
-      ";alignment=", options.alignment, ";algorithm=", AlgorithmName(options.algorithm),
-      ";objective=", ObjectiveName(options.objective), ";step_time_limit=", options.step_time_limit_seconds,
-      ";max_states=", options.max_search_states, ";onchip=", onchip, ";given=", given);
+  key.options =
+      absl::StrCat("format=", kStoredPlanFormat, ";alias_views=", options.memory_model.alias_views,
+                   ";count_weights=", options.memory_model.count_weights, ";in_place=", options.memory_model.in_place,
+                   ";concat_in_place=", options.memory_model.concat_in_place,
+                   ";budget=", options.objective == Objective::kFit ? absl::StrCat(options.memory_budget_bytes) : "any",
+                   ";alignment=", options.alignment, ";algorithm=", AlgorithmName(options.algorithm),
+                   ";objective=", ObjectiveName(options.objective),
+                   ";step_time_limit=", options.step_time_limit_seconds, ";max_states=", options.max_search_states,
+                   ";onchip=", onchip, ";given=", given, options.rewrite ? ";rewrite=1" : "");
   key.id = StableHash128(absl::StrCat(canonical.key, "|", key.options));
   key.memory_budget_bytes = options.memory_budget_bytes;
   return key;

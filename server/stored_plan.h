@@ -34,7 +34,9 @@ struct PlanKey {
 
 // Builds the key of a request for `graph` (whose canonical form is
 // `canonical`) under `options`. A given order is keyed by canonical
-// positions, so it survives renaming and permutation too.
+// positions, so it survives renaming and permutation too. options.rewrite
+// is in the key (only when set, so other keys stay as they were): a plan
+// with rewriting never answers a request without, nor the other way.
 PlanKey MakePlanKey(const CanonicalGraph& canonical, const PlanOptions& options);
 
 // Whether tenants share cached plans (--cache-scope). Under kTenant a

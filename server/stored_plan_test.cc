@@ -31,7 +31,7 @@ TEST(StoredPlanTest, KeysSeparateOptionsThatChangeTheAnswer) {
   longer.time_limit_seconds = 99;  // not part of the key
   longer.score_only = true;        // nor this: entries say whether they are complete
   EXPECT_EQ(MakePlanKey(canonical, longer).id, key.id);
-  std::vector<PlanOptions> changed(8, base);
+  std::vector<PlanOptions> changed(9, base);
   changed[0].memory_model.alias_views = true;
   changed[1].memory_model.count_weights = true;
   changed[2].memory_model.in_place = true;
@@ -42,6 +42,7 @@ TEST(StoredPlanTest, KeysSeparateOptionsThatChangeTheAnswer) {
   changed[6].onchip_bytes = {1024};
   changed[7].given_order = {};
   for (OpId u = 0; u < g.num_ops(); ++u) changed[7].given_order.push_back(u);
+  changed[8].rewrite = true;  // its plan is the rewritten graph's
   for (size_t i = 0; i < changed.size(); ++i) {
     EXPECT_NE(MakePlanKey(canonical, changed[i]).id, key.id) << i;
   }

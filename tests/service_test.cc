@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
 #include "core/plan_request.h"
+#include "core/rewrite/test_model.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -55,6 +56,24 @@ v1::PlanRequest OnnxRequest(const std::string& model) {
   request.set_onnx_model(testing::ReadFile(kModels + model));
   request.set_model_name(model);
   return request;
+}
+
+// An ONNX model whose Concat -> Conv rewrite lowers the peak (choose_test.cc):
+// four branch Convs widen a 1-channel input to 16 channels each, a Concat
+// joins them, a Conv reduces them to 2 channels.
+std::string BranchesModel() {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Weight("w", {2, 64, 1, 1}, false).Output("y");
+  std::vector<std::string> xs;
+  for (int i = 0; i < 4; ++i) {
+    const std::string b = "b" + std::to_string(i), x = "x" + std::to_string(i);
+    m.Weight(b, {16, 1, 1, 1}, false);
+    m.Node("Conv", {"in", b}, {x}, "branch" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
+  m.Node("Conv", {"c", "w"}, {"y"}, "reduce");
+  return m.Bytes();
 }
 
 Graph ImportedGraph(const std::string& model) {
@@ -297,6 +316,104 @@ TEST_F(ServiceTest, CacheAnswersRepeatsAndRenamedGraphsAndGetPlanReturnsThePlan)
   grpc::ClientContext missing_context;
   get.set_plan_id(std::string(32, 'f'));
   EXPECT_EQ(stub->GetPlan(&missing_context, get, &stored).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// options.rewrite over gRPC: Plan answers with the rewritten graph's plan
+// (the same as in-process), Score's peak_bytes is the rewritten graph's,
+// and the CLI's --rewrite works without --local (plan and score).
+TEST_F(ServiceTest, RewriteIsPlannedThroughPlanAndScore) {
+  std::unique_ptr<v1::Scheduler::Stub> stub = Stub();
+  v1::PlanRequest request;
+  request.set_onnx_model(BranchesModel());
+  request.set_model_name("branches");
+  request.mutable_options()->set_rewrite(true);
+  request.mutable_options()->set_time_limit_seconds(5);
+  absl::StatusOr<v1::Plan> local = ExecutePlanRequest(request);
+  ASSERT_TRUE(local.ok()) << local.status();
+  ASSERT_EQ(local->rewrite().sites_applied(), 1);
+  auto call = [&](const v1::PlanRequest& r, v1::Plan* plan) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    return stub->Plan(&context, r, plan);
+  };
+  v1::Plan plan;
+  grpc::Status status = call(request, &plan);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(plan.has_rewrite());
+  EXPECT_EQ(plan.rewrite().sites_applied(), 1);
+  EXPECT_EQ(plan.nodes(), 11);
+  EXPECT_EQ(plan.peak_bytes(), local->peak_bytes());
+  EXPECT_LT(plan.peak_bytes(), plan.rewrite().peak_bytes_without());
+  EXPECT_TRUE(std::equal(plan.order_names().begin(), plan.order_names().end(), local->order_names().begin(),
+                         local->order_names().end()));
+  EXPECT_EQ(plan.rewrite().recipe().SerializeAsString(), local->rewrite().recipe().SerializeAsString());
+  EXPECT_EQ(plan.stats().cache(), "miss");
+  EXPECT_TRUE(plan.plan_id().empty());
+  // The plain request of the same model is the graph as given.
+  v1::PlanRequest plain = request;
+  plain.mutable_options()->set_rewrite(false);
+  v1::Plan plain_plan;
+  ASSERT_TRUE(call(plain, &plain_plan).ok());
+  EXPECT_FALSE(plain_plan.has_rewrite());
+  EXPECT_EQ(plain_plan.peak_bytes(), plan.rewrite().peak_bytes_without());
+  // A given order is still refused with rewrite.
+  v1::PlanRequest ordered = request;
+  ordered.mutable_given_order()->add_indices(0);
+  status = call(ordered, &plan);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("cannot be combined with rewrite"));
+
+  // Score: each candidate's peak is its own graph's, rewritten or not.
+  std::vector<v1::ScoreRequest> candidates(4);
+  candidates[0].set_id("rewrite");
+  *candidates[0].mutable_request() = request;
+  candidates[1].set_id("rewrite-full");
+  *candidates[1].mutable_request() = request;
+  candidates[1].set_full_plan(true);
+  candidates[2].set_id("plain");
+  *candidates[2].mutable_request() = plain;
+  candidates[3].set_id("graph");
+  *candidates[3].mutable_request()->mutable_graph() =
+      GraphSpecToProto(testing::TestGraph().Input("in", 1).Op("a", "Relu", {"in"}, {{"out", 1}}).Output("out").spec());
+  candidates[3].mutable_request()->mutable_options()->set_rewrite(true);
+  grpc::ClientContext context;
+  auto stream = stub->Score(&context);
+  for (const v1::ScoreRequest& c : candidates) ASSERT_TRUE(stream->Write(c));
+  stream->WritesDone();
+  std::map<std::string, v1::ScoreResult> results;
+  for (v1::ScoreResult result; stream->Read(&result);) results[result.id()] = result;
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(results.size(), 4u);
+  for (const char* id : {"rewrite", "rewrite-full", "plain"}) ASSERT_EQ(results[id].code(), 0) << results[id].error();
+  EXPECT_EQ(results["rewrite"].peak_bytes(), local->peak_bytes());
+  EXPECT_EQ(results["rewrite"].certificate(), local->certificate());
+  EXPECT_EQ(results["rewrite"].cache(), "miss");
+  EXPECT_FALSE(results["rewrite"].has_plan());
+  EXPECT_EQ(results["plain"].peak_bytes(), plain_plan.peak_bytes());
+  const v1::ScoreResult& full = results["rewrite-full"];
+  ASSERT_TRUE(full.has_plan());
+  EXPECT_EQ(full.peak_bytes(), local->peak_bytes());
+  EXPECT_EQ(full.plan().rewrite().sites_applied(), 1);
+  EXPECT_EQ(full.plan().nodes(), 11);
+  EXPECT_EQ(results["graph"].code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(results["graph"].error(), HasSubstr("ONNX models only"));
+
+  // The CLI: plan --rewrite and score --rewrite against the server.
+  const std::string path = ::testing::TempDir() + "/branches.onnx";
+  std::ofstream(path, std::ios::binary) << BranchesModel();
+  CommandResult planned =
+      RunCommand(kClient + " plan " + path + " --rewrite --json --server " + server_->address() + " --time-limit 5");
+  ASSERT_EQ(planned.exit_code, 0) << planned.output;
+  nlohmann::json j = nlohmann::json::parse(planned.output);
+  EXPECT_EQ(j.at("peak_bytes").get<int64_t>(), local->peak_bytes());
+  EXPECT_EQ(j.at("rewrite").at("sites_applied").get<int>(), 1);
+  CommandResult scored =
+      RunCommand(kClient + " score " + path + " --rewrite --json --server " + server_->address() + " --time-limit 5");
+  ASSERT_EQ(scored.exit_code, 0) << scored.output;
+  EXPECT_EQ(nlohmann::json::parse(scored.output).at("peak_bytes").get<int64_t>(), local->peak_bytes());
+  CommandResult unscored = RunCommand(kClient + " score " + path + " --json --server " + server_->address());
+  ASSERT_EQ(unscored.exit_code, 0) << unscored.output;
+  EXPECT_EQ(nlohmann::json::parse(unscored.output).at("peak_bytes").get<int64_t>(), plain_plan.peak_bytes());
 }
 
 TEST_F(ServiceTest, MetricsPassPromtoolAndCountCalls) {

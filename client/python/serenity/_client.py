@@ -134,8 +134,10 @@ class Client:
         CLI's JSON format: order, peak_bytes, lower_bound_bytes, certificate ("optimal", "best_found",
         "baseline"), arena, steps, step_bytes, baselines, ... budget: bytes or "2MiB". Options:
         time_limit, algorithm, objective, alignment, onchip, alias_views, count_weights, in_place,
-        concat_in_place, dims, workspace, max_states, step_time_limit, order, fast. SerenityError
-        when the service refuses it."""
+        concat_in_place, dims, workspace, max_states, step_time_limit, order, fast, levels,
+        switch_points, rewrite (True: identity graph rewriting of an ONNX model; the plan is the
+        rewritten graph's and plan.rewrite reports the peak without, the sites applied and their
+        recipe). SerenityError when the service refuses it."""
         request = model_request(model, name)
         options_message, given = plan_options(budget, **options)
         request.options.CopyFrom(options_message)
@@ -155,9 +157,11 @@ class Client:
         input order): index (position in `models`), id, source, peak_bytes, feasible, slack_bytes
         (peak - budget), certificate, lower_bound_bytes, cache, plan_id, total_ms, error (None, or
         {code, message} for a model that failed: one failure never fails the rest), and plan with
-        full_plan=True. `models` is an iterable of models (read lazily, while results arrive) or a
-        mapping {id: model}. When the stream breaks with UNAVAILABLE or RESOURCE_EXHAUSTED, the
-        candidates without an answer are sent again on a new stream (up to `retries` times)."""
+        full_plan=True. With rewrite=True, peak_bytes is the rewritten graph's; its report is
+        plan.rewrite (ask full_plan=True for it). `models` is an iterable of models (read lazily,
+        while results arrive) or a mapping {id: model}. When the stream breaks with UNAVAILABLE or
+        RESOURCE_EXHAUSTED, the candidates without an answer are sent again on a new stream (up to
+        `retries` times)."""
         options_message, given = plan_options(budget, **options)
         items = models.items() if isinstance(models, Mapping) else ((None, m) for m in models)
         source = enumerate(items)

@@ -85,6 +85,8 @@ class Local:
             with open(path, "w") as f:
                 json.dump({"levels": levels, "switch_points": list(o.switch_points)}, f)
             args += ["--levels", path]
+        if o.rewrite:
+            args.append("--rewrite")
         if given.indices or given.names:
             path = os.path.join(directory, "order.json")
             with open(path, "w") as f:

@@ -14,7 +14,7 @@ _MEMORY_MODEL = ("alias_views", "count_weights", "in_place", "concat_in_place")
 _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "workspace_bytes",
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
-                       "order", "fast", "levels", "switch_points"])
+                       "order", "fast", "levels", "switch_points", "rewrite"])
 
 
 def plan_options(budget=None, **options):
@@ -23,7 +23,9 @@ def plan_options(budget=None, **options):
     budget: bytes (int) or a size string ("2MiB"); None or 0: none.
     fast=True: the best baseline order (algorithm "baseline"), milliseconds.
     order: a list of op indices or of op names to evaluate instead of
-    searching. TypeError for an unknown option, ValueError for a bad value."""
+    searching. rewrite=True: identity graph rewriting (ONNX models only, not
+    with order): the plan, or score, is then the rewritten graph's, and a
+    plan carries a `rewrite` report. TypeError for an unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
     if budget is not None:
@@ -69,6 +71,14 @@ def plan_options(budget=None, **options):
             if isinstance(value, str):
                 raise ValueError("switch_points is a list of op names")
             out.switch_points.extend(str(op) for op in value)
+        elif name == "rewrite":
+            # Identity graph rewriting (issue 17; docs/client.md): Concat -> Conv sites rewritten where
+            # that lowers the peak. The server refuses it with a given order or a Graph model.
+            if not isinstance(value, bool):
+                raise ValueError(f"rewrite is True or False, not {value!r}")
+            if value and options.get("order"):
+                raise ValueError("rewrite cannot be combined with order: the order names the ops before rewriting")
+            out.rewrite = value
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):

@@ -119,3 +119,23 @@ def onnx_model(name="cell", big_weights=False, channels=8, size=16):
     graph = helper.make_graph(nodes, name, [x], [y], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     return model
+
+
+def branches_model(name="branches", branches=4, wide=16, out=2):
+    """An ONNX model whose Concat -> Conv rewrite lowers the peak: `branches` Convs widen a 1-channel input
+    to `wide` channels each, a Concat joins them, a Conv ("reduce") takes them down to `out` channels."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+    nodes, inits, xs = [], [], []
+    for b in range(branches):
+        inits.append(numpy_helper.from_array(np.ones((wide, 1, 1, 1), np.float32), f"b{b}"))
+        nodes.append(helper.make_node("Conv", ["in", f"b{b}"], [f"x{b}"], name=f"branch{b}"))
+        xs.append(f"x{b}")
+    inits.append(numpy_helper.from_array(np.ones((out, branches * wide, 1, 1), np.float32), "w"))
+    nodes.append(helper.make_node("Concat", xs, ["c"], name="cat", axis=1))
+    nodes.append(helper.make_node("Conv", ["c", "w"], ["y"], name="reduce"))
+    x = helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 1, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, out, 8, 8])
+    graph = helper.make_graph(nodes, name, [x], [y], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 import serenity
-from conftest import chain_graph, diamond_graph, onnx_model
+from conftest import branches_model, chain_graph, diamond_graph, onnx_model
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +183,43 @@ def test_balance_spreads_calls_over_replicas():
     finally:
         for r in replicas:
             r.stop()
+
+
+def test_rewrite_lowers_the_peak_and_reports_it(client):
+    model = branches_model()
+    plain = client.plan(model)
+    assert "rewrite" not in plain and plain.nodes == 6
+    rewritten = client.plan(model, rewrite=True)
+    check_plan_record(rewritten)
+    report = rewritten.rewrite
+    assert report.sites_applied == report.sites_found == 1
+    assert report.peak_bytes_without == plain.peak_bytes
+    assert report.peak_bytes_with == rewritten.peak_bytes < plain.peak_bytes
+    assert report.certificate_without == "optimal"
+    assert (report.ops_before, report.ops_after) == (6, 11) and rewritten.nodes == 11
+    site = report.recipe.sites[0]
+    assert (site.concat, site.conv) == ("cat", "reduce")
+    assert site.new_ops[:3] == ["reduce/part0", "reduce/part1", "reduce/sum1"]
+    assert set(site.new_ops) <= set(rewritten.order_names)
+    assert rewritten.stats.cache == "miss" and rewritten.plan_id == ""  # planned afresh, not stored
+    json.dumps(rewritten)
+    # Score: the peak is the rewritten graph's; the report comes with the full plan.
+    assert client.peak_bytes(model, rewrite=True) == rewritten.peak_bytes
+    assert client.peak_bytes(model) == plain.peak_bytes
+    [full] = list(client.score([model], rewrite=True, full_plan=True))
+    assert full.error is None and full.peak_bytes == rewritten.peak_bytes
+    assert full.plan.rewrite.recipe == report.recipe
+    assert client.fits(model, rewritten.peak_bytes, rewrite=True)
+    assert not client.fits(model, rewritten.peak_bytes, rewrite=False)
+
+
+def test_rewrite_refusals(client):
+    with pytest.raises(serenity.SerenityError) as raised:
+        client.plan(diamond_graph(), rewrite=True)
+    assert raised.value.code_name == "INVALID_ARGUMENT" and "ONNX models only" in raised.value.message
+    [record] = list(client.score([diamond_graph()], rewrite=True))
+    assert record.error.code == "INVALID_ARGUMENT"
+    with pytest.raises(ValueError):
+        client.plan(branches_model(), rewrite=True, order=[0, 1, 2, 3, 4, 5])
+    with pytest.raises(ValueError):
+        client.plan(branches_model(), rewrite="yes")

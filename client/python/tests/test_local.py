@@ -3,7 +3,7 @@
 import pytest
 
 import serenity
-from conftest import binary, diamond_graph, onnx_model
+from conftest import binary, branches_model, diamond_graph, onnx_model
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +74,18 @@ def test_sparsity_levels_same_report_locally_and_on_the_server(local, client):
         assert raised.value.code_name == "INVALID_ARGUMENT"
     with pytest.raises(ValueError):
         serenity.Client("127.0.0.1:1", plaintext=True).plan(model, switch_points="relu0")
+
+
+def test_rewrite_same_locally_and_on_the_server(local, client):
+    model = branches_model()
+    here, there = local.plan(model, rewrite=True), client.plan(model, rewrite=True)
+    for key in ("order_names", "peak_bytes", "lower_bound_bytes", "certificate", "step_bytes", "arena"):
+        assert here[key] == there[key], key
+    timing = {"without_ms", "rewrite_ms"}
+    assert {k: v for k, v in here.rewrite.items() if k not in timing} == \
+        {k: v for k, v in there.rewrite.items() if k not in timing}
+    assert here.rewrite.sites_applied == 1 and here.peak_bytes < here.rewrite.peak_bytes_without
+    assert "rewrite" not in local.plan(model)
+    [scored] = list(local.score([model], rewrite=True, full_plan=True))
+    assert scored.error is None and scored.peak_bytes == here.peak_bytes
+    assert scored.plan.rewrite.sites_applied == 1
