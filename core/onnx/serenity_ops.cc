@@ -127,6 +127,16 @@ void RegisterSerenityOpSchemas() {
   });
 }
 
+namespace {
+
+// Registered at static initialization too, before any thread can read the
+// ONNX registry (a service runs imports, rewrites and exports in parallel,
+// and registering inserts into the registry's maps). This object file is
+// linked whenever the importer or the export is.
+[[maybe_unused]] const bool kRegisteredAtStart = (RegisterSerenityOpSchemas(), true);
+
+}  // namespace
+
 absl::Status InferConvAccumulate(onnx::InferenceContext& ctx, onnx::TypeProto* output) {
   if (ctx.getNumInputs() != 3 || ctx.getNumOutputs() != 1) {
     return absl::InvalidArgumentError(absl::StrCat("ConvAccumulate takes 3 inputs (X, W, ACC) and gives 1 output, ",

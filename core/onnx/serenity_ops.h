@@ -36,7 +36,8 @@ inline constexpr char kConvAccumulateOp[] = "ConvAccumulate";
 
 // Registers the schemas of the serenity domain with ONNX's schema registry
 // (and the domain with its version range), once per process; later calls do
-// nothing. Thread-safe. After it, onnx::checker::check_model validates
+// nothing. Thread-safe. It also runs at static initialization of any binary
+// that links the importer or the export (which call it as well). After it, onnx::checker::check_model validates
 // ConvAccumulate nodes (inputs, outputs, attributes) and shape inference
 // types their outputs.
 void RegisterSerenityOpSchemas();
