@@ -21,6 +21,21 @@ bool IsViewOp(absl::string_view op_type) {
          op_type == "Identity";
 }
 
+bool IsAccumulateOp(absl::string_view op_type) { return op_type == kConvAccumulateType; }
+
+TensorId AccumulatorOf(const Graph& graph, OpId u) {
+  const Op& op = graph.op(u);
+  if (!IsAccumulateOp(op.type) || op.inputs.size() <= static_cast<size_t>(kAccumulatorInput) ||
+      op.outputs.size() != 1) {
+    return -1;
+  }
+  const TensorId acc = op.inputs[kAccumulatorInput];
+  const Tensor& out = graph.tensor(op.outputs[0]);
+  const Tensor& in = graph.tensor(acc);
+  if (in.is_weight || out.is_weight || in.bytes != out.bytes) return -1;
+  return acc;
+}
+
 bool IsConcatInPlace(const Graph& graph, OpId u) {
   const Op& op = graph.op(u);
   if (op.type != "Concat" || op.outputs.size() != 1 || op.inputs.empty()) return false;
@@ -69,7 +84,8 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
       reads_(graph.num_ops()),
       in_place_inputs_(graph.num_ops()),
       in_place_bytes_(graph.num_ops(), 0),
-      concat_slices_(graph.num_ops()) {
+      concat_slices_(graph.num_ops()),
+      accumulates_into_(graph.num_ops()) {
   auto new_buffer = [this](TensorId t) {
     const Tensor& tensor = graph_->tensor(t);
     ActivationBuffer b;
@@ -88,20 +104,27 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
   for (TensorId t : graph.inputs()) new_buffer(t);
 
   // Resolve each tensor's base: a view output of equal size aliases its data
-  // input's base. Memoised recursion over the (acyclic) producer chain.
+  // input's base, an accumulation output its accumulator's. Memoised
+  // recursion over the (acyclic) producer chain.
   std::vector<TensorId> base(graph.num_tensors(), -1);
   auto resolve = [&](TensorId t) {
-    // Follow view producers down to a tensor that owns its memory.
+    // Follow view and accumulation producers down to a tensor that owns its
+    // memory.
     std::vector<TensorId> chain;
     TensorId cur = t;
     while (base[cur] < 0) {
       const Tensor& tensor = graph.tensor(cur);
-      if (!model.alias_views || tensor.is_weight || tensor.producer == kNoOp) break;
-      const Op& producer = graph.op(tensor.producer);
-      if (!IsViewOp(producer.type) || producer.inputs.empty() || producer.outputs.size() != 1) break;
-      TensorId data = producer.inputs.front();
-      const Tensor& data_tensor = graph.tensor(data);
-      if (data_tensor.is_weight || data_tensor.bytes != tensor.bytes) break;
+      if (tensor.is_weight || tensor.producer == kNoOp) break;
+      TensorId data = AccumulatorOf(graph, tensor.producer);
+      if (data < 0) {
+        const Op& producer = graph.op(tensor.producer);
+        if (!model.alias_views || !IsViewOp(producer.type) || producer.inputs.empty() || producer.outputs.size() != 1) {
+          break;
+        }
+        data = producer.inputs.front();
+        const Tensor& data_tensor = graph.tensor(data);
+        if (data_tensor.is_weight || data_tensor.bytes != tensor.bytes) break;
+      }
       chain.push_back(cur);
       cur = data;
     }
@@ -153,16 +176,23 @@ BufferModel::BufferModel(const Graph& graph, const MemoryModel& model)
   }
 
   for (OpId u = 0; u < graph.num_ops(); ++u) {
+    const TensorId acc = AccumulatorOf(graph, u);
     for (TensorId t : graph.op(u).inputs) {
       if (buffer_of_[t] == kNoBuffer) continue;
       const OpId concat = concat_of[resolve(t)];
+      std::vector<BufferId>& into = t == acc ? accumulates_into_[u] : reads_[u];
       if (concat != kNoOp) {
         // Reading an in-place Concat's output reads all of its slices.
-        reads_[u].insert(reads_[u].end(), concat_slices_[concat].begin(), concat_slices_[concat].end());
+        into.insert(into.end(), concat_slices_[concat].begin(), concat_slices_[concat].end());
       } else {
-        reads_[u].push_back(buffer_of_[t]);
+        into.push_back(buffer_of_[t]);
       }
     }
+    std::sort(accumulates_into_[u].begin(), accumulates_into_[u].end());
+    accumulates_into_[u].erase(std::unique(accumulates_into_[u].begin(), accumulates_into_[u].end()),
+                               accumulates_into_[u].end());
+    // The accumulator is read too.
+    reads_[u].insert(reads_[u].end(), accumulates_into_[u].begin(), accumulates_into_[u].end());
     std::sort(reads_[u].begin(), reads_[u].end());
     reads_[u].erase(std::unique(reads_[u].begin(), reads_[u].end()), reads_[u].end());
     for (BufferId b : reads_[u]) buffers_[b].users.push_back(u);

@@ -4,8 +4,11 @@
 // is its own buffer. With `alias_views`, the output of a pure view op
 // (Reshape, Flatten, Squeeze, Unsqueeze, Identity) of the same byte size
 // shares the buffer of its data input (transitively), and the buffer stays
-// live until the last consumer of any tensor that aliases it. Weights are
-// buffers only with `count_weights`, and are then live for the whole run.
+// live until the last consumer of any tensor that aliases it. Whatever the
+// switches, the output of an accumulating op (IsAccumulateOp: ConvAccumulate
+// of the `serenity` ONNX domain) is written into the buffer of its
+// accumulator input and aliases it in the same way. Weights are buffers only
+// with `count_weights`, and are then live for the whole run.
 // Workspace bytes of an op are a buffer live only during that op's step.
 #ifndef SERENITY_CORE_MEMORY_BUFFER_MODEL_H_
 #define SERENITY_CORE_MEMORY_BUFFER_MODEL_H_
@@ -43,6 +46,23 @@ struct MemoryModel {
 // Squeeze, Unsqueeze, Identity).
 bool IsViewOp(absl::string_view op_type);
 
+// The graph op type of ConvAccumulate (ONNX domain "serenity"), as the ONNX
+// importer names ops outside the default domain.
+inline constexpr absl::string_view kConvAccumulateType = "serenity::ConvAccumulate";
+// Input index of the accumulator of a ConvAccumulate: inputs are (X, W, ACC).
+inline constexpr int kAccumulatorInput = 2;
+
+// True for the op types whose output is written into the buffer of their
+// accumulator input (kConvAccumulateType): Y = ACC + Conv(X, W).
+bool IsAccumulateOp(absl::string_view op_type);
+
+// The tensor whose buffer op `u`'s output is written into: the accumulator
+// input of an accumulating op with at least kAccumulatorInput + 1 inputs and
+// exactly one output, when that input is an activation (not a weight) of the
+// output's byte size. -1 otherwise (the op then allocates as any other).
+// Independent of the MemoryModel switches.
+TensorId AccumulatorOf(const Graph& graph, OpId u);
+
 // True when Concat `u` of `graph` can be laid out in place: one output; at
 // least one input; every input a distinct activation that an op produces
 // (not a graph input, a weight, a graph output or another Concat's output);
@@ -63,7 +83,7 @@ inline constexpr BufferId kNoBuffer = -1;
 // One activation buffer: a tensor and the tensors that alias it.
 struct ActivationBuffer {
   TensorId tensor = 0;            // the base tensor that owns the memory
-  std::vector<TensorId> aliases;  // views sharing this buffer (not the base)
+  std::vector<TensorId> aliases;  // views and accumulations sharing it (not the base)
   int64_t bytes = 0;
   OpId producer = kNoOp;     // kNoOp: a graph input, live from step 0
   std::vector<OpId> users;   // distinct ops reading the base or an alias
@@ -93,6 +113,10 @@ class BufferModel {
   // order, when `u` runs in place (its output then has no buffer of its own
   // and is listed among the first slice's aliases). Empty otherwise.
   const std::vector<BufferId>& concat_slices(OpId u) const { return concat_slices_[u]; }
+  // The buffers accumulating op `u` writes into: its accumulator's, which
+  // its output joins (all the slices when the accumulator is an in-place
+  // Concat's output). Empty for every other op.
+  const std::vector<BufferId>& accumulates_into(OpId u) const { return accumulates_into_[u]; }
   // Bytes resident for the whole run: weights when counted, else 0.
   int64_t resident_bytes() const { return resident_bytes_; }
   // Bytes of the graph-input buffers, live at the start.
@@ -111,6 +135,7 @@ class BufferModel {
   std::vector<std::vector<BufferId>> in_place_inputs_;
   std::vector<int64_t> in_place_bytes_;
   std::vector<std::vector<BufferId>> concat_slices_;
+  std::vector<std::vector<BufferId>> accumulates_into_;
   int64_t resident_bytes_ = 0;
   int64_t input_bytes_ = 0;
   int64_t unused_input_bytes_ = 0;

@@ -20,7 +20,7 @@ struct BufferLifetimeInfo {
   BufferKind kind = BufferKind::kTensor;
   TensorId tensor = 0;            // kTensor and kWeight
   OpId op = kNoOp;                // kWorkspace: the op it belongs to
-  std::vector<TensorId> aliases;  // kTensor: views sharing the buffer
+  std::vector<TensorId> aliases;  // kTensor: views, accumulations, in-place outputs sharing it
   int64_t bytes = 0;
   int32_t first_step = 0;
   int32_t last_step = 0;
@@ -46,7 +46,8 @@ struct MemoryProfile {
 // in_place, an output written over its input joins that input's buffer
 // (listed among its aliases), so the two count once. With concat_in_place,
 // an in-place Concat's output is an alias of its first slice, and the later
-// slices are anchored to it.
+// slices are anchored to it. An accumulating op's output is an alias of its
+// accumulator's buffer (BufferModel), so the step allocates nothing.
 // InvalidArgument when `order` is not a topological order of all ops.
 absl::StatusOr<MemoryProfile> Simulate(const BufferModel& buffers, const std::vector<OpId>& order);
 

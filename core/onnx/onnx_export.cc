@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/onnx/serenity_ops.h"
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
 
@@ -40,6 +41,18 @@ absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, co
     *nodes.Add() = graph->node(index);
   }
   graph->mutable_node()->Swap(&nodes);
+  // Ops of the serenity domain (serenity.ConvAccumulate) need its opset
+  // import, kept when present and added when missing.
+  bool uses_serenity = false, imports_serenity = false;
+  for (const onnx::NodeProto& node : graph->node()) uses_serenity = uses_serenity || node.domain() == kSerenityDomain;
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    imports_serenity = imports_serenity || opset.domain() == kSerenityDomain;
+  }
+  if (uses_serenity && !imports_serenity) {
+    onnx::OperatorSetIdProto* opset = model.add_opset_import();
+    opset->set_domain(kSerenityDomain);
+    opset->set_version(kSerenityOpsetVersion);
+  }
 
   // Replace earlier serenity.* metadata.
   google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto> kept;
@@ -93,6 +106,7 @@ absl::StatusOr<std::string> ExportOrderedModel(absl::string_view model_bytes, co
     for (int64_t dim : init.dims()) type->mutable_shape()->add_dim()->set_dim_value(dim);
   }
   checked.mutable_graph()->mutable_initializer()->Swap(&internal);
+  RegisterSerenityOpSchemas();  // so that the checker validates their nodes
   try {
     onnx::checker::check_model(checked);
   } catch (const std::exception& e) {

@@ -21,7 +21,10 @@ namespace serenity {
 //                                   in-place Concat's output: its first
 //                                   slice's, the slices following it)
 //   serenity.workspace_offset/<op>  arena offset of an op's workspace
-// The result passes onnx::checker::check_model (external weight files are
+// Nodes of the serenity domain (core/onnx/serenity_ops.h) keep it: its
+// opset import (domain "serenity", version 1) is kept, or added when a model
+// uses the domain without one, and the checker validates them against their
+// registered schemas. The result passes onnx::checker::check_model (external weight files are
 // referenced, not read, so they need not exist; initializers without data,
 // such as a rewrite's slices of a stripped weight, are checked as typed
 // inputs, like external ones). InvalidArgument when the

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph/dtype.h"
+#include "core/onnx/serenity_ops.h"
 #include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 #include "onnx/defs/schema.h"
@@ -531,9 +532,10 @@ int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<std::string,
   const std::vector<int64_t>* out = shape(0, /*output=*/true);
   const std::vector<int64_t>* a = shape(0, /*output=*/false);
   const std::vector<int64_t>* w = shape(1, /*output=*/false);
-  if (out == nullptr || a == nullptr || !IsDefaultDomain(node.domain())) return 0;
+  const bool accumulate = node.domain() == kSerenityDomain && node.op_type() == kConvAccumulateOp;
+  if (out == nullptr || a == nullptr || (!IsDefaultDomain(node.domain()) && !accumulate)) return 0;
   const std::string& type = node.op_type();
-  if (type == "Conv") {
+  if (type == "Conv" || accumulate) {
     // W is [M, C/group, k...]: every output element takes C/group * k MACs.
     return w == nullptr || w->size() < 2 ? 0 : SaturatingMul(Product(*out), Product(*w, 1));
   }
@@ -570,6 +572,8 @@ absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const O
   const onnx::GraphProto& graph = model.graph();
   const std::vector<std::string> names = ImporterNodeNames(graph);
   for (int i = 0; i < graph.node_size(); ++i) RETURN_IF_ERROR(CheckSupported(graph.node(i), names[i]));
+  RegisterSerenityOpSchemas();
+  RETURN_IF_ERROR(CheckSerenityNodes(model, names));
 
   onnx::GraphProto* mutable_graph = model.mutable_graph();
   for (onnx::ValueInfoProto& v : *mutable_graph->mutable_input()) FixDims(v, options);
@@ -599,6 +603,30 @@ absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const O
     auto it = types.find(name);
     return it == types.end() ? nullptr : it->second;
   };
+  // The shapes of serenity.ConvAccumulate, whose inference, when it fails,
+  // only leaves its output untyped (or as the model declares it).
+  // Initializers have types of their own that inference does not record.
+  absl::flat_hash_map<std::string, onnx::TypeProto> weight_types;
+  auto add_weight_type = [&weight_types](const std::string& name, int32_t dtype, const auto& dims) {
+    onnx::TypeProto_Tensor* tensor = weight_types[name].mutable_tensor_type();
+    tensor->set_elem_type(dtype);
+    tensor->mutable_shape();  // a scalar has a shape with no dims
+    for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  for (const onnx::TensorProto& init : graph.initializer()) add_weight_type(init.name(), init.data_type(), init.dims());
+  for (const onnx::SparseTensorProto& init : graph.sparse_initializer()) {
+    add_weight_type(init.values().name(), init.values().data_type(), init.dims());
+  }
+  const std::function<const onnx::TypeProto*(const std::string&)> known =
+      [&](const std::string& name) -> const onnx::TypeProto* {
+    auto it = weight_types.find(name);
+    return it != weight_types.end() ? &it->second : type_of(name);
+  };
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.domain() != kSerenityDomain || node.op_type() != kConvAccumulateOp) continue;
+    RETURN_IF_ERROR(CheckConvAccumulateNode(node, names[i], known));
+  }
 
   GraphSpec spec;
   spec.name = graph.name();

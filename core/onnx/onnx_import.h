@@ -35,7 +35,7 @@ struct OnnxImportOptions {
 // names; types carry a "domain::" prefix outside the default domain. Weights
 // are initializers and Constant outputs (STRING weights count as 0 bytes);
 // graph inputs are graph.input minus initializers. MACs are set for Conv,
-// ConvTranspose, Gemm and MatMul (clamped, informational). InvalidArgument,
+// serenity.ConvAccumulate, ConvTranspose, Gemm and MatMul (clamped, informational). InvalidArgument,
 // naming the tensor or op, for: bytes that do not parse; no nodes; negative
 // dim values; control-flow ops (If, Loop, Scan) and ops with subgraph
 // attributes; shape inference errors; tensors without an inferred shape;
@@ -53,7 +53,15 @@ struct OnnxImportOptions {
 // LayerNormalization -rank..rank-1); a negative or too large GatherND
 // batch_dims; and shape inputs giving an output rank above 1024. Nodes whose
 // required inputs have no inferred shape are not inferred (the model is then
-// rejected for that missing shape). Never throws.
+// rejected for that missing shape). Ops of Serenity's own domain
+// (core/onnx/serenity_ops.h: serenity.ConvAccumulate, typed
+// "serenity::ConvAccumulate", whose output the memory model writes into its
+// accumulator input) are inferred by their registered schema; InvalidArgument,
+// naming the op, when the model does not import domain "serenity" at version
+// 1, for another op of that domain, or when a ConvAccumulate breaks the
+// rules of serenity_ops.h (the accumulator an activation made by an op, read
+// by no other op, not a graph output; Conv(X, W) of the accumulator's shape
+// and element type). Never throws.
 absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const OnnxImportOptions& options);
 
 // OnnxToGraphSpec followed by Graph::Build.

@@ -115,6 +115,9 @@ TrafficResult SimulateTraffic(const BufferModel& buffers, const std::vector<OpId
       resident[b] = true;
       used += all[b].bytes;
     }
+    // An accumulation changes its accumulator's bytes: an off-chip copy of
+    // them is stale now.
+    for (BufferId b : buffers.accumulates_into(u)) written[b] = false;
     if (overwriting != kNoBuffer) {  // the input's bytes now hold the output
       resident[overwritten] = false;
       used -= all[overwritten].bytes;

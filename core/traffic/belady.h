@@ -13,7 +13,10 @@
 // the in-place switch, an element-wise op whose input it reads last writes
 // its output over that input, as the simulator does, needing no room for it.
 // With Concats in place, such a Concat copies nothing: its step needs
-// nothing on chip and does not count as a read of its slices.
+// nothing on chip and does not count as a read of its slices. An
+// accumulating op (IsAccumulateOp) writes into its accumulator's buffer, as
+// its one output: a copy written off chip before that step is stale after it
+// and is written again when the buffer is evicted while still needed.
 #ifndef SERENITY_CORE_TRAFFIC_BELADY_H_
 #define SERENITY_CORE_TRAFFIC_BELADY_H_
 

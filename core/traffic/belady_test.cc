@@ -55,6 +55,33 @@ TEST(BeladyTest, ConcatInPlaceReadsNothing) {
   EXPECT_EQ(r.reloads, 2);
 }
 
+// p (100 bytes) is accumulated into by c and read by r. Workspace of 200 at
+// w1 and w2 on 300 bytes of memory spills p at each: before c, and again
+// after c changed it, so the copy written at w1 is stale and p is written
+// twice (a plain read of p by c would leave the first copy valid: one write).
+TEST(BeladyTest, AnAccumulationMakesTheOffChipCopyStale) {
+  for (bool accumulate : {true, false}) {
+    SCOPED_TRACE(accumulate);
+    Graph g =
+        TestGraph()
+            .Input("g", 8)
+            .Weight("w", 4)
+            .Op("a", "Conv", {"g"}, {{"p", 100}})
+            .Op("w1", "Conv", {"g"}, {{"t1", 8}}, 200)
+            .Op("c", accumulate ? std::string(kConvAccumulateType) : std::string("Op"), {"g", "w", "p"}, {{"q", 100}})
+            .Op("w2", "Conv", {"g"}, {{"t2", 8}}, 200)
+            .Op("r", "Sum", {accumulate ? "q" : "p", "t1", "t2"}, {{"out", 8}})
+            .Output("out")
+            .Build();
+    BufferModel buffers(g, {});
+    ASSERT_EQ(buffers.accumulates_into(2).empty(), !accumulate);
+    TrafficResult r = SimulateTraffic(buffers, {0, 1, 2, 3, 4}, 300);
+    ASSERT_TRUE(r.feasible);
+    EXPECT_EQ(r.write_bytes, accumulate ? 200 : 100);
+    EXPECT_EQ(r.read_bytes, 200);  // back for c, and for r
+  }
+}
+
 TEST(BeladyTest, HandComputedSpillAndReload) {
   Graph g = SkipConnection();
   BufferModel buffers(g, {});

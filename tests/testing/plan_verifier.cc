@@ -15,16 +15,19 @@ bool IsView(const std::string& type) {
 }
 
 // Root tensor owning each tensor's memory (itself unless it is an aliasing
-// view), by following producers.
+// view, or the output of a serenity::ConvAccumulate (X, W, ACC), which is
+// written into ACC whatever the switches), by following producers.
 TensorId Root(const Graph& g, TensorId t, bool alias_views) {
-  while (alias_views) {
+  while (true) {
     const Tensor& tensor = g.tensor(t);
     if (tensor.is_weight || tensor.producer == kNoOp) break;
     const Op& p = g.op(tensor.producer);
-    if (!IsView(p.type) || p.inputs.empty() || p.outputs.size() != 1) break;
-    const Tensor& data = g.tensor(p.inputs[0]);
+    const bool accumulates = p.type == "serenity::ConvAccumulate" && p.inputs.size() >= 3;
+    if (!(accumulates || (alias_views && IsView(p.type))) || p.inputs.empty() || p.outputs.size() != 1) break;
+    const TensorId next = accumulates ? p.inputs[2] : p.inputs[0];
+    const Tensor& data = g.tensor(next);
     if (data.is_weight || data.bytes != tensor.bytes) break;
-    t = p.inputs[0];
+    t = next;
   }
   return t;
 }

@@ -20,7 +20,13 @@ namespace serenity::testing {
 // (batch-1 style layout: all dims before the concat axis are 1; inputs made
 // by non-Concat ops, not graph outputs, distinct, not views, not already
 // slices of an earlier Concat) allocates nothing and its inputs live until
-// the output's last reader.
+// the output's last reader. Whatever the switches, the output of a
+// serenity::ConvAccumulate (X, W, ACC) of ACC's byte size is written into
+// ACC's memory (ACC not a weight): the two share one buffer, live from ACC's
+// producer to the last reader of either (or of views of either). Whatever the switches, the output of a
+// serenity::ConvAccumulate (X, W, ACC) of ACC's byte size is written into
+// ACC's memory (ACC not a weight): the two share one buffer, live from ACC's
+// producer to the last reader of either (or of views of either).
 int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias_views, bool count_weights,
                   bool in_place = false, bool concat_in_place = false);
 
