@@ -44,6 +44,7 @@ struct PlanFlags {
   double timeout = 120;
   int64_t max_ops = 20000;
   bool rewrite = false;  // identity graph rewriting (issue 17)
+  std::string rewrite_form;
 };
 
 absl::StatusOr<v1::Plan> PlanRemote(v1::Scheduler::Stub& stub, const Connection& connection,
@@ -134,13 +135,21 @@ int RunPlan(const std::vector<std::string>& args) {
   flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");
   // Identity graph rewriting (issue 17).
   flag_set.AddBool("rewrite", &flags.rewrite,
-                   "Rewrite each Concat whose output only a Conv reads into partial Convs over the\n"
-                   "Concat's inputs (W's channel slices) summed by Adds (grouped Convs: joined by a\n"
-                   "Concat), standard ONNX ops, where that lowers the best peak (sites tried one at a\n"
-                   "time, largest first). The plan is the rewritten graph's; the peak without is\n"
-                   "reported beside. An Add needs its own buffer unless --in-place. ONNX models only;\n"
-                   "not with --order. On a server the rewrite is planned afresh each call (not cached)\n"
-                   "and ends by the server's job time limit. With --export-ordered: the rewritten model.");
+                   "Identity graph rewriting where it lowers the best peak (docs/rewriting.md): a\n"
+                   "Concat whose output reaches only Convs (directly or through per-channel ops such\n"
+                   "as BatchNormalization and Relu, copied per input) becomes partial Convs over the\n"
+                   "Concat's inputs, summed (grouped and depthwise Convs: joined); sums of three or\n"
+                   "more tensors add their operands as the plan makes them. Sites are tried in rounds\n"
+                   "where the peak is. The plan is the rewritten graph's; the peak without is reported\n"
+                   "beside. ONNX models only; not with --order. On a server the rewrite is planned\n"
+                   "afresh each call (not cached) and ends by the server's job time limit. With\n"
+                   "--export-ordered: the rewritten model.");
+  flag_set.AddString("rewrite-form", &flags.rewrite_form, "FORM",
+                     "With --rewrite, how the partial Convs of a split Conv are summed: standard\n"
+                     "(default: Conv + Add, standard ONNX ops; an Add needs its own buffer unless\n"
+                     "--in-place) or accumulate (serenity.ConvAccumulate ops adding into one buffer,\n"
+                     "for runtimes that implement them: a lower peak). The reported peak, order and\n"
+                     "arena are those of the form chosen, and --export-ordered writes it.");
   // Nested sparse models (issue 20).
   flag_set.AddString("levels", &flags.levels_file, "FILE",
                      "Sparsity levels of a nested sparse model, densest first, and switch points:\n"
@@ -189,6 +198,13 @@ int RunPlan(const std::vector<std::string>& args) {
       return 2;
     }
     options.set_rewrite(true);
+  }
+  if (!flags.rewrite_form.empty()) {
+    if (!flags.rewrite) {
+      std::cerr << "serenity-client plan: --rewrite-form applies only with --rewrite\n";
+      return 2;
+    }
+    options.set_rewrite_form(flags.rewrite_form);
   }
   v1::GivenOrder given;
   if (!flags.order_file.empty()) {

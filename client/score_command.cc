@@ -85,6 +85,7 @@ int RunScore(const std::vector<std::string>& args) {
   std::string list_file;
   double timeout = 600;
   bool rewrite = false;  // identity graph rewriting (issue 17)
+  std::string rewrite_form;
   FlagSet flag_set("serenity-client score MODEL... [flags]",
                    "Scores every MODEL in one streaming call to a serenity-server (NAS pipelines):\n"
                    "the least peak activation memory found, whether it fits --budget, and the slack\n"
@@ -108,6 +109,9 @@ int RunScore(const std::vector<std::string>& args) {
                    "Score each model with identity graph rewriting, as plan --rewrite does: the peak\n"
                    "is then the rewritten graph's (Concat -> Conv sites rewritten where that lowers\n"
                    "it). ONNX models only (a Graph model fails on its own line); not cached.");
+  flag_set.AddString("rewrite-form", &rewrite_form, "FORM",
+                     "With --rewrite: standard (default; Conv + Add) or accumulate\n"
+                     "(serenity.ConvAccumulate), as plan --rewrite-form.");
   absl::Status parsed = flag_set.Parse(args);
   if (flag_set.help_requested()) {
     std::cout << flag_set.Help();
@@ -141,6 +145,13 @@ int RunScore(const std::vector<std::string>& args) {
     return 2;
   }
   options.set_rewrite(rewrite);
+  if (!rewrite_form.empty()) {
+    if (!rewrite) {
+      std::cerr << "serenity-client score: --rewrite-form applies only with --rewrite\n";
+      return 2;
+    }
+    options.set_rewrite_form(rewrite_form);
+  }
   absl::StatusOr<Connection> connection = Connect(connection_flags);
   if (!connection.ok()) {
     std::cerr << "serenity-client score: " << connection.status().message() << "\n";

@@ -86,6 +86,15 @@ absl::StatusOr<Objective> ParseObjective(absl::string_view name) {
       absl::StrCat("unknown objective '", name, "'; choose ", absl::StrJoin(names, " or ")));
 }
 
+const char* RewriteFormName(RewriteForm form) { return form == RewriteForm::kAccumulate ? "accumulate" : "standard"; }
+
+absl::StatusOr<RewriteForm> ParseRewriteForm(absl::string_view name) {
+  for (RewriteForm form : {RewriteForm::kStandard, RewriteForm::kAccumulate}) {
+    if (name == RewriteFormName(form)) return form;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown rewrite form '", name, "'; choose standard or accumulate"));
+}
+
 absl::Status ValidatePlanOptions(const PlanOptions& options) {
   if (options.alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1 byte");
   if (options.objective == Objective::kFit && options.memory_budget_bytes <= 0) {
@@ -122,6 +131,9 @@ void SanitizedOptions::CapMaxSearchStates(int64_t cap) {
 absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options) {
   RETURN_IF_ERROR(ValidatePlanOptions(options));
   if (options.rewrite && !options.given_order.empty()) return GivenOrderWithRewriteError();
+  if (!options.rewrite && options.rewrite_form != RewriteForm::kStandard) {
+    return absl::InvalidArgumentError("a rewrite form (--rewrite-form) applies only with rewrite (--rewrite)");
+  }
   if (options.rewrite && (!options.levels.empty() || !options.switch_points.empty())) {
     // The sparsity report is for the graph as given; the rewritten graph's
     // weights are slices, which the levels do not name.

@@ -82,6 +82,18 @@ const char* ObjectiveName(Objective objective);
 // The objective named `name`; InvalidArgument listing the choices otherwise.
 absl::StatusOr<Objective> ParseObjective(absl::string_view name);
 
+// How a rewritten Concat -> Conv (group 1) sums its partial Convs (issue 17):
+// kStandard, standard ONNX ops (Conv + Add; each Add a new buffer unless
+// in_place); kAccumulate, serenity.ConvAccumulate ops that add into one
+// buffer (core/onnx/serenity_ops.h), for runtimes that implement them.
+enum class RewriteForm { kStandard, kAccumulate };
+
+// "standard" or "accumulate".
+const char* RewriteFormName(RewriteForm form);
+
+// The form named `name`; InvalidArgument listing the choices otherwise.
+absl::StatusOr<RewriteForm> ParseRewriteForm(absl::string_view name);
+
 struct PlanOptions {
   MemoryModel memory_model;
   int64_t alignment = kDefaultAlignment;
@@ -135,6 +147,8 @@ struct PlanOptions {
   // peak (core/rewrite/choose.h; the request path runs it, PlanGraph ignores
   // it). Not with a given order.
   bool rewrite = false;
+  // The form of the rewritten sums; kAccumulate only with rewrite.
+  RewriteForm rewrite_form = RewriteForm::kStandard;
   // --- Nested sparse models (issue 20; core/sparsity/). They change no order
   // or arena, only the plan's SparsityReport.
   // Sparsity levels, densest first (empty: no report); checked with

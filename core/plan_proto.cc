@@ -89,6 +89,9 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   if (options.max_search_states() > 0) out.max_search_states = options.max_search_states();
   out.onchip_bytes.assign(options.onchip_bytes().begin(), options.onchip_bytes().end());
   out.rewrite = options.rewrite();
+  if (!options.rewrite_form().empty()) {
+    ASSIGN_OR_RETURN(out.rewrite_form, ParseRewriteForm(options.rewrite_form()));
+  }
   // Nested sparse models (issue 20): checked against the graph by
   // SanitizePlanOptions.
   for (const v1::SparsityLevel& level : options.levels()) {

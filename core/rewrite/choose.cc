@@ -82,6 +82,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   report.lower_bound_bytes_without = plan.lower_bound_bytes;
   report.certificate_without = plan.certificate;
   report.ops_before = graph.num_ops();
+  report.form = RewriteFormName(options.rewrite_form);
   report.without_ms = MillisSince(start);
   const auto rewrite_start = std::chrono::steady_clock::now();
 
@@ -130,7 +131,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     if (!site.has_value()) return false;  // cannot happen: sites share no node
     std::vector<int64_t> channels;
     for (const std::string& in : trial->graph().node(site->concat).input()) channels.push_back(tensors[in].first);
-    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels);
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels, options.rewrite_form);
     if (!done.ok()) {
       if (done.status().code() != absl::StatusCode::kFailedPrecondition) return done.status();
       report.notes.push_back(std::string(done.status().message()));
@@ -253,6 +254,7 @@ void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out) {
   out->set_sites_applied(static_cast<int32_t>(report.recipe.sites.size()));
   out->set_greedy(report.sites_found > 1);
   out->set_choice(report.choice);
+  out->set_form(report.form);
   for (const RewriteSite& site : report.recipe.sites) {
     v1::RewriteSite* s = out->mutable_recipe()->add_sites();
     s->set_concat(site.concat);

@@ -47,6 +47,7 @@ struct RewriteReport {
   int sites_found = 0;
   // How the sites applied were chosen: "peak_rounds" (see above) or "none".
   std::string choice;
+  std::string form;  // RewriteFormName of options.rewrite_form
   RewriteRecipe recipe;
   // Why each site found was not applied; with none found, what reads the
   // graph's Concats.

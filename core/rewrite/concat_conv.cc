@@ -162,7 +162,8 @@ absl::StatusOr<std::string> SliceOrSkip(const onnx::NodeProto& conv, const Slice
 // `nodes` and the slices (made by `slice`) through it.
 absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& graph, const ModelIndex& index,
                        const std::vector<std::string>& xs, const std::vector<int64_t>& channels, NameMint* mint,
-                       const SliceForPart& slice, std::vector<onnx::NodeProto>* nodes, RewriteSite* result) {
+                       const SliceForPart& slice, bool accumulate, std::vector<onnx::NodeProto>* nodes,
+                       RewriteSite* result) {
   const int k = static_cast<int>(xs.size());
   const std::string& w_name = conv.input(1);
   auto w_it = index.initializers.find(w_name);
@@ -186,7 +187,30 @@ absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& grap
   }
   const std::string& y = conv.output(0);
   ConvSplit split{conv.name(), ""};
-  if (group == 1) {
+  if (group == 1 && accumulate) {
+    // part0 = Conv(x_0, W_0, b); part<i> = ConvAccumulate(x_i, W_i,
+    // part<i-1>), written into part<i-1>'s buffer; the last writes y.
+    split.form = "conv_accumulate";
+    std::string acc;
+    int64_t begin = 0;
+    for (int i = 0; i < k; ++i) {
+      ASSIGN_OR_RETURN(std::string w_i, SliceOrSkip(conv, slice, w, 1, begin, begin + channels[i], i));
+      begin += channels[i];
+      std::vector<std::string> inputs = {xs[i], w_i};
+      if (i == 0 && has_bias) inputs.push_back(b_name);
+      if (i > 0) inputs.push_back(acc);
+      const std::string part = mint->Take(absl::StrCat(conv.name(), "/part", i));
+      const std::string out = i == k - 1 ? y : part;
+      onnx::NodeProto node = PartialConv(conv, part, std::move(inputs), out, 1);
+      if (i > 0) {
+        node.set_op_type("ConvAccumulate");
+        node.set_domain("serenity");
+      }
+      nodes->push_back(std::move(node));
+      result->new_ops.push_back(part);
+      acc = out;
+    }
+  } else if (group == 1) {
     split.form = "conv_sum";
     std::string sum;
     int64_t begin = 0;
@@ -307,7 +331,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
 }  // namespace
 
 absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
-                                            const std::vector<int64_t>& channels) {
+                                            const std::vector<int64_t>& channels, RewriteForm form) {
   onnx::GraphProto* graph = model->mutable_graph();
   const onnx::NodeProto& concat = graph->node(site.concat);
   if (site.convs.empty()) return absl::InvalidArgumentError("a site without Convs");
@@ -403,7 +427,8 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
       owner = absl::StrCat(conv.name(), "/part", part);
       return slice(source, axis, begin, end);
     };
-    RETURN_IF_ERROR(SplitConv(conv, *graph, index, it->second, channels, &mint, named, &nodes, &result));
+    RETURN_IF_ERROR(SplitConv(conv, *graph, index, it->second, channels, &mint, named, form == RewriteForm::kAccumulate,
+                              &nodes, &result));
     inserted[c] = std::move(nodes);
   }
   result.conv = result.splits[0].conv;
@@ -413,6 +438,15 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   removed.insert(site.convs.begin(), site.convs.end());
   removed.insert(site.concat);
   Commit(graph, index, removed, std::move(inserted), std::move(slices), gone, std::move(infos));
+  bool uses_serenity_ops = false;
+  for (const ConvSplit& split : result.splits) uses_serenity_ops |= split.form == "conv_accumulate";
+  bool imported = false;
+  for (const onnx::OperatorSetIdProto& opset : model->opset_import()) imported |= opset.domain() == "serenity";
+  if (uses_serenity_ops && !imported) {
+    onnx::OperatorSetIdProto* opset = model->add_opset_import();
+    opset->set_domain("serenity");
+    opset->set_version(1);
+  }
   return result;
 }
 
@@ -448,7 +482,10 @@ absl::StatusOr<std::string> ApplyRecipe(absl::string_view model_bytes, const Rew
     if (std::vector<std::string>(node.input().begin(), node.input().end()) != want.inputs) {
       return mismatch("other Concat inputs");
     }
-    absl::StatusOr<RewriteSite> done = ApplyConcatConv(&model, *found, want.channels);
+    bool accumulate = false;
+    for (const ConvSplit& split : want.splits) accumulate |= split.form == "conv_accumulate";
+    absl::StatusOr<RewriteSite> done =
+        ApplyConcatConv(&model, *found, want.channels, accumulate ? RewriteForm::kAccumulate : RewriteForm::kStandard);
     if (!done.ok()) return mismatch(done.status().message());
     std::vector<std::string> want_slices, got_slices;
     for (const WeightSlice& s : want.weight_slices) want_slices.push_back(absl::StrCat(s.name, s.begin, ":", s.end));

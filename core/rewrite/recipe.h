@@ -26,7 +26,8 @@ struct ConvSplit {
   std::string conv;
   // "conv_sum" (group 1: partial Convs "<conv>/part<i>" over input-channel
   // slices of the weight, the first with the bias, summed by Adds
-  // "<conv>/sum<i>"), "group_concat" (1 < group < channels, each input
+  // "<conv>/sum<i>"), "conv_accumulate" (group 1: part0 a Conv, the others
+  // serenity.ConvAccumulate ops adding into one buffer), "group_concat" (1 < group < channels, each input
   // covering whole groups: partial Convs over output-channel slices of
   // weight and bias joined by a Concat "<conv>/concat"), or "kernel_wise"
   // (depthwise, group = channels: as group_concat, each input's kernels).

@@ -87,6 +87,8 @@ class Local:
             args += ["--levels", path]
         if o.rewrite:
             args.append("--rewrite")
+        if o.rewrite_form:
+            args += ["--rewrite-form", o.rewrite_form]
         if given.indices or given.names:
             path = os.path.join(directory, "order.json")
             with open(path, "w") as f:

@@ -14,7 +14,7 @@ _MEMORY_MODEL = ("alias_views", "count_weights", "in_place", "concat_in_place")
 _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "workspace_bytes",
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
-                       "order", "fast", "levels", "switch_points", "rewrite"])
+                       "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form"])
 
 
 def plan_options(budget=None, **options):
@@ -25,7 +25,9 @@ def plan_options(budget=None, **options):
     order: a list of op indices or of op names to evaluate instead of
     searching. rewrite=True: identity graph rewriting (ONNX models only, not
     with order): the plan, or score, is then the rewritten graph's, and a
-    plan carries a `rewrite` report. TypeError for an unknown option, ValueError for a bad value."""
+    plan carries a `rewrite` report; rewrite_form="accumulate" writes the
+    rewritten sums as serenity.ConvAccumulate ops (default "standard": Conv +
+    Add). TypeError for an unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
     if budget is not None:
@@ -79,6 +81,12 @@ def plan_options(budget=None, **options):
             if value and options.get("order"):
                 raise ValueError("rewrite cannot be combined with order: the order names the ops before rewriting")
             out.rewrite = value
+        elif name == "rewrite_form":
+            if value not in ("standard", "accumulate"):
+                raise ValueError(f"rewrite_form is 'standard' or 'accumulate', not {value!r}")
+            if not options.get("rewrite"):
+                raise ValueError("rewrite_form applies only with rewrite=True")
+            out.rewrite_form = value
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):
