@@ -313,5 +313,93 @@ TEST(ConcatConvTest, Figure9FootprintsOfTheStandardForm) {
   for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(p->step_bytes[part_step[i]], x(i) + 2 * y) << i;
 }
 
+// The Figure 9 model: x_i = Relu(v_i) of c[i] channels (the v_i are
+// weights, not counted), concatenated into a Conv with `out` channels and
+// `group`. Returns the model and the order that makes each x_i just before
+// its partial: relu0, part0, [relu1, part1, sum1 / ...], ...
+TestModel Figure9Model(const std::vector<int64_t>& c, int64_t out, int64_t group) {
+  TestModel m;
+  int64_t total = 0;
+  for (int64_t n : c) total += n;
+  m.Weight("w", {out, total / group, 1, 1}, false).Output("y");
+  std::vector<std::string> xs;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string v = "v" + std::to_string(i), x = "x" + std::to_string(i);
+    m.Weight(v, {1, c[i], 5, 5}, false);
+    m.Node("Relu", {v}, {x}, "relu" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
+  TestModel::IntAttr(m.Node("Conv", {"c", "w"}, {"y"}, "conv"), "group", group);
+  return m;
+}
+
+// Accumulate form: each partial step i >= 1 holds size(x_i) + size(y): the
+// ConvAccumulate writes into the running sum's buffer.
+TEST(ConcatConvTest, Figure9FootprintsOfTheAccumulateForm) {
+  const std::vector<int64_t> c = {3, 5, 2, 4};
+  TestModel m = Figure9Model(c, 6, 1);
+  const int64_t y = 6 * 25 * 4;
+  auto x = [&](int i) { return c[i] * 25 * 4; };
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), c, RewriteForm::kAccumulate);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->form, "conv_accumulate");
+  EXPECT_THAT(done->new_ops, ElementsAre("conv/part0", "conv/part1", "conv/part2", "conv/part3"));
+  const onnx::GraphProto& g = m.model().graph();
+  EXPECT_EQ(g.node(4).op_type(), "Conv");
+  EXPECT_EQ(g.node(5).op_type(), "ConvAccumulate");
+  EXPECT_EQ(g.node(5).domain(), "serenity");
+  EXPECT_THAT(g.node(5).input(), ElementsAre("x1", "w/conv/part1", "conv/part0"));
+  EXPECT_EQ(g.node(7).output(0), "y");
+  EXPECT_EQ(m.model().opset_import(m.model().opset_import_size() - 1).domain(), "serenity");
+  absl::StatusOr<Graph> after = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::vector<OpId> order;
+  std::vector<int> part_step(c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    order.push_back(*after->FindOp("relu" + std::to_string(i)));
+    part_step[i] = static_cast<int>(order.size());
+    order.push_back(*after->FindOp("conv/part" + std::to_string(i)));
+  }
+  absl::StatusOr<MemoryProfile> p = Simulate(BufferModel(*after, {}), order);
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (size_t i = 0; i < c.size(); ++i) EXPECT_EQ(p->step_bytes[part_step[i]], x(i) + y) << i;
+}
+
+// Concat -> depthwise Conv, kernel-wise: before, the Conv holds
+// sum(size(x_i)) + size(y); after, partial i holds size(x_i) + size(y_i),
+// with the y_j already made live until the joining Concat.
+TEST(ConcatConvTest, Figure9FootprintsOfTheKernelWisePartition) {
+  const std::vector<int64_t> c = {3, 5, 2, 4};
+  TestModel m = Figure9Model(c, 14, 14);
+  auto x = [&](int i) { return c[i] * 25 * 4; };  // y_i = x_i in size (multiplier 1)
+  absl::StatusOr<Graph> before = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(before.ok());
+  absl::StatusOr<MemoryProfile> p = Simulate(BufferModel(*before, {}), {0, 1, 2, 3, 4, 5});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->step_bytes[5], x(0) + x(1) + x(2) + x(3) + 14 * 25 * 4);
+
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), c);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->form, "kernel_wise");
+  absl::StatusOr<Graph> after = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::vector<OpId> order;
+  std::vector<int> part_step(c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    order.push_back(*after->FindOp("relu" + std::to_string(i)));
+    part_step[i] = static_cast<int>(order.size());
+    order.push_back(*after->FindOp("conv/part" + std::to_string(i)));
+  }
+  order.push_back(*after->FindOp("conv/concat"));
+  p = Simulate(BufferModel(*after, {}), order);
+  ASSERT_TRUE(p.ok()) << p.status();
+  int64_t made = 0;  // the y_j before partial i
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(p->step_bytes[part_step[i]], made + x(i) + x(i)) << i;
+    made += x(i);
+  }
+}
+
 }  // namespace
 }  // namespace serenity
