@@ -305,6 +305,27 @@ class PlanRun {
     return std::move(plan_);
   }
 
+  // The phases Run skips for a score-only plan, on `scored` (made by Run for
+  // the same graph and options but score_only): the baselines' per-step
+  // bytes, the arenas and the traffic.
+  absl::StatusOr<Plan> Complete(Plan scored) {
+    plan_ = std::move(scored);
+    const double scored_ms = plan_.total_ms;
+    for (const BaselineInfo& info : BaselineTable()) {
+      OrderSummary& summary = plan_.baselines[info.baseline];
+      if (!summary.step_bytes.empty() || summary.order.empty()) continue;
+      ASSIGN_OR_RETURN(summary, Summarize(buffers_, summary.order, /*with_steps=*/true));
+    }
+    if (plan_.serenity.has_value() && plan_.serenity->step_bytes.empty()) {
+      ASSIGN_OR_RETURN(plan_.serenity, Summarize(buffers_, plan_.serenity->order, /*with_steps=*/true));
+    }
+    RETURN_IF_ERROR(Arenas());
+    RETURN_IF_ERROR(BaselineArenas());
+    RETURN_IF_ERROR(Traffic());
+    plan_.total_ms = scored_ms + MillisSince(start_);
+    return std::move(plan_);
+  }
+
  private:
   // What the budget says of the plan's peak and (current) arena.
   BudgetFit Fit() const {
@@ -570,6 +591,12 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Plan
 
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor) {
   return PlanRun(graph, *options, executor).Run();
+}
+
+absl::StatusOr<Plan> CompletePlan(const Graph& graph, const SanitizedOptions& options, Plan scored,
+                                  Executor* executor) {
+  if (options->score_only) return scored;
+  return PlanRun(graph, *options, executor).Complete(std::move(scored));
 }
 
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor) {

@@ -123,6 +123,14 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& optio
 // alignment below 1 or a given order that is not one of `graph`).
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const PlanOptions& options, Executor* executor = nullptr);
 
+// Completes `scored`, a plan PlanGraph made of `graph` with `options` but
+// score_only, into the plan PlanGraph would make with `options` (same order,
+// certificate and bounds), without searching again: the baselines' per-step
+// bytes, the arenas and the traffic. For a caller that scores several graphs
+// and keeps one (core/rewrite/choose.h). `options` score-only: `scored`.
+absl::StatusOr<Plan> CompletePlan(const Graph& graph, const SanitizedOptions& options, Plan scored,
+                                  Executor* executor = nullptr);
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_PLANNER_H_

@@ -347,6 +347,49 @@ TEST(PlannerTest, ScoreOnlyKeepsThePeakAndSkipsTheArena) {
   }
 }
 
+// A score-only plan completed by CompletePlan is the full plan: the same
+// arena, baselines' steps and arenas, and traffic; the completed plan
+// verifies.
+TEST(PlannerTest, CompletePlanOfAScoredPlanIsTheFullPlan) {
+  std::mt19937 rng(73);
+  for (int trial = 0; trial < 60; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(1 + trial % 20, rng));
+    PlanOptions options;
+    options.memory_model.in_place = trial % 2 == 1;
+    options.memory_budget_bytes = trial % 3 == 0 ? 64 : 0;
+    options.onchip_bytes = {48};
+    absl::StatusOr<SanitizedOptions> sanitized = SanitizePlanOptions(g, options);
+    ASSERT_TRUE(sanitized.ok());
+    SanitizedOptions score = *sanitized;
+    score.set_score_only(true);
+    absl::StatusOr<Plan> full = PlanGraph(g, *sanitized);
+    absl::StatusOr<Plan> scored = PlanGraph(g, score);
+    ASSERT_TRUE(full.ok() && scored.ok());
+    absl::StatusOr<Plan> completed = CompletePlan(g, *sanitized, *scored);
+    ASSERT_TRUE(completed.ok()) << completed.status();
+    EXPECT_EQ(completed->order, full->order) << "trial " << trial;
+    EXPECT_EQ(completed->certificate, full->certificate);
+    EXPECT_EQ(completed->arena.size_bytes, full->arena.size_bytes);
+    EXPECT_EQ(completed->arena.offsets, full->arena.offsets);
+    EXPECT_EQ(completed->arena_bytes_tflite, full->arena_bytes_tflite);
+    EXPECT_EQ(completed->moves.size(), full->moves.size());
+    for (const BaselineInfo& info : BaselineTable()) {
+      EXPECT_EQ(completed->baselines[info.baseline].step_bytes, full->baselines[info.baseline].step_bytes);
+      EXPECT_EQ(completed->baselines[info.baseline].arena_bytes, full->baselines[info.baseline].arena_bytes);
+    }
+    ASSERT_EQ(completed->traffic.size(), full->traffic.size());
+    for (size_t i = 0; i < full->traffic.size(); ++i) {
+      EXPECT_EQ(completed->traffic[i].first, full->traffic[i].first);
+      ASSERT_EQ(completed->traffic[i].second.size(), full->traffic[i].second.size());
+      for (size_t j = 0; j < full->traffic[i].second.size(); ++j) {
+        EXPECT_EQ(completed->traffic[i].second[j].read_bytes, full->traffic[i].second[j].read_bytes);
+        EXPECT_EQ(completed->traffic[i].second[j].write_bytes, full->traffic[i].second[j].write_bytes);
+      }
+    }
+    EXPECT_TRUE(testing::VerifyPlan(g, PlanToProto(g, *completed, options)).ok());
+  }
+}
+
 // A budget the peak fits but the static arena does not: the plan moves
 // buffers, fits the budget, and the moved plan verifies.
 TEST(PlannerTest, DefragmentationMovesFitABudgetAtThePeak) {

@@ -12,6 +12,7 @@
 #include "core/graph/canonical_graph.h"
 #include "core/plan_request.h"
 #include "core/request_scan.h"
+#include "core/rewrite/choose.h"
 #include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
 
@@ -33,26 +34,27 @@ std::chrono::steady_clock::time_point JobDeadline(std::chrono::steady_clock::tim
 // The memory a rewrite job (options.rewrite: PlanWithRewrites) holds beyond
 // the request's message and graph (call.build_bytes) and beyond what its
 // plans charge to the job's account themselves. Those plans run one at a
-// time (the model as given, one per site tried, the kept model), each
+// time (the model as given, one per round of sites, one for the sums), each
 // releasing its charges before the next, so planning memory is that of one
-// plan of the largest model: not multiplied by the sites. What is held at
-// once is the prepared copy of the ONNX bytes and two models, the best so
-// far and the trial, each parsed, serialized and imported: twice
-// EstimateBuildBytes of a model the size of the rewritten one. A rewrite
-// replaces a Concat and its Conv by, per Concat input, at most two ops (a
-// partial Conv, an Add or the grouped form's Concat), four tensors (their
-// outputs, a weight and a bias slice) and seven tensor references, with
-// names made of the site's names (counted at the model's average name
-// length plus 16 characters each); its weight slices add at most the
-// weight's own payload (the weight stays only when another op reads it).
-// So the rewritten model is bounded by the original's counts plus these
-// per input of every Concat (sites or not), and its bytes by twice the
-// original's plus 128 bytes and four names per new op.
+// plan of the largest model: not multiplied by the rounds. What is held at
+// once is the prepared copy of the ONNX bytes and two models with their
+// plans, the best so far and the trial, each parsed, serialized and
+// imported: twice EstimateBuildBytes of a model the size of the rewritten
+// one. Per Concat input, a rewrite adds for each per-channel op pushed
+// through one op, five tensors (its output and up to four parameter slices)
+// and six references, and for each Conv split two ops (a partial and an Add
+// or ConvAccumulate, or the grouped form's Concat), four tensors (their
+// outputs, a weight and a bias slice) and seven references, with names made
+// of the site's names (counted at the model's average name length plus 16
+// characters each); its slices add at most the sliced payload (an original
+// stays only when another op reads it). Reordering sums adds nothing. So
+// the rewritten model is bounded by the original's counts plus
+// BoundRewriteGrowth's, and its bytes by twice the original's plus 128
+// bytes and four names per new op.
 int64_t RewriteHeldBytes(const PreparedRequest& prepared) {
   const Graph& graph = prepared.graph;
-  int64_t concat_inputs = 0, inputs = 0, outputs = 0, name_bytes = 0;
+  int64_t inputs = 0, outputs = 0, name_bytes = 0;
   for (const Op& op : graph.ops()) {
-    if (op.type == "Concat") concat_inputs += static_cast<int64_t>(op.inputs.size());
     inputs += static_cast<int64_t>(op.inputs.size());
     outputs += static_cast<int64_t>(op.outputs.size());
     name_bytes += static_cast<int64_t>(op.name.size() + op.type.size());
@@ -61,15 +63,18 @@ int64_t RewriteHeldBytes(const PreparedRequest& prepared) {
   const int64_t names = std::max<int64_t>(1, graph.num_ops() + graph.num_tensors());
   const int64_t name_length = name_bytes / names + 16;
   const int64_t model_bytes = static_cast<int64_t>(prepared.onnx_model.size());
+  const RewriteGrowth growth = BoundRewriteGrowth(graph);
+  const int64_t new_ops = growth.pushed + 2 * growth.convs;
   RequestShape rewritten;
   rewritten.onnx = true;
-  rewritten.ops = graph.num_ops() + 2 * concat_inputs;
-  rewritten.tensors = graph.num_tensors() + 4 * concat_inputs;
-  rewritten.op_inputs = inputs + 5 * concat_inputs;
-  rewritten.op_outputs = outputs + 2 * concat_inputs;
+  rewritten.ops = graph.num_ops() + new_ops;
+  rewritten.tensors = graph.num_tensors() + 5 * growth.pushed + 4 * growth.convs;
+  rewritten.op_inputs = inputs + 5 * growth.pushed + 5 * growth.convs;
+  rewritten.op_outputs = outputs + growth.pushed + 2 * growth.convs;
   // Names as stored (ops, tensors) and as referenced (inputs, outputs).
-  rewritten.name_bytes = name_bytes + (inputs + outputs) * name_length + 13 * concat_inputs * name_length;
-  rewritten.onnx_model_bytes = 2 * model_bytes + 2 * concat_inputs * (128 + 4 * name_length);
+  rewritten.name_bytes =
+      name_bytes + (inputs + outputs) * name_length + (12 * growth.pushed + 13 * growth.convs) * name_length;
+  rewritten.onnx_model_bytes = 2 * model_bytes + new_ops * (128 + 4 * name_length);
   const int64_t one = EstimateBuildBytes(rewritten);
   if (one > (std::numeric_limits<int64_t>::max() - model_bytes) / 2) return std::numeric_limits<int64_t>::max();
   return model_bytes + 2 * one;

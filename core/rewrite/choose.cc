@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/plan_proto.h"
@@ -75,7 +76,10 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   std::string bytes = model.SerializeAsString();
   ASSIGN_OR_RETURN(Graph graph, Import(bytes, import, model_name));
   ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
-  ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, sanitized, executor));
+  // Every plan is scored only; the one kept is completed at the end.
+  SanitizedOptions score = sanitized;
+  score.set_score_only(true);
+  ASSIGN_OR_RETURN(Plan plan, PlanGraph(graph, score, executor));
 
   RewriteReport report;
   report.peak_bytes_without = plan.profile.peak_bytes;
@@ -142,7 +146,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   };
 
   // Rounds: the sites whose heat reaches the best peak so far, applied
-  // together and planned in full; kept (plan and all) when the peak drops,
+  // together and scored; kept (plan and all) when the peak drops,
   // and then the sites reaching the new peak are next. A site far from the
   // peak is never applied, so the rewritten graph grows only where it helps.
   int64_t best = plan.profile.peak_bytes;
@@ -167,7 +171,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     if (sites.empty()) continue;
     std::string trial_bytes = trial.SerializeAsString();
     ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
-    ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, sanitized, executor));
+    ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, score, executor));
     const int64_t peak = trial_plan.profile.peak_bytes;
     std::vector<std::string> convs;
     for (const RewriteSite& site : sites) convs.push_back(absl::StrCat("'", site.conv, "'"));
@@ -218,7 +222,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     if (!sites.empty()) {
       std::string trial_bytes = trial.SerializeAsString();
       ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
-      ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, sanitized, executor));
+      ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, score, executor));
       const int64_t peak = trial_plan.profile.peak_bytes;
       const std::string what = absl::StrCat(sites.size(), " sum", sites.size() == 1 ? "" : "s",
                                             " reordered to add operands as the plan makes them: peak ", peak, " bytes");
@@ -237,10 +241,43 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     }
   }
   report.choice = changed ? "peak_rounds" : "none";
+  ASSIGN_OR_RETURN(plan, CompletePlan(graph, sanitized, std::move(plan), executor));
   report.peak_bytes_with = plan.profile.peak_bytes;
   report.ops_after = graph.num_ops();
   report.rewrite_ms = MillisSince(rewrite_start);
   return RewrittenPlan{std::move(bytes), std::move(graph), std::move(plan), std::move(report)};
+}
+
+RewriteGrowth BoundRewriteGrowth(const Graph& graph) {
+  RewriteGrowth growth;
+  const auto is_constant = [&](TensorId t) {
+    const Tensor& tensor = graph.tensor(t);
+    return tensor.is_weight || (tensor.producer != kNoOp && graph.op(tensor.producer).type == "Constant");
+  };
+  for (const Op& concat : graph.ops()) {
+    if (concat.type != "Concat" || concat.outputs.size() != 1) continue;
+    const int64_t n = static_cast<int64_t>(concat.inputs.size());
+    std::vector<TensorId> frontier = {concat.outputs[0]};
+    absl::flat_hash_set<OpId> seen;
+    while (!frontier.empty()) {
+      const TensorId t = frontier.back();
+      frontier.pop_back();
+      for (OpId reader : graph.tensor(t).consumers) {
+        if (!seen.insert(reader).second) continue;
+        const Op& op = graph.op(reader);
+        if (op.type == "Conv") {
+          growth.convs += n;
+          continue;
+        }
+        bool per_channel = op.outputs.size() == 1;
+        for (TensorId in : op.inputs) per_channel = per_channel && (in == t || is_constant(in));
+        if (!per_channel) continue;
+        growth.pushed += n;
+        frontier.push_back(op.outputs[0]);
+      }
+    }
+  }
+  return growth;
 }
 
 void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out) {

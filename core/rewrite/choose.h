@@ -4,12 +4,13 @@
 // the model so rewritten. The one entry point the request path calls
 // (ExecutePlanRequest, for options.rewrite).
 //
-// The model as given is planned first (PlanGraph, full plan). Each site's
+// The model as given is planned first (PlanGraph, score only: every plan
+// here is, and the one kept is completed by CompletePlan at the end). Each site's
 // heat is the most bytes live in that plan from the first of its Concat's
 // inputs made to its last Conv. Then, in rounds, the sites not yet tried
 // whose heat reaches the best peak so far are applied together and the
-// result planned in full (within the same time limit); when that peak is
-// lower the round is kept, plan and all, and the next round takes the sites
+// result planned (within the same time limit); when that peak is lower the
+// round is kept, plan and all, and the next round takes the sites
 // reaching the new peak; otherwise the search stops. No round starts once
 // options.deadline has passed. Last, every sum (add_chain.h) whose operands
 // the plan so far makes in another order than written is reordered to add
@@ -70,6 +71,21 @@ struct RewrittenPlan {
 absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, const OnnxImportOptions& import,
                                                const std::string& model_name, const PlanOptions& options,
                                                Executor* executor = nullptr);
+
+// A bound on what PlanWithRewrites may add to `graph` (the model as
+// imported), for a server to charge before it plans: a site copies each
+// per-channel op between a Concat and its Convs once per Concat input and
+// replaces each Conv by at most two ops per input; sums only change order.
+// Counted on the graph, where a per-channel op is taken to be any op with
+// one output whose other inputs are weights or Constant outputs (a
+// superset, so a bound). `pushed` and `convs` are sums over the Concats of
+// (inputs x such ops).
+struct RewriteGrowth {
+  int64_t pushed = 0;
+  int64_t convs = 0;
+  int64_t ops() const { return pushed + 2 * convs; }
+};
+RewriteGrowth BoundRewriteGrowth(const Graph& graph);
 
 // The report as a message, and the recipe back from one (for ApplyRecipe).
 void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out);

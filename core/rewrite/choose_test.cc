@@ -188,5 +188,31 @@ TEST(ChooseTest, SanitizeRefusesAGivenOrderWithRewrite) {
   EXPECT_THAT(SanitizePlanOptions(*g, options).status().message(), HasSubstr("--order"));
 }
 
+// The bound a server charges for covers what the rewrite adds, on the
+// DenseNet form and on a Concat read by two Convs through a Relu.
+TEST(ChooseTest, GrowthBoundCoversTheRewrittenGraph) {
+  TestModel dense = Branches(4, 16, 2, /*bn_relu=*/true);
+  TestModel two = Branches(3, 16, 2);
+  onnx::GraphProto* g = two.model().mutable_graph();
+  g->mutable_node()->RemoveLast();  // the Conv
+  two.Weight("w2", {2, 48, 1, 1}, false).Output("y2");
+  two.Node("Relu", {"c"}, {"r"}, "relu");
+  two.Node("Conv", {"r", "w"}, {"y"}, "reduce");
+  two.Node("Conv", {"r", "w2"}, {"y2"}, "reduce2");
+  for (TestModel* m : {&dense, &two}) {
+    absl::StatusOr<Graph> graph = ImportOnnxModel(m->Bytes(), {});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    for (RewriteForm form : {RewriteForm::kStandard, RewriteForm::kAccumulate}) {
+      PlanOptions options = Options();
+      options.rewrite_form = form;
+      absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m->Bytes(), {}, "", options);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->report.recipe.sites.size(), 1u);
+      EXPECT_LE(r->graph.num_ops() - graph->num_ops(), BoundRewriteGrowth(*graph).ops());
+      EXPECT_LE(BoundRewriteGrowth(*graph).ops(), 3 * (r->graph.num_ops() - graph->num_ops()));  // not vacuous
+    }
+  }
+}
+
 }  // namespace
 }  // namespace serenity
