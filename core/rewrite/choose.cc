@@ -167,7 +167,16 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       ASSIGN_OR_RETURN(bool applied, apply(candidates[c], &trial, &sites));
       (void)applied;
     }
-    if (chosen == 0) break;
+    if (chosen == 0) {
+      if (round == 1) {
+        const auto peak = std::max_element(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());
+        const OpId at = plan.order[peak - plan.profile.step_bytes.begin()];
+        report.notes.push_back(absl::StrCat("none of the ", candidates.size(), " sites is live where the peak is (",
+                                            best, " bytes, at op '", graph.op(at).name,
+                                            "'): no partition can lower it"));
+      }
+      break;
+    }
     if (sites.empty()) continue;
     std::string trial_bytes = trial.SerializeAsString();
     ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));

@@ -118,6 +118,22 @@ TEST(ChooseTest, RoundsKeepOnlyTheSitesThatLowerThePeak) {
   EXPECT_THAT(r->report.notes[1], HasSubstr("not rewritten"));
 }
 
+// A site away from the peak is not tried: the note says where the peak is.
+TEST(ChooseTest, SaysWhenNoSiteIsLiveAtThePeak) {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Output("y");
+  AddBranches(m, "in", "mid", 1, 2, 1, 1, false, "a_");  // small site
+  m.Weight("wide", {64, 1, 1, 1}, false).Weight("narrow", {1, 64, 1, 1}, false);
+  m.Node("Conv", {"mid", "wide"}, {"big"}, "widen");  // the peak: 1 + 64 channels
+  m.Node("Conv", {"big", "narrow"}, {"y"}, "narrow_conv");
+  absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.sites_found, 1);
+  EXPECT_TRUE(r->report.recipe.sites.empty());
+  EXPECT_THAT(r->report.notes, ElementsAre(HasSubstr("none of the 1 sites is live where the peak is")));
+  EXPECT_THAT(r->report.notes[0], HasSubstr("'widen'"));
+}
+
 TEST(ChooseTest, LeavesASiteThatDoesNotLowerThePeak) {
   TestModel m = Branches(2, 1, 64);
   absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());

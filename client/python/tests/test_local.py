@@ -89,3 +89,13 @@ def test_rewrite_same_locally_and_on_the_server(local, client):
     [scored] = list(local.score([model], rewrite=True, full_plan=True))
     assert scored.error is None and scored.peak_bytes == here.peak_bytes
     assert scored.plan.rewrite.sites_applied == 1
+    # The accumulate form: the same here and there, lower still, ConvAccumulate parts.
+    here = local.plan(model, rewrite=True, rewrite_form="accumulate")
+    there = client.plan(model, rewrite=True, rewrite_form="accumulate")
+    assert here.peak_bytes == there.peak_bytes < scored.peak_bytes
+    assert here.rewrite.form == there.rewrite.form == "accumulate"
+    assert here.rewrite.recipe.sites[0].form == "conv_accumulate"
+    with pytest.raises(ValueError):
+        local.plan(model, rewrite_form="accumulate")
+    with pytest.raises(ValueError):
+        client.plan(model, rewrite=True, rewrite_form="fused")
