@@ -404,7 +404,7 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
                              parts[data][i], name, tensor, slice);
       if (!node.ok()) return Skip(first_conv, node.status().message());
       begin += channels[i];
-      inserted[site.concat].push_back(*std::move(node));
+      inserted[p].push_back(*std::move(node));  // where the op was: after its constants
       result.new_ops.push_back(name);
       out.push_back(tensor);
       if (const onnx::ValueInfoProto* info = stated(op.output(0)); info != nullptr) {

@@ -1,5 +1,6 @@
 #include "core/rewrite/concat_conv.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "core/graph/graph.h"
 #include "core/memory/buffer_model.h"
 #include "core/memory/simulator.h"
@@ -232,6 +233,35 @@ TEST(ConcatConvTest, PushesPerChannelOpsThroughToEveryConv) {
   EXPECT_EQ(done.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(done.status().message(), HasSubstr("4 values along the channel axis, not 5"));
   EXPECT_EQ(bad.Bytes(), before);
+}
+
+// A constant made by a Constant node after the Concat (as exporters place
+// them, just before their reader): each copy of the op goes where the op
+// was, so the nodes stay topologically sorted, as ONNX requires.
+TEST(ConcatConvTest, PushedCopiesStayAfterTheirConstants) {
+  TestModel m = Site({2, 3}, 4, 1, /*bias=*/false);
+  onnx::GraphProto* g = m.model().mutable_graph();
+  g->mutable_node()->RemoveLast();  // the Conv
+  onnx::NodeProto* constant = m.Node("Constant", {}, {"k"}, "k_const");
+  onnx::AttributeProto* value = constant->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(1);
+  for (int64_t d : {5, 1, 1}) value->mutable_t()->add_dims(d);
+  for (int i = 0; i < 5; ++i) value->mutable_t()->add_float_data(static_cast<float>(i));
+  m.Node("Mul", {"c", "k"}, {"s"}, "scale");
+  m.Node("Conv", {"s", "w"}, {"y"}, "conv");
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 3});
+  ASSERT_TRUE(done.ok()) << done.status();
+  absl::flat_hash_set<std::string> made;
+  for (const onnx::ValueInfoProto& v : m.model().graph().input()) made.insert(v.name());
+  for (const onnx::TensorProto& t : m.model().graph().initializer()) made.insert(t.name());
+  for (const onnx::NodeProto& node : m.model().graph().node()) {
+    for (const std::string& in : node.input()) EXPECT_TRUE(made.contains(in)) << node.name() << " reads " << in;
+    made.insert(node.output().begin(), node.output().end());
+  }
+  // The per-channel constant [5, 1, 1] is sliced per input: k/scale/part1 holds 2, 3, 4.
+  EXPECT_THAT(Init(m.model(), "k/scale/part1")->float_data(), ElementsAre(2, 3, 4));
 }
 
 TEST(ConcatConvTest, KeepsASharedWeightAndAvoidsTakenNames) {

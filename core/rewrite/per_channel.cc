@@ -154,6 +154,14 @@ absl::StatusOr<onnx::NodeProto> PartOfPerChannelOp(const onnx::NodeProto& node, 
       return refuse(
           absl::StrCat("'", in, "' has ", constant->dims(axis), " values along the channel axis, not ", channels));
     }
+    // A Constant node's value has no name of its own: its slice is named
+    // after the tensor the node makes.
+    onnx::TensorProto named;
+    if (constant->name() != in) {
+      named = *constant;
+      named.set_name(in);
+      constant = &named;
+    }
     absl::StatusOr<std::string> sliced = slice(*constant, axis, begin, end);
     if (!sliced.ok()) return refuse(sliced.status().message());
     part.set_input(i, *std::move(sliced));
