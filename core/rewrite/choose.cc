@@ -201,18 +201,37 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     changed = true;
   }
 
-  // Add chains: every sum the plan so far makes its operands for in another
-  // order than written is rewritten to add them as they are made; kept, all
-  // together, when that lowers the peak.
+  // Add chains: every sum live where the peak is whose operands the plan so
+  // far makes in another order than written is rewritten to add them as
+  // they are made; kept, all together, when that lowers the peak.
   if (!past_deadline()) {
     const absl::flat_hash_map<std::string, std::vector<int64_t>> shapes = TensorShapes(graph);
     const absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
     std::vector<std::pair<std::string, std::vector<std::string>>> reorders;  // (sum, operand order)
+    int cold = 0;  // sums to reorder that are not live where the peak is
     for (const AddChain& chain : FindAddChains(model.graph(), ModelIndex::Build(model.graph()))) {
       std::vector<std::string> order = OrderByFirstAvailable(chain, made);
-      if (order != chain.operands) reorders.emplace_back(chain.output, std::move(order));
+      if (order == chain.operands) continue;
+      // Its heat: the most bytes live from its first operand made to the sum.
+      int first = static_cast<int>(plan.order.size()) - 1, last = 0;
+      for (const std::string& operand : chain.operands) {
+        auto it = made.find(operand);
+        first = std::min(first, it == made.end() ? 0 : it->second);
+      }
+      if (auto it = made.find(chain.output); it != made.end()) last = it->second;
+      int64_t heat = 0;
+      for (int step = first; step <= last; ++step) heat = std::max(heat, plan.profile.step_bytes[step]);
+      if (heat < best) {
+        ++cold;
+        continue;
+      }
+      reorders.emplace_back(chain.output, std::move(order));
     }
-    report.sites_found += static_cast<int>(reorders.size());
+    report.sites_found += static_cast<int>(reorders.size()) + cold;
+    if (cold > 0) {
+      report.notes.push_back(absl::StrCat(cold, " sum", cold == 1 ? "" : "s",
+                                          " the plan adds out of order not reordered: not live where the peak is"));
+    }
     onnx::ModelProto trial = model;
     std::vector<RewriteSite> sites;
     for (const auto& [output, order] : reorders) {

@@ -12,8 +12,9 @@
 // result planned (within the same time limit); when that peak is lower the
 // round is kept, plan and all, and the next round takes the sites
 // reaching the new peak; otherwise the search stops. No round starts once
-// options.deadline has passed. Last, every sum (add_chain.h) whose operands
-// the plan so far makes in another order than written is reordered to add
+// options.deadline has passed. Last, every sum (add_chain.h) live where the
+// peak so far is (its heat, from its first operand made to the sum) whose
+// operands the plan makes in another order than written is reordered to add
 // them as they are made, all together, and kept when the peak drops. So
 // planning takes up to (rounds + 2) plans, and sites far below the peak are
 // never applied.
