@@ -1,10 +1,13 @@
 // Runs two ONNX models on the same float32 inputs in ONNX Runtime (CPU) and
-// compares their outputs: |a - b| <= atol + rtol * |a| element by element.
+// compares their outputs: |a - b| <= atol + atol_scale * max|a| + rtol * |a|
+// element by element (atol_scale optional, 0 when absent; max|a| over all of
+// A's outputs, for deep models whose output scale is not known beforehand).
 // Usage: node run_ort.js CASE.json
 //   CASE.json: {"a": "A.onnx", "b": "B.onnx", "rtol": 1e-4, "atol": 1e-5,
+//               "atol_scale": 1e-5,
 //               "inputs": {"name": {"dims": [...], "data": "file.bin"}}}
-// Prints {"max_abs_diff": ..., "ok": true|false} and exits 0 when they
-// match, 1 when they do not, 2 on errors.
+// Prints {"max_abs_diff": ..., "max_abs": max|a|, "ok": true|false} and
+// exits 0 when they match, 1 when they do not, 2 on errors.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -29,6 +32,11 @@ async function main() {
   const b = await run(path.join(dir, spec.b), feeds);
   let ok = a.length === b.length;
   let maxDiff = 0;
+  let maxAbs = 0;
+  for (const t of a) {
+    for (const v of t.data) maxAbs = Math.max(maxAbs, Math.abs(v));
+  }
+  const atol = spec.atol + (spec.atol_scale || 0) * maxAbs;
   for (let i = 0; ok && i < a.length; ++i) {
     if (a[i].data.length !== b[i].data.length || a[i].dims.join() !== b[i].dims.join()) {
       ok = false;
@@ -37,10 +45,10 @@ async function main() {
     for (let j = 0; j < a[i].data.length; ++j) {
       const d = Math.abs(a[i].data[j] - b[i].data[j]);
       maxDiff = Math.max(maxDiff, d);
-      if (!(d <= spec.atol + spec.rtol * Math.abs(a[i].data[j]))) ok = false;
+      if (!(d <= atol + spec.rtol * Math.abs(a[i].data[j]))) ok = false;
     }
   }
-  console.log(JSON.stringify({max_abs_diff: maxDiff, ok}));
+  console.log(JSON.stringify({max_abs_diff: maxDiff, max_abs: maxAbs, ok}));
   process.exit(ok ? 0 : 1);
 }
 
