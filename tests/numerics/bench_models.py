@@ -112,14 +112,8 @@ def client(args, *argv):
 
 
 def ort_compare(work, a, b, inputs):
-    spec = {"a": a, "b": b, "rtol": 1e-4, "atol": 1e-5, "atol_scale": 1e-5, "inputs": inputs}
-    with open(os.path.join(work, "compare.json"), "w") as f:
-        json.dump(spec, f)
-    out = subprocess.run(["node", os.path.join(HERE, "run_ort.js"), os.path.join(work, "compare.json")],
-                         capture_output=True, text=True)
-    if out.returncode == 2:
-        raise RuntimeError(f"onnxruntime failed: {out.stderr.strip()[:300]}")
-    return json.loads(out.stdout)
+    return numerics.ort_runner().compare({"dir": work, "a": a, "b": b, "rtol": 1e-4, "atol": 1e-5,
+                                          "atol_scale": 1e-5, "inputs": inputs})
 
 
 def with_dataless_as_inputs(model):

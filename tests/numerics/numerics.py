@@ -109,16 +109,43 @@ def client(args, *argv):
     return out.stdout
 
 
+class OrtRunner:
+    """One `node run_ort.js --lines` process for every comparison (loading
+    ONNX Runtime costs more than a small comparison)."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(["node", os.path.join(HERE, "run_ort.js"), "--lines"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def compare(self, spec):
+        """run_ort.js's result for `spec` (its case format, with "dir"):
+        {"max_abs_diff", "max_abs", "ok"}. RuntimeError when it cannot run."""
+        self.proc.stdin.write(json.dumps(spec) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"run_ort.js exited ({self.proc.wait()})")
+        result = json.loads(line)
+        if "error" in result:
+            raise RuntimeError(f"onnxruntime failed: {result['error']}")
+        return result
+
+
+_ORT = []
+
+
+def ort_runner():
+    if not _ORT:
+        _ORT.append(OrtRunner())
+    return _ORT[0]
+
+
 def ort_compare(work, a, b, input_file):
-    spec = {"a": a, "b": b, "rtol": 1e-4, "atol": 1e-5,
-            "inputs": {"in": {"dims": [1, 2, 12, 12], "data": input_file}}}
-    with open(os.path.join(work, "compare.json"), "w") as f:
-        json.dump(spec, f)
-    out = subprocess.run(["node", os.path.join(HERE, "run_ort.js"), os.path.join(work, "compare.json")],
-                         capture_output=True, text=True)
-    if out.returncode == 2:
-        raise SystemExit(f"onnxruntime failed: {out.stderr}")
-    return out.returncode == 0, out.stdout.strip()
+    """Whether WORK/a and WORK/b match on input WORK/input_file, and
+    run_ort.js's result as text."""
+    result = ort_runner().compare({"dir": work, "a": a, "b": b, "rtol": 1e-4, "atol": 1e-5,
+                                   "inputs": {"in": {"dims": cases.INPUT_DIMS, "data": input_file}}})
+    return result["ok"], json.dumps(result)
 
 
 def split_forms(report):
