@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Concat -> Conv rewrite's numerical and structural proof (issue 17;
+# The identity rewrites' numerical and structural proof (issue 17;
 # CTest: rewrite_numerics): numerics.py generates the cases with random
 # weights, plans and exports them with BUILD_DIR's serenity-client, checks
 # the exports with onnx.checker and a file-order re-plan, and runs original
