@@ -135,7 +135,18 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     if (!site.has_value()) return false;  // cannot happen: sites share no node
     std::vector<int64_t> channels;
     for (const std::string& in : trial->graph().node(site->concat).input()) channels.push_back(tensors[in].first);
-    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels, options.rewrite_form);
+    // Chain the partial Convs in the order the current plan makes their
+    // inputs (graph inputs and weights first), so none is held for the chain.
+    const absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
+    const onnx::NodeProto& concat = trial->graph().node(site->concat);
+    std::vector<int> chain(concat.input_size());
+    for (int i = 0; i < concat.input_size(); ++i) chain[i] = i;
+    const auto step = [&](int i) {
+      auto it = made.find(concat.input(i));
+      return it == made.end() ? -1 : it->second;
+    };
+    std::stable_sort(chain.begin(), chain.end(), [&](int a, int b) { return step(a) < step(b); });
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels, options.rewrite_form, chain);
     if (!done.ok()) {
       if (done.status().code() != absl::StatusCode::kFailedPrecondition) return done.status();
       report.notes.push_back(std::string(done.status().message()));
@@ -329,6 +340,7 @@ void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out) {
     for (int64_t c : site.channels) s->add_channels(c);
     for (const std::string& op : site.new_ops) s->add_new_ops(op);
     for (const std::string& op : site.pushed) s->add_pushed(op);
+    for (int i : site.chain) s->add_chain(i);
     for (const ConvSplit& split : site.splits) {
       v1::ConvSplit* out_split = s->add_splits();
       out_split->set_conv(split.conv);
@@ -359,6 +371,7 @@ RewriteRecipe RewriteRecipeFromProto(const v1::RewriteRecipe& recipe) {
     site.channels.assign(s.channels().begin(), s.channels().end());
     site.new_ops.assign(s.new_ops().begin(), s.new_ops().end());
     site.pushed.assign(s.pushed().begin(), s.pushed().end());
+    site.chain.assign(s.chain().begin(), s.chain().end());
     for (const v1::ConvSplit& split : s.splits()) site.splits.push_back({split.conv(), split.form()});
     for (const v1::WeightSlice& w : s.weight_slices()) {
       site.weight_slices.push_back({w.source(), w.axis(), w.begin(), w.end(), w.name()});

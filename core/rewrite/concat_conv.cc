@@ -1,5 +1,6 @@
 #include "core/rewrite/concat_conv.h"
 
+#include <algorithm>
 #include <climits>
 #include <functional>
 #include <map>
@@ -162,8 +163,8 @@ absl::StatusOr<std::string> SliceOrSkip(const onnx::NodeProto& conv, const Slice
 // `nodes` and the slices (made by `slice`) through it.
 absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& graph, const ModelIndex& index,
                        const std::vector<std::string>& xs, const std::vector<int64_t>& channels, NameMint* mint,
-                       const SliceForPart& slice, bool accumulate, std::vector<onnx::NodeProto>* nodes,
-                       RewriteSite* result) {
+                       const SliceForPart& slice, bool accumulate, const std::vector<int>& chain,
+                       std::vector<onnx::NodeProto>* nodes, RewriteSite* result) {
   const int k = static_cast<int>(xs.size());
   const std::string& w_name = conv.input(1);
   auto w_it = index.initializers.find(w_name);
@@ -187,47 +188,43 @@ absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& grap
   }
   const std::string& y = conv.output(0);
   ConvSplit split{conv.name(), ""};
-  if (group == 1 && accumulate) {
-    // part0 = Conv(x_0, W_0, b); part<i> = ConvAccumulate(x_i, W_i,
-    // part<i-1>), written into part<i-1>'s buffer; the last writes y.
-    split.form = "conv_accumulate";
-    std::string acc;
-    int64_t begin = 0;
-    for (int i = 0; i < k; ++i) {
-      ASSIGN_OR_RETURN(std::string w_i, SliceOrSkip(conv, slice, w, 1, begin, begin + channels[i], i));
-      begin += channels[i];
-      std::vector<std::string> inputs = {xs[i], w_i};
-      if (i == 0 && has_bias) inputs.push_back(b_name);
-      if (i > 0) inputs.push_back(acc);
-      const std::string part = mint->Take(absl::StrCat(conv.name(), "/part", i));
-      const std::string out = i == k - 1 ? y : part;
-      onnx::NodeProto node = PartialConv(conv, part, std::move(inputs), out, 1);
-      if (i > 0) {
-        node.set_op_type("ConvAccumulate");
-        node.set_domain("serenity");
-      }
-      nodes->push_back(std::move(node));
-      result->new_ops.push_back(part);
-      acc = out;
-    }
-  } else if (group == 1) {
-    split.form = "conv_sum";
+  if (group == 1) {
+    // The parts in `chain` order (the first with the bias): standard form,
+    // sum<j> = sum<j-1> + part<chain[j]> (sum<0> being the first part);
+    // accumulate form, the first part a Conv and each later one a
+    // ConvAccumulate into the one before, written into its buffer. The
+    // last writes y.
+    split.form = accumulate ? "conv_accumulate" : "conv_sum";
+    std::vector<int64_t> first_channel(k, 0);
+    for (int i = 1; i < k; ++i) first_channel[i] = first_channel[i - 1] + channels[i - 1];
     std::string sum;
-    int64_t begin = 0;
-    for (int i = 0; i < k; ++i) {
-      ASSIGN_OR_RETURN(std::string w_i, SliceOrSkip(conv, slice, w, 1, begin, begin + channels[i], i));
-      begin += channels[i];
+    for (int j = 0; j < k; ++j) {
+      const int i = chain[j];
+      ASSIGN_OR_RETURN(std::string w_i,
+                       SliceOrSkip(conv, slice, w, 1, first_channel[i], first_channel[i] + channels[i], i));
       std::vector<std::string> inputs = {xs[i], w_i};
-      if (i == 0 && has_bias) inputs.push_back(b_name);
+      if (j == 0 && has_bias) inputs.push_back(b_name);
       const std::string part = mint->Take(absl::StrCat(conv.name(), "/part", i));
-      nodes->push_back(PartialConv(conv, part, std::move(inputs), part, 1));
       result->new_ops.push_back(part);
-      if (i == 0) {
+      if (accumulate) {
+        if (j > 0) inputs.push_back(sum);
+        const std::string out = j == k - 1 ? y : part;
+        onnx::NodeProto node = PartialConv(conv, part, std::move(inputs), out, 1);
+        if (j > 0) {
+          node.set_op_type("ConvAccumulate");
+          node.set_domain("serenity");
+        }
+        nodes->push_back(std::move(node));
+        sum = out;
+        continue;
+      }
+      nodes->push_back(PartialConv(conv, part, std::move(inputs), part, 1));
+      if (j == 0) {
         sum = part;
         continue;
       }
-      const std::string add = mint->Take(absl::StrCat(conv.name(), "/sum", i));
-      const std::string out = i == k - 1 ? y : add;
+      const std::string add = mint->Take(absl::StrCat(conv.name(), "/sum", j));
+      const std::string out = j == k - 1 ? y : add;
       nodes->push_back(Binary("Add", add, {sum, part}, out));
       result->new_ops.push_back(add);
       sum = out;
@@ -331,7 +328,8 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
 }  // namespace
 
 absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
-                                            const std::vector<int64_t>& channels, RewriteForm form) {
+                                            const std::vector<int64_t>& channels, RewriteForm form,
+                                            const std::vector<int>& chain) {
   onnx::GraphProto* graph = model->mutable_graph();
   const onnx::NodeProto& concat = graph->node(site.concat);
   if (site.convs.empty()) return absl::InvalidArgumentError("a site without Convs");
@@ -355,6 +353,16 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   }
 
   RewriteSite result;
+  for (int i = 0; i < k; ++i) result.chain.push_back(i);
+  if (!chain.empty()) {
+    std::vector<int> sorted = chain;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != result.chain) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the chain order of Concat '", concat.name(), "' is no permutation of its ", k, " inputs"));
+    }
+    result.chain = chain;
+  }
   result.concat = concat.name();
   result.inputs.assign(concat.input().begin(), concat.input().end());
   result.channels = channels;
@@ -428,7 +436,7 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
       return slice(source, axis, begin, end);
     };
     RETURN_IF_ERROR(SplitConv(conv, *graph, index, it->second, channels, &mint, named, form == RewriteForm::kAccumulate,
-                              &nodes, &result));
+                              result.chain, &nodes, &result));
     inserted[c] = std::move(nodes);
   }
   result.conv = result.splits[0].conv;

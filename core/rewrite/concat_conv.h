@@ -9,13 +9,14 @@
 // split. The Concat and the replaced ops disappear.
 //
 // A Conv of group 1, standard form (form "conv_sum"): k partial Convs
-// "<conv>/part<i>" (the first carries the bias) and a chain of Adds
-// "<conv>/sum<i>" (i = 1..k-1, sum<i> adds part<i> to the running sum; the
-// last writes the Conv's output), in the order part0, part1, sum1, part2,
+// "<conv>/part<i>" (i the Concat input; the first in the chain order
+// carries the bias) and a chain of Adds "<conv>/sum<j>" (j = 1..k-1, sum<j>
+// adds the j-th part of the chain to the running sum; the last writes the
+// Conv's output), in the order first part, second part, sum1, third part,
 // sum2, ..., so that each x_i can be freed as soon as its partial is done.
-// Accumulate form (RewriteForm::kAccumulate, form "conv_accumulate"):
-// part0 is a Conv, part<i> (i >= 1) a serenity.ConvAccumulate(x_i, W_i,
-// part<i-1>) whose output is written into its accumulator's buffer
+// Accumulate form (RewriteForm::kAccumulate, form "conv_accumulate"): the
+// first part is a Conv, each later one a serenity.ConvAccumulate(x_i, W_i,
+// previous part) whose output is written into its accumulator's buffer
 // (core/onnx/serenity_ops.h), the last writing the Conv's output; the model
 // then imports the "serenity" opset, version 1.
 //
@@ -60,9 +61,15 @@ namespace serenity {
 // per-channel constant of another channel count, a grouped
 // Conv's bias that is no initializer, or weight data that cannot be sliced
 // (strings, sizes that do not match the dims).
+// `chain` orders the partial Convs of a group-1 Conv (indices of the Concat
+// inputs; empty: as the Concat lists them): the first carries the bias, and
+// the sum (or accumulation) adds the others in that order, so a caller can
+// chain them in the order its schedule makes the inputs. InvalidArgument
+// when `chain` is no permutation of the inputs.
 absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
                                             const std::vector<int64_t>& channels,
-                                            RewriteForm form = RewriteForm::kStandard);
+                                            RewriteForm form = RewriteForm::kStandard,
+                                            const std::vector<int>& chain = {});
 
 // Returns `slice` of `source`: dims[axis] = end - begin and, when `source`
 // has data, the elements whose index along `axis` lies in [begin, end).

@@ -51,6 +51,8 @@ struct RewriteSite {
   // "<op>/part<i>" per input), producers first.
   std::vector<std::string> pushed;
   std::vector<ConvSplit> splits;  // every Conv split, in node order
+  // The order group-1 Convs chain their parts in (indices of `inputs`).
+  std::vector<int> chain;
 };
 
 // Sites in the order they were applied (each to the model the previous ones
