@@ -14,6 +14,7 @@
 #include "core/request_scan.h"
 #include "core/rewrite/choose.h"
 #include "core/util/memory_account.h"
+#include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -46,11 +47,12 @@ std::chrono::steady_clock::time_point JobDeadline(std::chrono::steady_clock::tim
 // or ConvAccumulate, or the grouped form's Concat), four tensors (their
 // outputs, a weight and a bias slice) and seven references, with names made
 // of the site's names (counted at the model's average name length plus 16
-// characters each); its slices add at most the sliced payload (an original
-// stays only when another op reads it). Reordering sums adds nothing. So
-// the rewritten model is bounded by the original's counts plus
-// BoundRewriteGrowth's, and its bytes by twice the original's plus 128
-// bytes and four names per new op.
+// characters each); its slices add at most the payload of the weights and
+// constants of the ops split (BoundRewriteGrowth's slice_bytes, a weight
+// shared by several sites counted once per reader). Reordering sums adds
+// nothing. So the rewritten model is bounded by the original's counts plus
+// BoundRewriteGrowth's, and its bytes by twice the original's plus the
+// slices and 128 bytes and four names per new op.
 int64_t RewriteHeldBytes(const PreparedRequest& prepared) {
   const Graph& graph = prepared.graph;
   int64_t inputs = 0, outputs = 0, name_bytes = 0;
@@ -74,7 +76,7 @@ int64_t RewriteHeldBytes(const PreparedRequest& prepared) {
   // Names as stored (ops, tensors) and as referenced (inputs, outputs).
   rewritten.name_bytes =
       name_bytes + (inputs + outputs) * name_length + (12 * growth.pushed + 13 * growth.convs) * name_length;
-  rewritten.onnx_model_bytes = 2 * model_bytes + new_ops * (128 + 4 * name_length);
+  rewritten.onnx_model_bytes = SaturatingAdd(2 * model_bytes + new_ops * (128 + 4 * name_length), growth.slice_bytes);
   const int64_t one = EstimateBuildBytes(rewritten);
   if (one > (std::numeric_limits<int64_t>::max() - model_bytes) / 2) return std::numeric_limits<int64_t>::max();
   return model_bytes + 2 * one;

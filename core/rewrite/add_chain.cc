@@ -38,31 +38,6 @@ int InnerAdd(const onnx::GraphProto& graph, const ModelIndex& index, const std::
   return readers.size() == 1 && readers[0] == reader ? p->second : -1;
 }
 
-// Names not yet used in the graph, as tensors or nodes.
-class FreshNames {
- public:
-  explicit FreshNames(const onnx::GraphProto& graph) {
-    for (const onnx::NodeProto& node : graph.node()) {
-      taken_.insert(node.name());
-      for (const std::string& t : node.output()) taken_.insert(t);
-      for (const std::string& t : node.input()) taken_.insert(t);
-    }
-    for (const onnx::TensorProto& t : graph.initializer()) taken_.insert(t.name());
-    for (const onnx::ValueInfoProto& v : graph.input()) taken_.insert(v.name());
-    for (const onnx::ValueInfoProto& v : graph.output()) taken_.insert(v.name());
-    for (const onnx::ValueInfoProto& v : graph.value_info()) taken_.insert(v.name());
-  }
-  std::string Take(const std::string& base) {
-    std::string name = base;
-    for (int n = 1; taken_.contains(name); ++n) name = absl::StrCat(base, "_", n);
-    taken_.insert(name);
-    return name;
-  }
-
- private:
-  absl::flat_hash_set<std::string> taken_;
-};
-
 std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ","), "]"); }
 
 // InvalidArgument unless `chain` matches `graph` and `order` is a
@@ -93,7 +68,7 @@ absl::Status CheckChain(const onnx::GraphProto& graph, const AddChain& chain, co
 
 // The names of the n - 1 new Adds of the chain whose sum `root` wrote.
 std::vector<std::string> NewNames(const onnx::GraphProto& graph, const std::string& root, int n) {
-  FreshNames names(graph);
+  UnusedNames names(graph);
   std::vector<std::string> out;
   for (int i = 1; i < n; ++i) out.push_back(names.Take(absl::StrCat(root, "/sum", i)));
   return out;

@@ -6,11 +6,12 @@
 //   x1 + x2 + ... + xn = ((o1 + o2) + o3) + ... + on
 //
 // for any permutation o of the x, so that an operand produced early can be
-// added (and freed) before one produced late is made. This is an identity
-// only without broadcasting (every operand has the sum's shape), which
-// ApplyAddChainOrder checks. Float addition is not associative: the
-// rewritten model computes the same sum up to rounding (results differ in
-// the last bits), as any reassociation does.
+// added (and freed) before one produced late is made. ApplyAddChainOrder
+// requires every operand to have the sum's shape (no broadcasting), so that
+// every partial sum has the size the memory model counts. Float addition
+// is not associative: the rewritten model computes the same sum up to
+// rounding (a difference up to about epsilon times the sum of the operands'
+// magnitudes), as any reassociation does.
 #ifndef SERENITY_CORE_REWRITE_ADD_CHAIN_H_
 #define SERENITY_CORE_REWRITE_ADD_CHAIN_H_
 

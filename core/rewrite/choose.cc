@@ -15,6 +15,7 @@
 #include "core/rewrite/add_chain.h"
 #include "core/rewrite/concat_conv.h"
 #include "core/rewrite/pattern.h"
+#include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 #include "onnx/onnx_pb.h"
 
@@ -35,9 +36,34 @@ absl::StatusOr<Graph> Import(const std::string& bytes, const OnnxImportOptions& 
 struct Candidate {
   std::string concat;
   std::string conv;
-  int64_t bytes = 0;  // of the Concat's output
-  int64_t heat = 0;   // see PlanWithRewrites
+  int64_t bytes = 0;                // of the Concat's output
+  int64_t heat = 0;                 // see PlanWithRewrites (Heat)
+  std::vector<std::string> inputs;  // the Concat's
+  std::vector<std::string> convs;   // the site's Convs
 };
+
+// The site's heat in `plan` of `graph`: the most bytes live from the first
+// of its Concat's inputs made to its last Conv.
+int64_t Heat(const Graph& graph, const Plan& plan, const Candidate& candidate) {
+  std::vector<int> position(graph.num_ops(), 0);
+  for (size_t step = 0; step < plan.order.size(); ++step) position[plan.order[step]] = static_cast<int>(step);
+  const auto step_of = [&](const std::string& op) {
+    std::optional<OpId> u = graph.FindOp(op);
+    return u.has_value() ? position[*u] : 0;
+  };
+  int first = step_of(candidate.concat), last = first;
+  for (const std::string& in : candidate.inputs) {
+    std::optional<TensorId> t = graph.FindTensor(in);
+    const OpId producer = t.has_value() ? graph.tensor(*t).producer : kNoOp;
+    first = std::min(first, producer == kNoOp ? 0 : position[producer]);
+  }
+  for (const std::string& conv : candidate.convs) last = std::max(last, step_of(conv));
+  int64_t heat = 0;
+  for (int step = first; step <= last && step < static_cast<int>(plan.profile.step_bytes.size()); ++step) {
+    heat = std::max(heat, plan.profile.step_bytes[step]);
+  }
+  return heat;
+}
 
 // Why a graph has no Concat -> Conv site: its Concats' readers, counted,
 // e.g. "no Concat is read by one Conv alone: 61 by BatchNormalization, 1 by
@@ -94,28 +120,16 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // tensor a later site reads).
   absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> tensors;  // name -> (dim 1, bytes)
   for (const Tensor& t : graph.tensors()) tensors[t.name] = {t.shape.size() > 1 ? t.shape[1] : 0, t.bytes};
-  // Each site's heat: the most bytes live in the plan without rewriting
-  // from the first of its Concat's inputs made to its last Conv.
-  std::vector<int> position(graph.num_ops(), 0);
-  for (size_t step = 0; step < plan.order.size(); ++step) position[plan.order[step]] = static_cast<int>(step);
-  const auto step_of = [&](const std::string& op) {
-    std::optional<OpId> u = graph.FindOp(op);
-    return u.has_value() ? position[*u] : 0;
-  };
   std::vector<Candidate> candidates;
   for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), ModelIndex::Build(model.graph()))) {
     const onnx::NodeProto& concat = model.graph().node(site.concat);
-    Candidate candidate{concat.name(), model.graph().node(site.convs[0]).name(), tensors[concat.output(0)].second};
-    int first = step_of(concat.name()), last = first;
-    for (const std::string& in : concat.input()) {
-      std::optional<TensorId> t = graph.FindTensor(in);
-      const OpId producer = t.has_value() ? graph.tensor(*t).producer : kNoOp;
-      first = std::min(first, producer == kNoOp ? 0 : position[producer]);
-    }
-    for (int c : site.convs) last = std::max(last, step_of(model.graph().node(c).name()));
-    for (int step = first; step <= last; ++step) {
-      candidate.heat = std::max(candidate.heat, plan.profile.step_bytes[step]);
-    }
+    Candidate candidate;
+    candidate.concat = concat.name();
+    candidate.conv = model.graph().node(site.convs[0]).name();
+    candidate.bytes = tensors[concat.output(0)].second;
+    candidate.inputs.assign(concat.input().begin(), concat.input().end());
+    for (int c : site.convs) candidate.convs.push_back(model.graph().node(c).name());
+    candidate.heat = Heat(graph, plan, candidate);
     candidates.push_back(std::move(candidate));
   }
   report.sites_found = static_cast<int>(candidates.size());
@@ -123,6 +137,30 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
   const auto past_deadline = [&] { return std::chrono::steady_clock::now() >= options.deadline; };
+  // Imports and scores a trial model. A trial that fails to import or plan
+  // is not kept (a note says why): rewriting never fails a request that
+  // plans without it. Only a cancelled call ends the request.
+  struct Scored {
+    Graph graph;
+    Plan plan;
+  };
+  const auto score_trial = [&](const std::string& trial_bytes,
+                               absl::string_view what) -> absl::StatusOr<std::optional<Scored>> {
+    absl::StatusOr<Graph> trial_graph = Import(trial_bytes, import, model_name);
+    if (!trial_graph.ok()) {
+      report.notes.push_back(
+          absl::StrCat(what, ": not kept, the rewritten model does not import: ", trial_graph.status().message()));
+      return std::nullopt;
+    }
+    absl::StatusOr<Plan> trial_plan = PlanGraph(*trial_graph, score, executor);
+    if (!trial_plan.ok()) {
+      if (trial_plan.status().code() == absl::StatusCode::kCancelled) return trial_plan.status();
+      report.notes.push_back(
+          absl::StrCat(what, ": not kept, the rewritten model does not plan: ", trial_plan.status().message()));
+      return std::nullopt;
+    }
+    return Scored{*std::move(trial_graph), *std::move(trial_plan)};
+  };
 
   // Applies `candidate` to `*trial`; false with a note when it cannot be.
   const auto apply = [&](const Candidate& candidate, onnx::ModelProto* trial,
@@ -190,26 +228,29 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     }
     if (sites.empty()) continue;
     std::string trial_bytes = trial.SerializeAsString();
-    ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
-    ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, score, executor));
-    const int64_t peak = trial_plan.profile.peak_bytes;
     std::vector<std::string> convs;
     for (const RewriteSite& site : sites) convs.push_back(absl::StrCat("'", site.conv, "'"));
-    const std::string what =
-        absl::StrCat("round ", round, ": ", sites.size(), " site", sites.size() == 1 ? "" : "s", " live where ", best,
-                     " bytes were (Conv ", absl::StrJoin(convs, ", "), "): peak ", peak, " bytes");
+    const std::string what = absl::StrCat("round ", round, ": ", sites.size(), " site", sites.size() == 1 ? "" : "s",
+                                          " live where ", best, " bytes were (Conv ", absl::StrJoin(convs, ", "), ")");
+    ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial_bytes, what));
+    if (!scored.has_value()) break;
+    const int64_t peak = scored->plan.profile.peak_bytes;
     if (peak >= best) {
-      report.notes.push_back(absl::StrCat(what, ", not below ", best, ": not rewritten"));
+      report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes, not below ", best, ": not rewritten"));
       break;
     }
-    report.notes.push_back(what);
+    report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes"));
     best = peak;
     model = std::move(trial);
     bytes = std::move(trial_bytes);
-    graph = std::move(trial_graph);
-    plan = std::move(trial_plan);
+    graph = std::move(scored->graph);
+    plan = std::move(scored->plan);
     for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
     changed = true;
+    // The sites not tried yet are untouched: their heat in the new plan.
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (!tried[c]) candidates[c].heat = Heat(graph, plan, candidates[c]);
+    }
   }
 
   // Add chains: every sum live where the peak is whose operands the plan so
@@ -260,22 +301,21 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     }
     if (!sites.empty()) {
       std::string trial_bytes = trial.SerializeAsString();
-      ASSIGN_OR_RETURN(Graph trial_graph, Import(trial_bytes, import, model_name));
-      ASSIGN_OR_RETURN(Plan trial_plan, PlanGraph(trial_graph, score, executor));
-      const int64_t peak = trial_plan.profile.peak_bytes;
       const std::string what = absl::StrCat(sites.size(), " sum", sites.size() == 1 ? "" : "s",
-                                            " reordered to add operands as the plan makes them: peak ", peak, " bytes");
-      if (peak < best) {
-        report.notes.push_back(what);
-        best = peak;
+                                            " reordered to add operands as the plan makes them");
+      ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial_bytes, what));
+      if (scored.has_value() && scored->plan.profile.peak_bytes < best) {
+        report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes"));
+        best = scored->plan.profile.peak_bytes;
         model = std::move(trial);
         bytes = std::move(trial_bytes);
-        graph = std::move(trial_graph);
-        plan = std::move(trial_plan);
+        graph = std::move(scored->graph);
+        plan = std::move(scored->plan);
         for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
         changed = true;
-      } else {
-        report.notes.push_back(absl::StrCat(what, ", not below ", best, ": not rewritten"));
+      } else if (scored.has_value()) {
+        report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes, not below ",
+                                            best, ": not rewritten"));
       }
     }
   }
@@ -304,14 +344,20 @@ RewriteGrowth BoundRewriteGrowth(const Graph& graph) {
       for (OpId reader : graph.tensor(t).consumers) {
         if (!seen.insert(reader).second) continue;
         const Op& op = graph.op(reader);
+        int64_t constant_bytes = 0;
+        for (TensorId in : op.inputs) {
+          if (in != t && is_constant(in)) constant_bytes = SaturatingAdd(constant_bytes, graph.tensor(in).bytes);
+        }
         if (op.type == "Conv") {
           growth.convs += n;
+          growth.slice_bytes = SaturatingAdd(growth.slice_bytes, constant_bytes);
           continue;
         }
         bool per_channel = op.outputs.size() == 1;
         for (TensorId in : op.inputs) per_channel = per_channel && (in == t || is_constant(in));
         if (!per_channel) continue;
         growth.pushed += n;
+        growth.slice_bytes = SaturatingAdd(growth.slice_bytes, constant_bytes);
         frontier.push_back(op.outputs[0]);
       }
     }

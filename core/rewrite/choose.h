@@ -84,6 +84,10 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
 struct RewriteGrowth {
   int64_t pushed = 0;
   int64_t convs = 0;
+  // Bytes of the weights and constants those ops read, counted once per
+  // op: the most their slices can add (a weight several sites share is
+  // sliced once per site).
+  int64_t slice_bytes = 0;
   int64_t ops() const { return pushed + 2 * convs; }
 };
 RewriteGrowth BoundRewriteGrowth(const Graph& graph);

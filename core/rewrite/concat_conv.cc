@@ -43,31 +43,6 @@ absl::Status SliceField(const Field& from, int64_t elements, Runs runs, Field* t
   return absl::OkStatus();
 }
 
-// Names not yet used in the graph, as tensors or nodes.
-class NameMint {
- public:
-  explicit NameMint(const onnx::GraphProto& graph) {
-    for (const onnx::NodeProto& node : graph.node()) {
-      taken_.insert(node.name());
-      for (const std::string& t : node.output()) taken_.insert(t);
-      for (const std::string& t : node.input()) taken_.insert(t);
-    }
-    for (const onnx::TensorProto& t : graph.initializer()) taken_.insert(t.name());
-    for (const onnx::ValueInfoProto& v : graph.input()) taken_.insert(v.name());
-    for (const onnx::ValueInfoProto& v : graph.output()) taken_.insert(v.name());
-    for (const onnx::ValueInfoProto& v : graph.value_info()) taken_.insert(v.name());
-  }
-  std::string Take(std::string name) {
-    const std::string base = name;
-    for (int n = 1; taken_.contains(name); ++n) name = absl::StrCat(base, "_", n);
-    taken_.insert(name);
-    return name;
-  }
-
- private:
-  absl::flat_hash_set<std::string> taken_;
-};
-
 onnx::NodeProto PartialConv(const onnx::NodeProto& conv, const std::string& name, std::vector<std::string> inputs,
                             const std::string& output, int64_t group) {
   onnx::NodeProto node;
@@ -109,27 +84,47 @@ absl::StatusOr<onnx::TensorProto> SliceInitializer(const onnx::TensorProto& sour
   onnx::TensorProto out;
   out.set_name(name);
   out.set_data_type(source.data_type());
-  int64_t outer = 1, inner = 1;
+  int64_t outer = 1, inner = 1, elements = 1;
+  bool overflow = false;
   for (int d = 0; d < source.dims_size(); ++d) {
+    if (source.dims(d) < 0) return absl::InvalidArgumentError(absl::StrCat("'", source.name(), "' has a negative dim"));
     out.add_dims(d == axis ? end - begin : source.dims(d));
-    if (d < axis) outer *= source.dims(d);
-    if (d > axis) inner *= source.dims(d);
+    if (d < axis) overflow |= __builtin_mul_overflow(outer, source.dims(d), &outer);
+    if (d > axis) overflow |= __builtin_mul_overflow(inner, source.dims(d), &inner);
+    overflow |= __builtin_mul_overflow(elements, source.dims(d), &elements);
   }
-  const int64_t elements = outer * source.dims(axis) * inner;
-  if (source.data_location() == onnx::TensorProto::EXTERNAL) return out;  // dims only
-  Runs runs;
-  for (int64_t o = 0; o < outer; ++o) runs.emplace_back((o * source.dims(axis) + begin) * inner, (end - begin) * inner);
+  const bool has_data = !source.raw_data().empty() || source.float_data_size() > 0 || source.double_data_size() > 0 ||
+                        source.int32_data_size() > 0 || source.int64_data_size() > 0 || source.uint64_data_size() > 0 ||
+                        source.string_data_size() > 0;
+  if (source.data_location() == onnx::TensorProto::EXTERNAL || !has_data) return out;  // dims only
+  if (overflow) return absl::FailedPreconditionError(absl::StrCat("'", source.name(), "' has too many elements"));
+  // Runs are made only once the data is known to hold every element, so
+  // their number is bounded by the data's size.
+  const auto make_runs = [&] {
+    Runs runs;
+    for (int64_t o = 0; o < outer; ++o) {
+      runs.emplace_back((o * source.dims(axis) + begin) * inner, (end - begin) * inner);
+    }
+    return runs;
+  };
   if (!source.raw_data().empty()) {
     absl::StatusOr<int64_t> size = DtypeSize(source.data_type());
     if (!size.ok()) return absl::FailedPreconditionError(size.status().message());
-    if (static_cast<int64_t>(source.raw_data().size()) != elements * *size) {
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(elements, *size, &bytes) || static_cast<int64_t>(source.raw_data().size()) != bytes) {
       return absl::FailedPreconditionError(absl::StrCat("raw data of '", source.name(), "' does not match its dims"));
     }
     std::string* raw = out.mutable_raw_data();
-    for (const auto& [first, count] : runs) raw->append(source.raw_data(), first * *size, count * *size);
+    for (const auto& [first, count] : make_runs()) raw->append(source.raw_data(), first * *size, count * *size);
     return out;
   }
   if (source.string_data_size() > 0) return absl::FailedPreconditionError("string weights are not sliced");
+  const int64_t values = source.float_data_size() + source.double_data_size() + source.int32_data_size() +
+                         source.int64_data_size() + source.uint64_data_size();
+  if (elements == 0 || values % elements != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("weight data of '", source.name(), "' does not match its dims"));
+  }
+  const Runs runs = make_runs();
   if (source.float_data_size() > 0) {
     if (absl::Status s = SliceField(source.float_data(), elements, runs, out.mutable_float_data()); !s.ok()) return s;
   } else if (source.double_data_size() > 0) {
@@ -162,7 +157,7 @@ absl::StatusOr<std::string> SliceOrSkip(const onnx::NodeProto& conv, const Slice
 // Concat input, with `channels` channels each. Appends the new nodes to
 // `nodes` and the slices (made by `slice`) through it.
 absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& graph, const ModelIndex& index,
-                       const std::vector<std::string>& xs, const std::vector<int64_t>& channels, NameMint* mint,
+                       const std::vector<std::string>& xs, const std::vector<int64_t>& channels, UnusedNames* mint,
                        const SliceForPart& slice, bool accumulate, const std::vector<int>& chain,
                        std::vector<onnx::NodeProto>* nodes, RewriteSite* result) {
   const int k = static_cast<int>(xs.size());
@@ -271,7 +266,8 @@ absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& grap
 // value_info of `gone` tensors.
 void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_hash_set<int>& removed,
             std::map<int, std::vector<onnx::NodeProto>> inserted, std::vector<onnx::TensorProto> slices,
-            const absl::flat_hash_set<std::string>& gone, std::vector<onnx::ValueInfoProto> new_infos) {
+            const absl::flat_hash_set<std::string>& gone, std::vector<onnx::ValueInfoProto> new_infos,
+            bool list_slices_as_inputs) {
   absl::flat_hash_set<std::string> still_read;  // by the new nodes
   for (const auto& [at, nodes] : inserted) {
     for (const onnx::NodeProto& node : nodes) still_read.insert(node.input().begin(), node.input().end());
@@ -295,7 +291,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
   for (onnx::TensorProto& t : *graph->mutable_initializer()) {
     if (!dropped.contains(t.name())) initializers.Add()->Swap(&t);
   }
-  bool listed_as_input = false;
+  bool listed_as_input = list_slices_as_inputs;
   google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
   for (onnx::ValueInfoProto& v : *graph->mutable_input()) {
     if (dropped.contains(v.name())) {
@@ -304,7 +300,8 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
       inputs.Add()->Swap(&v);
     }
   }
-  // Old IR versions list initializers as inputs: list the slices too.
+  // Old IR versions (below 4) list initializers as inputs, and shape
+  // inference reads only those: list the slices too.
   if (listed_as_input) {
     for (const onnx::TensorProto& t : slices) {
       onnx::ValueInfoProto* v = inputs.Add();
@@ -348,6 +345,7 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
     auto w = index.initializers.find(graph->node(c).input(1));
     if (w == index.initializers.end()) continue;  // SplitConv says so
     const int r = graph->initializer(w->second).dims_size();
+    if (r < 3) return Skip(graph->node(c).name(), "weight rank below 3");
     if (rank != 0 && r != rank) return Skip(first_conv, "the Convs have weights of different ranks");
     rank = r;
   }
@@ -366,12 +364,18 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   result.concat = concat.name();
   result.inputs.assign(concat.input().begin(), concat.input().end());
   result.channels = channels;
-  NameMint mint(*graph);
+  UnusedNames mint(*graph);
   std::vector<onnx::TensorProto> slices;
   std::string owner;  // the op whose weights are being sliced, for their names
+  // One slice per (weight, axis, range) in a site: Convs or ops sharing a
+  // weight share its slices.
+  absl::flat_hash_map<std::string, std::string> sliced_before;
   const SliceWeight slice = [&](const onnx::TensorProto& source, int axis, int64_t begin,
                                 int64_t end) -> absl::StatusOr<std::string> {
+    const std::string key = absl::StrCat(source.name(), "\n", axis, "\n", begin, "\n", end);
+    if (auto it = sliced_before.find(key); it != sliced_before.end()) return it->second;
     std::string name = mint.Take(absl::StrCat(source.name(), "/", owner));
+    sliced_before[key] = name;
     absl::StatusOr<onnx::TensorProto> sliced = SliceInitializer(source, axis, begin, end, name);
     if (!sliced.ok()) return absl::FailedPreconditionError(sliced.status().message());
     slices.push_back(*std::move(sliced));
@@ -445,7 +449,8 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   absl::flat_hash_set<int> removed(site.pushed.begin(), site.pushed.end());
   removed.insert(site.convs.begin(), site.convs.end());
   removed.insert(site.concat);
-  Commit(graph, index, removed, std::move(inserted), std::move(slices), gone, std::move(infos));
+  Commit(graph, index, removed, std::move(inserted), std::move(slices), gone, std::move(infos),
+         model->ir_version() < 4);
   bool uses_serenity_ops = false;
   for (const ConvSplit& split : result.splits) uses_serenity_ops |= split.form == "conv_accumulate";
   bool imported = false;

@@ -104,6 +104,23 @@ TEST(SliceInitializerTest, StrippedAndExternalWeightsGiveDimsOnly) {
   EXPECT_FALSE(SliceInitializer(w, 1, 4, 7, "s").ok());
 }
 
+// Huge dims cost nothing without data, and data that does not match them
+// is refused before anything the size of the dims is made.
+TEST(SliceInitializerTest, HugeDimsWithoutDataOrWithTooLittle) {
+  onnx::TensorProto w;
+  w.set_name("w");
+  w.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {int64_t{1} << 32, int64_t{8}, int64_t{1}, int64_t{1}}) w.add_dims(d);
+  absl::StatusOr<onnx::TensorProto> s = SliceInitializer(w, 1, 2, 5, "s");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->dims(), ElementsAre(int64_t{1} << 32, 3, 1, 1));
+  w.add_float_data(1);
+  EXPECT_EQ(SliceInitializer(w, 1, 2, 5, "s").status().code(), absl::StatusCode::kFailedPrecondition);
+  w.clear_float_data();
+  w.set_raw_data(std::string(4, '\0'));
+  EXPECT_EQ(SliceInitializer(w, 1, 2, 5, "s").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(ConcatConvTest, StandardFormPartialConvsAndAddChain) {
   TestModel m = Site({2, 3, 1}, 4, 1, /*bias=*/true);
   absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 3, 1});
@@ -262,6 +279,38 @@ TEST(ConcatConvTest, PushedCopiesStayAfterTheirConstants) {
   }
   // The per-channel constant [5, 1, 1] is sliced per input: k/scale/part1 holds 2, 3, 4.
   EXPECT_THAT(Init(m.model(), "k/scale/part1")->float_data(), ElementsAre(2, 3, 4));
+}
+
+// IR versions below 4 list initializers as graph inputs, and shape
+// inference reads only those: the slices are listed too, also when the
+// original weight stays (another Conv reads it). Two Convs of a site that
+// share a weight share its slices.
+TEST(ConcatConvTest, OldIrVersionsListTheSlicesAsInputs) {
+  TestModel m = Site({2, 3}, 4, 1, /*bias=*/false);
+  m.model().set_ir_version(3);
+  onnx::GraphProto* g = m.model().mutable_graph();
+  g->mutable_node()->RemoveLast();  // the Conv
+  m.Node("Relu", {"c"}, {"r"}, "relu");
+  m.Node("Conv", {"r", "w"}, {"y"}, "conv");
+  m.Node("Conv", {"r", "w"}, {"y2"}, "conv2");
+  m.Input("other", {1, 5, 6, 6});
+  m.Node("Conv", {"other", "w"}, {"y3"}, "outside");
+  m.Output("y2").Output("y3");
+  for (const onnx::TensorProto& t : std::vector<onnx::TensorProto>(g->initializer().begin(), g->initializer().end())) {
+    m.Input(t.name(), std::vector<int64_t>(t.dims().begin(), t.dims().end()));  // as IR 3 lists them
+  }
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&m.model(), OnlySite(m.model()), {2, 3});
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->splits.size(), 2u);
+  EXPECT_EQ(done->weight_slices.size(), 2u);  // w's two slices, shared by conv and conv2
+  EXPECT_NE(Init(m.model(), "w"), nullptr);   // "outside" still reads it
+  for (const WeightSlice& slice : done->weight_slices) {
+    bool listed = false;
+    for (const onnx::ValueInfoProto& v : m.model().graph().input()) listed |= v.name() == slice.name;
+    EXPECT_TRUE(listed) << slice.name;
+  }
+  absl::StatusOr<Graph> imported = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_TRUE(imported.ok()) << imported.status();
 }
 
 TEST(ConcatConvTest, KeepsASharedWeightAndAvoidsTakenNames) {

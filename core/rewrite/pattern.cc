@@ -14,6 +14,26 @@ bool DefaultDomain(const onnx::NodeProto& node) { return node.domain().empty() |
 
 }  // namespace
 
+UnusedNames::UnusedNames(const onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& node : graph.node()) {
+    taken_.insert(node.name());
+    taken_.insert(node.output().begin(), node.output().end());
+    taken_.insert(node.input().begin(), node.input().end());
+  }
+  for (const onnx::TensorProto& t : graph.initializer()) taken_.insert(t.name());
+  for (const onnx::SparseTensorProto& t : graph.sparse_initializer()) taken_.insert(t.values().name());
+  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
+    for (const onnx::ValueInfoProto& v : *list) taken_.insert(v.name());
+  }
+}
+
+std::string UnusedNames::Take(const std::string& base) {
+  std::string name = base;
+  for (int n = 1; taken_.contains(name); ++n) name = absl::StrCat(base, "_", n);
+  taken_.insert(name);
+  return name;
+}
+
 int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_t fallback) {
   for (const onnx::AttributeProto& attr : node.attribute()) {
     if (attr.name() == name) return attr.i();

@@ -41,6 +41,19 @@ struct ModelIndex {
 // those of the unrewritten import.
 void NameNodesAsImporter(onnx::GraphProto* graph);
 
+// Names not yet used in a graph by a node, a tensor (inputs, outputs,
+// value_info, initializers, sparse initializers), for the nodes and tensors
+// a rewrite adds.
+class UnusedNames {
+ public:
+  explicit UnusedNames(const onnx::GraphProto& graph);
+  // `base`, or "<base>_<n>" for the first n >= 1 that is free; then taken.
+  std::string Take(const std::string& base);
+
+ private:
+  absl::flat_hash_set<std::string> taken_;
+};
+
 // The node's integer attribute `name`, or `fallback` when it has none.
 int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_t fallback);
 

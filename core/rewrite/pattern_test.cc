@@ -144,6 +144,51 @@ TEST(PatternTest, SliceKeepingTheChannelsIsPerChannel) {
   EXPECT_EQ(sites(model(-3, true, 4)), 0u);
   EXPECT_EQ(sites(model(2, false, 4)), 1u);  // stripped: the stated shapes keep 4 channels
   EXPECT_EQ(sites(model(1, false, 3)), 0u);  // stripped: 4 -> 3 channels
+
+  // Steps: a step of -1 keeps the channel count but reverses the channels.
+  // Without axes data, only steps known to be positive let the shapes decide.
+  const auto with_steps = [&](int64_t step, bool steps_data) {
+    TestModel m = model(1, false, 4);
+    onnx::GraphProto* g = m.model().mutable_graph();
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name("steps");
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(1);
+    if (steps_data) t->add_int64_data(step);
+    for (onnx::NodeProto& node : *g->mutable_node()) {
+      if (node.op_type() == "Slice") node.add_input("steps");
+    }
+    return m;
+  };
+  EXPECT_EQ(sites(with_steps(1, true)), 1u);
+  EXPECT_EQ(sites(with_steps(-1, true)), 0u);
+  EXPECT_EQ(sites(with_steps(1, false)), 0u);  // unknown steps
+  // Axes as INT32 (a valid index type) are read too.
+  TestModel int32_axes = model(1, false, 4);
+  for (onnx::TensorProto& t : *int32_axes.model().mutable_graph()->mutable_initializer()) {
+    if (t.name() != "axes") continue;
+    t.set_data_type(onnx::TensorProto::INT32);
+    t.add_int32_data(1);
+  }
+  EXPECT_EQ(sites(int32_axes), 0u);
+  // A negative axis with no stated shapes: the rank, so the axis, is unknown.
+  TestModel unknown_rank = model(-3, true, 4);
+  unknown_rank.model().mutable_graph()->clear_value_info();
+  EXPECT_EQ(sites(unknown_rank), 0u);
+}
+
+// Opset < 7 broadcasting (broadcast and axis attributes) aligns a constant
+// at `axis`, not at the trailing axes: such a Mul is not per-channel.
+TEST(PatternTest, LegacyBroadcastIsNotPerChannel) {
+  TestModel m = ConcatConv(1);
+  onnx::GraphProto* g = m.model().mutable_graph();
+  g->mutable_node()->RemoveLast();  // the Conv
+  m.Weight("k", {4});
+  onnx::NodeProto* mul = m.Node("Mul", {"c", "k"}, {"s"}, "scale");
+  TestModel::IntAttr(mul, "broadcast", 1);
+  TestModel::IntAttr(mul, "axis", 1);
+  m.Node("Conv", {"s", "w"}, {"y"}, "conv");
+  EXPECT_TRUE(FindConcatConvSites(*g, ModelIndex::Build(*g)).empty());
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "core/rewrite/per_channel.h"
 
 #include <cstring>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -49,13 +51,43 @@ bool IsConstant(const std::string& name, const onnx::GraphProto& graph, const Mo
   return ConstantTensor(name, graph, index) != nullptr;
 }
 
+// The integers of constant `t` (INT32 or INT64, typed or raw); nullopt
+// when it has no data (stripped or external) or another type.
+std::optional<std::vector<int64_t>> ConstantInts(const onnx::TensorProto& t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  std::vector<int64_t> values;
+  if (t.data_type() == onnx::TensorProto::INT64) {
+    values.assign(t.int64_data().begin(), t.int64_data().end());
+    if (values.empty() && !t.raw_data().empty()) {
+      values.resize(t.raw_data().size() / sizeof(int64_t));
+      std::memcpy(values.data(), t.raw_data().data(), values.size() * sizeof(int64_t));
+    }
+  } else if (t.data_type() == onnx::TensorProto::INT32) {
+    values.assign(t.int32_data().begin(), t.int32_data().end());
+    if (values.empty() && !t.raw_data().empty()) {
+      std::vector<int32_t> raw(t.raw_data().size() / sizeof(int32_t));
+      std::memcpy(raw.data(), t.raw_data().data(), raw.size() * sizeof(int32_t));
+      values.assign(raw.begin(), raw.end());
+    }
+  } else {
+    return std::nullopt;
+  }
+  int64_t elements = 1;
+  for (int64_t d : t.dims()) elements *= d;
+  if (static_cast<int64_t>(values.size()) != elements) return std::nullopt;
+  return values;
+}
+
 // Opset 10+ Slice (starts, ends, axes, steps as inputs) that leaves the
-// channel axis whole: its axes constant, when it has data, names neither
-// axis 1 nor -(rank - 1); without data (a stripped model), the stated
-// shapes of its data input and output have the same channel count. (A
-// Slice keeping every channel could still reverse them with step -1 along
-// axis 1: the shapes cannot tell, so ApplyRecipe on the model with its
-// data checks again.)
+// channel axis whole. With an axes constant that has data: no axis is 1
+// (a negative axis counts from the data's rank, which must then be known
+// from the shapes the model states). Otherwise (no axes: every axis from
+// 0; or axes without data, as in a stripped model): the stated shapes of
+// the data and the output have the same channel count, and every step is
+// known to be positive (no steps input, or steps with data): a Slice with
+// positive steps that keeps all C channels takes them all, in order. (A
+// step of -1 along axis 1 would keep the count and reverse the channels:
+// then the Slice is not per-channel.)
 bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
                            const ModelIndex& index) {
   if (node.input(0) != data || node.input_size() < 3) return false;
@@ -64,24 +96,34 @@ bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data,
   }
   auto in = index.shapes.find(data);
   auto out = index.shapes.find(node.output(0));
-  const int rank = in == index.shapes.end() ? 0 : static_cast<int>(in->second.size());
-  if (node.input_size() > 3 && !node.input(3).empty()) {
+  const int rank = in != index.shapes.end()    ? static_cast<int>(in->second.size())
+                   : out != index.shapes.end() ? static_cast<int>(out->second.size())
+                                               : 0;
+  const bool has_axes = node.input_size() > 3 && !node.input(3).empty();
+  if (has_axes) {
     const onnx::TensorProto* axes = ConstantTensor(node.input(3), graph, index);
     if (axes == nullptr) return false;
-    const onnx::TensorProto& t = *axes;
-    std::vector<int64_t> values(t.int64_data().begin(), t.int64_data().end());
-    if (values.empty() && t.data_type() == onnx::TensorProto::INT64 && !t.raw_data().empty()) {
-      values.resize(t.raw_data().size() / sizeof(int64_t));
-      std::memcpy(values.data(), t.raw_data().data(), values.size() * sizeof(int64_t));
-    }
-    if (!values.empty()) {
-      for (int64_t axis : values) {
-        if (axis == 1 || (rank > 0 && axis == 1 - rank)) return false;
+    if (std::optional<std::vector<int64_t>> values = ConstantInts(*axes); values.has_value()) {
+      for (int64_t axis : *values) {
+        if (axis < 0 && rank == 0) return false;  // cannot tell which axis
+        if ((axis < 0 ? axis + rank : axis) == 1) return false;
       }
       return true;
     }
   }
-  if (out == index.shapes.end() || rank < 2 || out->second.size() != in->second.size()) return false;
+  const bool has_steps = node.input_size() > 4 && !node.input(4).empty();
+  if (has_steps) {
+    const onnx::TensorProto* steps = ConstantTensor(node.input(4), graph, index);
+    std::optional<std::vector<int64_t>> values;
+    if (steps != nullptr) values = ConstantInts(*steps);
+    if (!values.has_value()) return false;
+    for (int64_t step : *values) {
+      if (step <= 0) return false;
+    }
+  }
+  if (in == index.shapes.end() || out == index.shapes.end() || rank < 2 || out->second.size() != in->second.size()) {
+    return false;
+  }
   return out->second[1] == in->second[1];
 }
 
@@ -114,6 +156,11 @@ bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const 
   if (type == "Slice") return IsChannelKeepingSlice(node, data, graph, index);
   if (IsBinary(type)) {
     if (node.input_size() != 2) return false;
+    // Opset < 7 broadcasting (attributes broadcast and axis) aligns the
+    // constant at `axis`, not at the trailing axes: not handled.
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.name() == "broadcast" || attr.name() == "axis") return false;
+    }
     if (type == "PRelu" && node.input(0) != data) return false;
     const std::string& other = node.input(0) == data ? node.input(1) : node.input(0);
     return IsConstant(other, graph, index);

@@ -27,7 +27,9 @@ namespace serenity {
 // inference mode, Add/Sub/Mul/Div/PRelu/Pow with a constant operand,
 // pooling (MaxPool, AveragePool, LpPool and their Global forms), and a
 // Slice that leaves the channel axis whole (its axes constant says so, or,
-// without its data, the shapes the model states keep the channel count).
+// without its data, the shapes the model states keep the channel count and
+// its steps are known to be positive). Binary ops with opset < 7
+// broadcasting (broadcast or axis attributes) are not.
 // `data` must be read exactly once. Whether a constant's shape really is
 // per-channel is checked by PartOfPerChannelOp.
 bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
