@@ -387,6 +387,7 @@ void RewriteReportToProto(const RewriteReport& report, v1::RewriteReport* out) {
     for (const std::string& op : site.new_ops) s->add_new_ops(op);
     for (const std::string& op : site.pushed) s->add_pushed(op);
     for (int i : site.chain) s->add_chain(i);
+    for (const std::string& a : site.assumptions) s->add_assumptions(a);
     for (const ConvSplit& split : site.splits) {
       v1::ConvSplit* out_split = s->add_splits();
       out_split->set_conv(split.conv);
@@ -418,6 +419,7 @@ RewriteRecipe RewriteRecipeFromProto(const v1::RewriteRecipe& recipe) {
     site.new_ops.assign(s.new_ops().begin(), s.new_ops().end());
     site.pushed.assign(s.pushed().begin(), s.pushed().end());
     site.chain.assign(s.chain().begin(), s.chain().end());
+    site.assumptions.assign(s.assumptions().begin(), s.assumptions().end());
     for (const v1::ConvSplit& split : s.splits()) site.splits.push_back({split.conv(), split.form()});
     for (const v1::WeightSlice& w : s.weight_slices()) {
       site.weight_slices.push_back({w.source(), w.axis(), w.begin(), w.end(), w.name()});

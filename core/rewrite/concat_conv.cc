@@ -362,6 +362,7 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
     result.chain = chain;
   }
   result.concat = concat.name();
+  result.assumptions = site.assumptions;
   result.inputs.assign(concat.input().begin(), concat.input().end());
   result.channels = channels;
   UnusedNames mint(*graph);

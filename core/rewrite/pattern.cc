@@ -106,7 +106,8 @@ std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, c
           ok = reader.input_size() >= 2 && reader.input(0) == tensor;
           for (int in = 1; ok && in < reader.input_size(); ++in) ok = reader.input(in) != tensor;
           if (ok) site.convs.push_back(readers[r]);
-        } else if (IsPerChannelOp(reader, tensor, graph, index)) {
+        } else if (std::string assumption; IsPerChannelOp(reader, tensor, graph, index, &assumption)) {
+          if (!assumption.empty()) site.assumptions.push_back(std::move(assumption));
           site.pushed.push_back(readers[r]);
           frontier.push_back(reader.output(0));
         } else {

@@ -67,6 +67,8 @@ struct ConcatConvSite {
   int concat = -1;          // node indices
   std::vector<int> pushed;  // the per-channel ops in between, producers first
   std::vector<int> convs;   // the Convs, in node order
+  // What the match took on trust (IsPerChannelOp's assumptions).
+  std::vector<std::string> assumptions;
 };
 
 // Every site where a Concat (default domain) joins along axis 1 (the channel

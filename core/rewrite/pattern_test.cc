@@ -2,10 +2,13 @@
 
 #include "core/onnx/onnx_import.h"
 #include "core/rewrite/test_model.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace serenity {
 namespace {
+
+using ::testing::HasSubstr;
 
 // in -> Relu a, Relu b -> Concat(axis) -> Conv -> y.
 TestModel ConcatConv(int64_t axis) {
@@ -162,7 +165,17 @@ TEST(PatternTest, SliceKeepingTheChannelsIsPerChannel) {
   };
   EXPECT_EQ(sites(with_steps(1, true)), 1u);
   EXPECT_EQ(sites(with_steps(-1, true)), 0u);
-  EXPECT_EQ(sites(with_steps(1, false)), 0u);  // unknown steps
+  // Steps stripped of their data: taken as positive, and the site says so.
+  TestModel stripped = with_steps(1, false);
+  std::vector<ConcatConvSite> found =
+      FindConcatConvSites(stripped.model().graph(), ModelIndex::Build(stripped.model().graph()));
+  ASSERT_EQ(found.size(), 1u);
+  ASSERT_EQ(found[0].assumptions.size(), 1u);
+  EXPECT_THAT(found[0].assumptions[0], HasSubstr("Slice 'slice': its steps have no data"));
+  TestModel known = with_steps(1, true);
+  found = FindConcatConvSites(known.model().graph(), ModelIndex::Build(known.model().graph()));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(found[0].assumptions.empty());
   // Axes as INT32 (a valid index type) are read too.
   TestModel int32_axes = model(1, false, 4);
   for (onnx::TensorProto& t : *int32_axes.model().mutable_graph()->mutable_initializer()) {

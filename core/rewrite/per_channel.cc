@@ -87,9 +87,11 @@ std::optional<std::vector<int64_t>> ConstantInts(const onnx::TensorProto& t) {
 // known to be positive (no steps input, or steps with data): a Slice with
 // positive steps that keeps all C channels takes them all, in order. (A
 // step of -1 along axis 1 would keep the count and reverse the channels:
-// then the Slice is not per-channel.)
+// then the Slice is not per-channel.) Steps without any data (a stripped
+// model, whose recipe is applied to the model with its data, where this is
+// checked again) are taken as positive, and `assumption` says so.
 bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
-                           const ModelIndex& index) {
+                           const ModelIndex& index, std::string* assumption) {
   if (node.input(0) != data || node.input_size() < 3) return false;
   for (int i = 1; i < node.input_size(); ++i) {
     if (!node.input(i).empty() && !IsConstant(node.input(i), graph, index)) return false;
@@ -112,25 +114,38 @@ bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data,
     }
   }
   const bool has_steps = node.input_size() > 4 && !node.input(4).empty();
+  bool steps_unknown = false;
   if (has_steps) {
     const onnx::TensorProto* steps = ConstantTensor(node.input(4), graph, index);
-    std::optional<std::vector<int64_t>> values;
-    if (steps != nullptr) values = ConstantInts(*steps);
-    if (!values.has_value()) return false;
-    for (int64_t step : *values) {
-      if (step <= 0) return false;
+    if (steps == nullptr) return false;
+    std::optional<std::vector<int64_t>> values = ConstantInts(*steps);
+    if (values.has_value()) {
+      for (int64_t step : *values) {
+        if (step <= 0) return false;
+      }
+    } else if (steps->data_location() == onnx::TensorProto::EXTERNAL || steps->raw_data().empty()) {
+      steps_unknown = true;  // stripped: see below
+    } else {
+      return false;
     }
   }
   if (in == index.shapes.end() || out == index.shapes.end() || rank < 2 || out->second.size() != in->second.size()) {
     return false;
   }
-  return out->second[1] == in->second[1];
+  if (out->second[1] != in->second[1]) return false;
+  if (steps_unknown) {
+    *assumption = absl::StrCat("Slice '", node.name(),
+                               "': its steps have no data (a stripped model), taken as positive since the stated "
+                               "shapes keep the channel count; applying the recipe to the model with its data checks "
+                               "them");
+  }
+  return true;
 }
 
 }  // namespace
 
 bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
-                    const ModelIndex& index) {
+                    const ModelIndex& index, std::string* assumption) {
   if (!DefaultDomain(node) || node.output_size() != 1 || node.input_size() < 1) return false;
   int reads = 0;
   for (const std::string& in : node.input()) reads += in == data ? 1 : 0;
@@ -153,7 +168,10 @@ bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const 
     }
     return true;
   }
-  if (type == "Slice") return IsChannelKeepingSlice(node, data, graph, index);
+  if (type == "Slice") {
+    std::string unused;
+    return IsChannelKeepingSlice(node, data, graph, index, assumption != nullptr ? assumption : &unused);
+  }
   if (IsBinary(type)) {
     if (node.input_size() != 2) return false;
     // Opset < 7 broadcasting (attributes broadcast and axis) aligns the

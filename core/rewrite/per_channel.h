@@ -32,8 +32,12 @@ namespace serenity {
 // broadcasting (broadcast or axis attributes) are not.
 // `data` must be read exactly once. Whether a constant's shape really is
 // per-channel is checked by PartOfPerChannelOp.
+// A Slice whose steps have no data at all (a stripped model) counts when
+// the stated shapes keep the channel count; then `assumption` (if not null)
+// says so, for the reply: the recipe applied to the model with its data
+// checks the steps.
 bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
-                    const ModelIndex& index);
+                    const ModelIndex& index, std::string* assumption = nullptr);
 
 // Makes a slice of initializer `source` along `axis`, [begin, end), and
 // returns the new initializer's name.

@@ -53,6 +53,10 @@ struct RewriteSite {
   std::vector<ConvSplit> splits;  // every Conv split, in node order
   // The order group-1 Convs chain their parts in (indices of `inputs`).
   std::vector<int> chain;
+  // What the site took on trust in a stripped model (e.g. a Slice's steps
+  // without data taken as positive); ApplyRecipe checks it on a model with
+  // the data.
+  std::vector<std::string> assumptions;
 };
 
 // Sites in the order they were applied (each to the model the previous ones
