@@ -190,7 +190,6 @@ def to_text(st, name):
 
 
 def to_onnx(st, name):
-    import onnx
     from onnx import TensorProto, helper
 
     nodes, initializers, offset = [], [], 0
