@@ -47,6 +47,7 @@ Python 3 (random.Random's random() and choice() are stable).
 import argparse
 import os
 import random
+import sys
 
 
 def watts_strogatz_dag(n, k, p, rng):
@@ -98,12 +99,26 @@ def random_dag(graph, n, args, rng):
 
 
 def width(n, edges):
-    """The largest antichain of the DAG (Dilworth: n minus a maximum matching
-    of the bipartite graph of its transitive closure): how many RandWire nodes
-    can be pending at once, the measure the search's cost grows with."""
+    """The largest antichain of the DAG on nodes 0..n-1 with edges u < v
+    (Dilworth: n minus a maximum matching of the bipartite graph of its
+    transitive closure): how many RandWire nodes can be pending at once."""
     succ = {v: set() for v in range(n)}
     for u, v in sorted(edges, reverse=True):
         succ[u] |= {v} | succ[v]
+    return _antichain(n, succ)
+
+
+def op_width(st):
+    """The largest antichain of the stage's op graph: how many ops can be
+    ready or pending at once, what the search's frontier grows with."""
+    index = {op[3]: i for i, op in enumerate(st.ops)}
+    edges = [(index[t], i) for i, op in enumerate(st.ops) for t in op[2] if t in index]
+    return width(len(st.ops), edges)
+
+
+def _antichain(n, succ):
+    """n minus a maximum matching of left u -> right v for v in succ[u]."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * n + 100))
     match = {}  # right node -> left node
 
     def augment(u, seen):
@@ -245,7 +260,8 @@ def main():
         path = os.path.join(args.out_dir, f"{name}.{args.format}")
         with open(path, "wb") as f:
             f.write(data)
-        print(f"{path}: {len(st.ops)} ops, {len(edges)} edges, width {width(args.nodes, edges)}")
+        print(f"{path}: {len(st.ops)} ops, {len(edges)} edges, width {width(args.nodes, edges)}, "
+              f"op width {op_width(st)}")
 
 
 if __name__ == "__main__":

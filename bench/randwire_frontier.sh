@@ -4,7 +4,7 @@
 # bench/make_randwire.py as ONNX with stripped weights, each planned with
 # `serenity-client plan FILE --local --json --time-limit LIMIT` under
 # `/usr/bin/time -v`. Prints per set a markdown table (ops, edges, width of the
-# RandWire-node DAG, best baseline, peak, lower bound, gap, certificate, wall
+# RandWire-node DAG and of the op graph, best baseline, peak, lower bound, gap, certificate, wall
 # time, solve time, states, search memory, max RSS) and summary lines (median
 # and worst wall time to proof, proven within 1 s / LIMIT s, within 2% of the
 # bound, max RSS). A set `rewrite:...` plans each stage again with `--rewrite`
@@ -69,16 +69,18 @@ def wall_and_rss(path):
 rows = []
 for line in open(os.path.join(out, "runs.txt")):
     base, made = line.rstrip("\n").split("|", 1)
-    m = re.search(r"(\d+) ops, (\d+) edges, width (\d+)", made)
-    ops, edges, width = (int(x) for x in m.groups())
+    m = re.search(r"(\d+) ops, (\d+) edges, width (\d+), op width (\d+)", made)
+    ops, edges, width, op_width = (int(x) for x in m.groups())
     wall, rss = wall_and_rss(os.path.join(out, base + ".time"))
     try:
         d = json.load(open(os.path.join(out, base + ".json")))
     except (ValueError, OSError):
-        rows.append(dict(name=base, failed=True, ops=ops, edges=edges, width=width, wall=wall, rss=rss))
+        rows.append(dict(name=base, failed=True, ops=ops, edges=edges, width=width, op_width=op_width,
+                         wall=wall, rss=rss))
         continue
     s = d["stats"]
-    rows.append(dict(name=base, failed=False, ops=ops, edges=edges, width=width, wall=wall, rss=rss,
+    rows.append(dict(name=base, failed=False, ops=ops, edges=edges, width=width, op_width=op_width,
+                     wall=wall, rss=rss,
                      peak=d["peak_bytes"], lb=d["lower_bound_bytes"], cert=d["certificate"],
                      best_base=min(b["peak_bytes"] for b in d["baselines"].values()),
                      solve=s["solve_ms"], states=s["states_explored"], smem=s["search_memory_bytes"] / 2**20,
@@ -92,14 +94,14 @@ title = f"{gens[spec[0]]}, {spec[1]} nodes, {channels} channels"
 title += (f" ({in_channels} in at {size}x{size})" if in_channels != channels else f" (input at {size}x{size})")
 if mode == "rewrite":
     print(f"### {title}: without and with `--rewrite`\n")
-    print("| graph | ops | width | peak without | cert | peak with | lower bound with | cert | sites applied / found | ops after | wall s | max RSS MB |")
-    print("|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|")
+    print("| graph | ops | width | op width | peak without | cert | peak with | lower bound with | cert | sites applied / found | ops after | wall s | max RSS MB |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|")
     for r in rows:
         if r["failed"]:
-            print(f"| {r['name']} | {r['ops']} | {r['width']} | failed | | | | | | | {r['wall']:.2f} | {r['rss']:.0f} |")
+            print(f"| {r['name']} | {r['ops']} | {r['width']} | {r['op_width']} | failed | | | | | | | {r['wall']:.2f} | {r['rss']:.0f} |")
             continue
         w = r["rw"] or {}
-        print(f"| {r['name']} | {r['ops']} | {r['width']} | {w.get('peak_bytes_without', 0):,} | {w.get('certificate_without', '')} | "
+        print(f"| {r['name']} | {r['ops']} | {r['width']} | {r['op_width']} | {w.get('peak_bytes_without', 0):,} | {w.get('certificate_without', '')} | "
               f"{r['peak']:,} | {r['lb']:,} | {r['cert']} | {w.get('sites_applied', 0)} / {w.get('sites_found', 0)} | "
               f"{w.get('ops_after', r['ops'])} | {r['wall']:.2f} | {r['rss']:.0f} |")
     ok = [r for r in rows if not r["failed"] and r["rw"]]
@@ -112,14 +114,14 @@ if mode == "rewrite":
     sys.exit(0)
 
 print(f"### {title}\n")
-print("| graph | ops | edges | width | best baseline | peak | lower bound | gap | certificate | wall s | solve ms | states | search MB | max RSS MB |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+print("| graph | ops | edges | width | op width | best baseline | peak | lower bound | gap | certificate | wall s | solve ms | states | search MB | max RSS MB |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
 for r in rows:
     if r["failed"]:
-        print(f"| {r['name']} | {r['ops']} | {r['edges']} | {r['width']} | failed | | | | | {r['wall']:.2f} | | | | {r['rss']:.0f} |")
+        print(f"| {r['name']} | {r['ops']} | {r['edges']} | {r['width']} | {r['op_width']} | failed | | | | | {r['wall']:.2f} | | | | {r['rss']:.0f} |")
         continue
     r["gap"] = (r["peak"] - r["lb"]) / r["peak"]
-    print(f"| {r['name']} | {r['ops']} | {r['edges']} | {r['width']} | {r['best_base']:,} | {r['peak']:,} | {r['lb']:,} | "
+    print(f"| {r['name']} | {r['ops']} | {r['edges']} | {r['width']} | {r['op_width']} | {r['best_base']:,} | {r['peak']:,} | {r['lb']:,} | "
           f"{100 * r['gap']:.1f}% | {r['cert']} | {r['wall']:.2f} | {r['solve']:.0f} | {r['states']:,} | {r['smem']:.0f} | {r['rss']:.0f} |")
 inf = float("inf")
 proof = sorted(r["wall"] if not r["failed"] and r["cert"] == "optimal" else inf for r in rows)
@@ -131,6 +133,7 @@ print(f"\nSummary ({title}): proven {sum(t != inf for t in proof)} of {len(rows)
       f"median time to proof {fmt(med)}, worst {fmt(proof[-1] if proof else inf)}; "
       f"within 2% of the bound {sum(r['gap'] <= 0.02 for r in ok)} of {len(rows)}, largest gap "
       f"{100 * max((r['gap'] for r in ok), default=0):.1f}%; max RSS {max(r['rss'] for r in rows):.0f} MB; "
-      f"ops {min(r['ops'] for r in rows)}-{max(r['ops'] for r in rows)}, width {min(r['width'] for r in rows)}-{max(r['width'] for r in rows)}\n")
+      f"ops {min(r['ops'] for r in rows)}-{max(r['ops'] for r in rows)}, width {min(r['width'] for r in rows)}-{max(r['width'] for r in rows)}, "
+      f"op width {min(r['op_width'] for r in rows)}-{max(r['op_width'] for r in rows)}\n")
 PY
 done
