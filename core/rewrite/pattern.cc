@@ -12,6 +12,25 @@ namespace {
 
 bool DefaultDomain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
+// The weight rank of the first Conv (default domain, weight an
+// initializer) reached from `tensor` through single-output readers,
+// breadth first over at most 256 nodes; 0 when none. The rank of the data
+// such a Conv reads, for a Slice's negative axes on the way.
+int ConvRankDownstream(const onnx::GraphProto& graph, const ModelIndex& index, const std::string& tensor) {
+  std::vector<std::string> frontier = {tensor};
+  for (size_t next = 0; next < frontier.size() && next < 256; ++next) {
+    for (int reader : index.ConsumersOf(frontier[next])) {
+      const onnx::NodeProto& node = graph.node(reader);
+      if (node.op_type() == "Conv" && DefaultDomain(node) && node.input_size() >= 2) {
+        auto w = index.initializers.find(node.input(1));
+        if (w != index.initializers.end()) return graph.initializer(w->second).dims_size();
+      }
+      if (node.output_size() == 1) frontier.push_back(node.output(0));
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 UnusedNames::UnusedNames(const onnx::GraphProto& graph) {
@@ -92,6 +111,7 @@ std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, c
     if (concat.op_type() != "Concat" || !DefaultDomain(concat) || concat.output_size() != 1) continue;
     ConcatConvSite site;
     site.concat = i;
+    const int rank_hint = ConvRankDownstream(graph, index, concat.output(0));
     bool ok = true;
     // Breadth first from the Concat's output: each tensor reached is read by
     // per-channel ops (followed) and Convs (leaves) only.
@@ -106,7 +126,7 @@ std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, c
           ok = reader.input_size() >= 2 && reader.input(0) == tensor;
           for (int in = 1; ok && in < reader.input_size(); ++in) ok = reader.input(in) != tensor;
           if (ok) site.convs.push_back(readers[r]);
-        } else if (std::string assumption; IsPerChannelOp(reader, tensor, graph, index, &assumption)) {
+        } else if (std::string assumption; IsPerChannelOp(reader, tensor, graph, index, &assumption, rank_hint)) {
           if (!assumption.empty()) site.assumptions.push_back(std::move(assumption));
           site.pushed.push_back(readers[r]);
           frontier.push_back(reader.output(0));

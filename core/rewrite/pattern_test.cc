@@ -184,10 +184,13 @@ TEST(PatternTest, SliceKeepingTheChannelsIsPerChannel) {
     t.add_int32_data(1);
   }
   EXPECT_EQ(sites(int32_axes), 0u);
-  // A negative axis with no stated shapes: the rank, so the axis, is unknown.
-  TestModel unknown_rank = model(-3, true, 4);
-  unknown_rank.model().mutable_graph()->clear_value_info();
-  EXPECT_EQ(sites(unknown_rank), 0u);
+  // A negative axis with no stated shapes counts from the rank of the Conv's
+  // weight the data reaches (4): -3 is the channel axis, -2 is not.
+  for (int64_t axis : {-3, -2}) {
+    TestModel unstated = model(axis, true, 4);
+    unstated.model().mutable_graph()->clear_value_info();
+    EXPECT_EQ(sites(unstated), axis == -2 ? 1u : 0u) << axis;
+  }
 }
 
 // Opset < 7 broadcasting (broadcast and axis attributes) aligns a constant

@@ -81,7 +81,7 @@ std::optional<std::vector<int64_t>> ConstantInts(const onnx::TensorProto& t) {
 // Opset 10+ Slice (starts, ends, axes, steps as inputs) that leaves the
 // channel axis whole. With an axes constant that has data: no axis is 1
 // (a negative axis counts from the data's rank, which must then be known
-// from the shapes the model states). Otherwise (no axes: every axis from
+// from the shapes the model states or from `rank_hint`). Otherwise (no axes: every axis from
 // 0; or axes without data, as in a stripped model): the stated shapes of
 // the data and the output have the same channel count, and every step is
 // known to be positive (no steps input, or steps with data): a Slice with
@@ -91,7 +91,7 @@ std::optional<std::vector<int64_t>> ConstantInts(const onnx::TensorProto& t) {
 // model, whose recipe is applied to the model with its data, where this is
 // checked again) are taken as positive, and `assumption` says so.
 bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
-                           const ModelIndex& index, std::string* assumption) {
+                           const ModelIndex& index, int rank_hint, std::string* assumption) {
   if (node.input(0) != data || node.input_size() < 3) return false;
   for (int i = 1; i < node.input_size(); ++i) {
     if (!node.input(i).empty() && !IsConstant(node.input(i), graph, index)) return false;
@@ -100,7 +100,7 @@ bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data,
   auto out = index.shapes.find(node.output(0));
   const int rank = in != index.shapes.end()    ? static_cast<int>(in->second.size())
                    : out != index.shapes.end() ? static_cast<int>(out->second.size())
-                                               : 0;
+                                               : rank_hint;
   const bool has_axes = node.input_size() > 3 && !node.input(3).empty();
   if (has_axes) {
     const onnx::TensorProto* axes = ConstantTensor(node.input(3), graph, index);
@@ -145,7 +145,7 @@ bool IsChannelKeepingSlice(const onnx::NodeProto& node, const std::string& data,
 }  // namespace
 
 bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
-                    const ModelIndex& index, std::string* assumption) {
+                    const ModelIndex& index, std::string* assumption, int rank_hint) {
   if (!DefaultDomain(node) || node.output_size() != 1 || node.input_size() < 1) return false;
   int reads = 0;
   for (const std::string& in : node.input()) reads += in == data ? 1 : 0;
@@ -170,7 +170,7 @@ bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const 
   }
   if (type == "Slice") {
     std::string unused;
-    return IsChannelKeepingSlice(node, data, graph, index, assumption != nullptr ? assumption : &unused);
+    return IsChannelKeepingSlice(node, data, graph, index, rank_hint, assumption != nullptr ? assumption : &unused);
   }
   if (IsBinary(type)) {
     if (node.input_size() != 2) return false;

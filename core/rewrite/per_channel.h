@@ -35,9 +35,11 @@ namespace serenity {
 // A Slice whose steps have no data at all (a stripped model) counts when
 // the stated shapes keep the channel count; then `assumption` (if not null)
 // says so, for the reply: the recipe applied to the model with its data
-// checks the steps.
+// checks the steps. `rank_hint` (0: none) is the data's rank when the model
+// states no shape for it (the rank of the Convs' weights the data reaches),
+// for a Slice's negative axes.
 bool IsPerChannelOp(const onnx::NodeProto& node, const std::string& data, const onnx::GraphProto& graph,
-                    const ModelIndex& index, std::string* assumption = nullptr);
+                    const ModelIndex& index, std::string* assumption = nullptr, int rank_hint = 0);
 
 // Makes a slice of initializer `source` along `axis`, [begin, end), and
 // returns the new initializer's name.
