@@ -478,6 +478,16 @@ TEST(ConcatConvTest, Figure9FootprintsOfTheKernelWisePartition) {
     EXPECT_EQ(p->step_bytes[part_step[i]], made + x(i) + x(i)) << i;
     made += x(i);
   }
+  // The join copies the y_i into y: both live at its step. With Concats in
+  // place the partials write straight into their slices of y, and the join
+  // costs nothing more.
+  const int64_t y = 14 * 25 * 4;
+  EXPECT_EQ(p->step_bytes.back(), 2 * y);
+  MemoryModel in_place;
+  in_place.concat_in_place = true;
+  p = Simulate(BufferModel(*after, in_place), order);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->step_bytes.back(), y);
 }
 
 }  // namespace
