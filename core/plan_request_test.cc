@@ -133,27 +133,9 @@ TEST(PlanRequestTest, RefreshBaselinesRecomputesThem) {
   }
 }
 
-// k branch Convs widen a 1-channel input to `wide` channels each; a Concat
-// joins them and a Conv reduces them to `out` channels. With wide >> out the
-// Concat -> Conv rewrite lowers the peak (choose_test.cc).
-std::string BranchesModel(int k, int64_t wide, int64_t out) {
-  TestModel m;
-  m.Input("in", {1, 1, 8, 8}).Weight("w", {out, k * wide, 1, 1}, false).Output("y");
-  std::vector<std::string> xs;
-  for (int i = 0; i < k; ++i) {
-    const std::string b = "b" + std::to_string(i), x = "x" + std::to_string(i);
-    m.Weight(b, {wide, 1, 1, 1}, false);
-    m.Node("Conv", {"in", b}, {x}, "branch" + std::to_string(i));
-    xs.push_back(x);
-  }
-  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
-  m.Node("Conv", {"c", "w"}, {"y"}, "reduce");
-  return m.Bytes();
-}
-
 v1::PlanRequest RewriteRequest() {
   v1::PlanRequest request;
-  request.set_onnx_model(BranchesModel(4, 16, 2));
+  request.set_onnx_model(Branches(4, 16, 2).Bytes());
   request.set_model_name("branches");
   request.mutable_options()->set_rewrite(true);
   request.mutable_options()->set_time_limit_seconds(5);

@@ -47,24 +47,6 @@ v1::PlanRequest RequestFor(const GraphSpec& spec) {
 
 Graph BuildFrom(const v1::PlanRequest& request) { return *GraphFromRequest(request); }
 
-// An ONNX model whose Concat -> Conv rewrite lowers the peak: k branch
-// Convs widen a 1-channel input to `wide` channels each, a Concat joins
-// them, a Conv reduces them to `out` channels (choose_test.cc).
-std::string BranchesModel(int k, int64_t wide, int64_t out) {
-  TestModel m;
-  m.Input("in", {1, 1, 8, 8}).Weight("w", {out, k * wide, 1, 1}, false).Output("y");
-  std::vector<std::string> xs;
-  for (int i = 0; i < k; ++i) {
-    const std::string b = "b" + std::to_string(i), x = "x" + std::to_string(i);
-    m.Weight(b, {wide, 1, 1, 1}, false);
-    m.Node("Conv", {"in", b}, {x}, "branch" + std::to_string(i));
-    xs.push_back(x);
-  }
-  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
-  m.Node("Conv", {"c", "w"}, {"y"}, "reduce");
-  return m.Bytes();
-}
-
 v1::PlanRequest OnnxRequest(const std::string& model, bool rewrite) {
   v1::PlanRequest request;
   request.set_onnx_model(model);
@@ -317,7 +299,7 @@ TEST_F(SchedulingBackendTest, ScoreOnlyEntriesServeScoresButNotFullPlans) {
 // request's cache entry (a plan of the graph as given), nor leaves one that
 // a plain request of the same model would get.
 TEST_F(SchedulingBackendTest, RewriteAndPlainRequestsOfOneModelShareNoCacheEntry) {
-  const std::string model = BranchesModel(4, 16, 2);
+  const std::string model = Branches(4, 16, 2).Bytes();
   absl::StatusOr<v1::Plan> plain = backend_.Answer(OnnxRequest(model, false), false);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->stats().cache(), "miss");
@@ -374,7 +356,7 @@ TEST(SchedulingBackendLimitsTest, ARewriteIsChargedItsCopiesOfTheModel) {
   BackendOptions limits;
   limits.max_job_bytes = 1 << 20;
   SchedulingBackend small(nullptr, nullptr, nullptr, limits);
-  const std::string model = BranchesModel(4, 16, 2);
+  const std::string model = Branches(4, 16, 2).Bytes();
   absl::StatusOr<v1::Plan> plain = small.Answer(OnnxRequest(model, false), false);
   ASSERT_TRUE(plain.ok()) << plain.status();
   // More than the job limit: never, so not to be retried.

@@ -1,5 +1,7 @@
 #include "core/rewrite/concat_conv.h"
 
+#include <optional>
+
 #include "absl/container/flat_hash_set.h"
 #include "core/graph/graph.h"
 #include "core/memory/buffer_model.h"
@@ -348,6 +350,22 @@ TEST(ConcatConvTest, ApplyRecipeReproducesTheRewriteOnTheFullModel) {
   EXPECT_THAT(ApplyRecipe(full.Bytes(), recipe).status().message(), HasSubstr("does not match"));
 }
 
+// The order that makes each x_i (Relu "relu<i>") just before its partial
+// "conv/part<i>", then "conv/sum<i>" when the graph has it, then
+// "conv/concat" when it has it; `part_step[i]` is the step of part i.
+std::vector<OpId> PartialOrder(const Graph& g, size_t k, std::vector<int>* part_step) {
+  std::vector<OpId> order;
+  part_step->assign(k, 0);
+  for (size_t i = 0; i < k; ++i) {
+    order.push_back(*g.FindOp("relu" + std::to_string(i)));
+    (*part_step)[i] = static_cast<int>(order.size());
+    order.push_back(*g.FindOp("conv/part" + std::to_string(i)));
+    if (std::optional<OpId> sum = g.FindOp("conv/sum" + std::to_string(i)); sum.has_value()) order.push_back(*sum);
+  }
+  if (std::optional<OpId> join = g.FindOp("conv/concat"); join.has_value()) order.push_back(*join);
+  return order;
+}
+
 // Figure 9's footprints, standard form: before, the Conv holds
 // sum(size(x_i)) + size(y); after, each partial step i >= 1 holds size(x_i)
 // (its input) + size(y) (its output) + size(y) (the running sum). The x_i
@@ -378,14 +396,8 @@ TEST(ConcatConvTest, Figure9FootprintsOfTheStandardForm) {
   absl::StatusOr<Graph> after = ImportOnnxModel(m.Bytes(), {});
   ASSERT_TRUE(after.ok());
   // Each x_i made just before its partial: relu0 part0 relu1 part1 sum1 ...
-  std::vector<OpId> order;
-  std::vector<int> part_step(c.size());
-  for (size_t i = 0; i < c.size(); ++i) {
-    order.push_back(*after->FindOp("relu" + std::to_string(i)));
-    part_step[i] = static_cast<int>(order.size());
-    order.push_back(*after->FindOp("conv/part" + std::to_string(i)));
-    if (i > 0) order.push_back(*after->FindOp("conv/sum" + std::to_string(i)));
-  }
+  std::vector<int> part_step;
+  const std::vector<OpId> order = PartialOrder(*after, c.size(), &part_step);
   p = Simulate(BufferModel(*after, {}), order);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->step_bytes[part_step[0]], x(0) + y);  // no running sum yet
@@ -433,13 +445,8 @@ TEST(ConcatConvTest, Figure9FootprintsOfTheAccumulateForm) {
   EXPECT_EQ(m.model().opset_import(m.model().opset_import_size() - 1).domain(), "serenity");
   absl::StatusOr<Graph> after = ImportOnnxModel(m.Bytes(), {});
   ASSERT_TRUE(after.ok()) << after.status();
-  std::vector<OpId> order;
-  std::vector<int> part_step(c.size());
-  for (size_t i = 0; i < c.size(); ++i) {
-    order.push_back(*after->FindOp("relu" + std::to_string(i)));
-    part_step[i] = static_cast<int>(order.size());
-    order.push_back(*after->FindOp("conv/part" + std::to_string(i)));
-  }
+  std::vector<int> part_step;
+  const std::vector<OpId> order = PartialOrder(*after, c.size(), &part_step);
   absl::StatusOr<MemoryProfile> p = Simulate(BufferModel(*after, {}), order);
   ASSERT_TRUE(p.ok()) << p.status();
   for (size_t i = 0; i < c.size(); ++i) EXPECT_EQ(p->step_bytes[part_step[i]], x(i) + y) << i;
@@ -463,14 +470,8 @@ TEST(ConcatConvTest, Figure9FootprintsOfTheKernelWisePartition) {
   EXPECT_EQ(done->form, "kernel_wise");
   absl::StatusOr<Graph> after = ImportOnnxModel(m.Bytes(), {});
   ASSERT_TRUE(after.ok()) << after.status();
-  std::vector<OpId> order;
-  std::vector<int> part_step(c.size());
-  for (size_t i = 0; i < c.size(); ++i) {
-    order.push_back(*after->FindOp("relu" + std::to_string(i)));
-    part_step[i] = static_cast<int>(order.size());
-    order.push_back(*after->FindOp("conv/part" + std::to_string(i)));
-  }
-  order.push_back(*after->FindOp("conv/concat"));
+  std::vector<int> part_step;
+  const std::vector<OpId> order = PartialOrder(*after, c.size(), &part_step);
   p = Simulate(BufferModel(*after, {}), order);
   ASSERT_TRUE(p.ok()) << p.status();
   int64_t made = 0;  // the y_j before partial i

@@ -66,6 +66,45 @@ class TestModel {
   onnx::ModelProto model_;
 };
 
+// A small input widened by k branch Convs to `wide` channels each, joined
+// and reduced by a Conv to `out` channels, added to `m` from tensor `in` (of
+// `in_channels`) to tensor `y`. With wide >> out the partition lowers the
+// peak (the x_i need not be live together); with out >> wide it cannot
+// (each partial and the running sum are full-size). With `bn_relu`, the
+// Concat reaches the Conv through BatchNormalization and Relu, as in
+// DenseNet. `prefix` names everything but `in` and `y`.
+inline TestModel& AddBranches(TestModel& m, const std::string& in, const std::string& y, int64_t in_channels, int k,
+                              int64_t wide, int64_t out, bool bn_relu = false, const std::string& prefix = "") {
+  m.Weight(prefix + "w", {out, k * wide, 1, 1}, false);
+  std::vector<std::string> xs;
+  for (int i = 0; i < k; ++i) {
+    const std::string b = prefix + "b" + std::to_string(i), x = prefix + "x" + std::to_string(i);
+    m.Weight(b, {wide, in_channels, 1, 1}, false);
+    m.Node("Conv", {in, b}, {x}, prefix + "branch" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {prefix + "c"}, prefix + "cat"), "axis", 1);
+  std::string c = prefix + "c";
+  if (bn_relu) {
+    for (const char* p : {"scale", "shift", "mean", "var"}) m.Weight(prefix + p, {k * wide}, false);
+    m.Node("BatchNormalization", {c, prefix + "scale", prefix + "shift", prefix + "mean", prefix + "var"},
+           {prefix + "n"}, prefix + "bn");
+    m.Node("Relu", {prefix + "n"}, {prefix + "r"}, prefix + "relu");
+    c = prefix + "r";
+  }
+  m.Node("Conv", {c, prefix + "w"}, {y}, prefix + "reduce");
+  return m;
+}
+
+// The same as a whole model: input "in" (1 channel, 8 x 8), output "y";
+// nodes "branch<i>", "cat", "reduce".
+inline TestModel Branches(int k, int64_t wide, int64_t out, bool bn_relu = false) {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Output("y");
+  AddBranches(m, "in", "y", 1, k, wide, out, bn_relu);
+  return m;
+}
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_REWRITE_TEST_MODEL_H_
