@@ -162,6 +162,20 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     return Scored{*std::move(trial_graph), *std::move(trial_plan)};
   };
 
+  // The best so far: the model as given, then each trial kept.
+  int64_t best = plan.profile.peak_bytes;
+  bool changed = false;
+  const auto keep = [&](onnx::ModelProto trial, std::string trial_bytes, Scored scored,
+                        std::vector<RewriteSite> sites) {
+    best = scored.plan.profile.peak_bytes;
+    model = std::move(trial);
+    bytes = std::move(trial_bytes);
+    graph = std::move(scored.graph);
+    plan = std::move(scored.plan);
+    for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
+    changed = true;
+  };
+
   // Applies `candidate` to `*trial`; false with a note when it cannot be.
   const auto apply = [&](const Candidate& candidate, onnx::ModelProto* trial,
                          std::vector<RewriteSite>* sites) -> absl::StatusOr<bool> {
@@ -198,9 +212,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // together and scored; kept (plan and all) when the peak drops,
   // and then the sites reaching the new peak are next. A site far from the
   // peak is never applied, so the rewritten graph grows only where it helps.
-  int64_t best = plan.profile.peak_bytes;
   std::vector<bool> tried(candidates.size(), false);
-  bool changed = false;
   for (int round = 1; !candidates.empty(); ++round) {
     if (past_deadline()) {
       report.notes.push_back(absl::StrCat("stopped at the deadline before round ", round));
@@ -240,13 +252,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       break;
     }
     report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes"));
-    best = peak;
-    model = std::move(trial);
-    bytes = std::move(trial_bytes);
-    graph = std::move(scored->graph);
-    plan = std::move(scored->plan);
-    for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
-    changed = true;
+    keep(std::move(trial), std::move(trial_bytes), std::move(*scored), std::move(sites));
     // The sites not tried yet are untouched: their heat in the new plan.
     for (size_t c = 0; c < candidates.size(); ++c) {
       if (!tried[c]) candidates[c].heat = Heat(graph, plan, candidates[c]);
@@ -306,13 +312,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial_bytes, what));
       if (scored.has_value() && scored->plan.profile.peak_bytes < best) {
         report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes"));
-        best = scored->plan.profile.peak_bytes;
-        model = std::move(trial);
-        bytes = std::move(trial_bytes);
-        graph = std::move(scored->graph);
-        plan = std::move(scored->plan);
-        for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
-        changed = true;
+        keep(std::move(trial), std::move(trial_bytes), std::move(*scored), std::move(sites));
       } else if (scored.has_value()) {
         report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes, not below ",
                                             best, ": not rewritten"));
