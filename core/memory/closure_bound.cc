@@ -112,6 +112,9 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
       if (cut != nullptr) *cut = true;
       break;
     }
+    // Without the bitsets of u's segment its free ops are unknown: u keeps
+    // its cone bound.
+    if (!reach.has_bits(reach.segment_of(u))) continue;
     int nodes = 2;
     for (OpId v = 0; v < n; ++v) {
       side[v] = reach.IsAncestor(v, u) ? kBefore : (v == u || reach.IsDescendant(v, u)) ? kAfter : kFree;
