@@ -215,6 +215,14 @@ std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachabil
   return bounds;
 }
 
+int64_t FinalStepLowerBound(const BufferModel& buffers) {
+  int64_t bytes = buffers.resident_bytes();
+  for (const ActivationBuffer& b : buffers.buffers()) {
+    if (b.live_to_end) bytes += b.bytes;
+  }
+  return bytes;
+}
+
 int64_t LowerBoundBytes(const BufferModel& buffers) {
   std::vector<int64_t> bounds = ClosureStepLowerBounds(buffers, Reachability(buffers.graph()));
   return *std::max_element(bounds.begin(), bounds.end());

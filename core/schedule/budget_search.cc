@@ -514,6 +514,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     segment.ops = std::move(ops);
     segments.push_back(std::move(segment));
   }
+  // The last step of any order holds every buffer live to the end: the
+  // last segment's steps are at least that.
+  if (!segments.empty()) segments.back().lower = std::max(segments.back().lower, FinalStepLowerBound(buffers));
   auto search_of = [&](Segment& s) -> BudgetSearch& {
     if (s.search == nullptr) {
       Subproblem part;
