@@ -57,10 +57,14 @@ Reachability::Reachability(const Graph& graph, int max_segment_ops) {
     }
   }
   bits_.resize(segments_.size());
+  int64_t total_bytes = 0;
   for (size_t k = 0; k < segments_.size(); ++k) {
     const std::vector<OpId>& ops = segments_[k];
     const int m = static_cast<int>(ops.size());
     if (m <= 1 || m > max_segment_ops) continue;
+    const int64_t bytes = 2 * 8 * static_cast<int64_t>(m) * ((m + 63) / 64);
+    if (total_bytes + bytes > kMaxBitsetBytes) continue;
+    total_bytes += bytes;
     Bits& bits = bits_[k];
     bits.words = (static_cast<size_t>(m) + 63) / 64;
     bits.ancestors.assign(static_cast<size_t>(m) * bits.words, 0);

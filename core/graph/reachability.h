@@ -20,8 +20,12 @@ namespace serenity {
 
 class Reachability {
  public:
-  // Segments above this many ops get no bitsets (400 MB at this size).
+  // Segments above this many ops get no bitsets (100 MB at this size).
   static constexpr int kDefaultMaxSegmentOps = 20000;
+  // The bitsets of all segments together stay within this many bytes: the
+  // segments met first (in execution order) get theirs, a segment that
+  // would pass the total gets none.
+  static constexpr int64_t kMaxBitsetBytes = int64_t{256} << 20;
 
   explicit Reachability(const Graph& graph, int max_segment_ops = kDefaultMaxSegmentOps);
 
@@ -30,7 +34,8 @@ class Reachability {
   int num_segments() const { return static_cast<int>(segments_.size()); }
   const std::vector<OpId>& segment(int k) const { return segments_[k]; }
   int segment_of(OpId u) const { return segment_of_[u]; }
-  // Whether segment k has bitsets (at most max_segment_ops ops).
+  // Whether segment k has bitsets (at most max_segment_ops ops, within
+  // kMaxBitsetBytes with the segments before it).
   bool has_bits(int k) const { return !bits_[k].ancestors.empty() || segments_[k].size() <= 1; }
 
   // Whether `a` has a path to `u` (a != u). Ops of different segments are
