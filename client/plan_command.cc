@@ -42,7 +42,7 @@ struct PlanFlags {
   std::string plot_path;
   std::string levels_file;  // issue 20: nested sparse models
   double timeout = 120;
-  int64_t max_ops = 20000;
+  int64_t max_ops = 200000;
   bool rewrite = false;  // identity graph rewriting (issue 17)
   std::string rewrite_form;
 };
@@ -115,8 +115,9 @@ int RunPlan(const std::vector<std::string>& args) {
   AddConnectionFlags(flag_set, &flags.connection);
   flag_set.AddBool("local", &flags.local, "Plan in this process instead of calling a server.");
   flag_set.AddInt("max-ops", &flags.max_ops, "N",
-                  "With --local: the largest graph planned, in ops (as serenity-server's --max-ops; planning\n"
-                  "keeps n^2/4 bytes of reachability: 100 MB at 20,000 ops).");
+                  "With --local: the largest graph planned, in ops (as serenity-server's --max-ops;\n"
+                  "reachability bitsets only within the segments between cut points, m^2/4 bytes for a\n"
+                  "segment of m ops and at most 256 MB in all).");
   flag_set.AddBool("json", &flags.json,
                    "Print one JSON object per line and model: schema_version, source (the MODEL\n"
                    "argument), then every field of the serenity.v1.Plan message; a failed model gives\n"

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/arena/instance_search.h"
+#include "core/graph/reachability.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/budget_search.h"
 #include "core/schedule/compiler_baselines.h"
@@ -374,10 +375,11 @@ class PlanRun {
   absl::Status Search() {
     PhaseTimer timer(&plan_, "search");
     // The lower bound (the search's, or LowerBoundBytes) holds the graph's
-    // reachability bitsets: ancestors and descendants of every op.
+    // reachability bitsets: ancestors and descendants of every op within
+    // its segment, at most n^2/4 bytes and Reachability::kMaxBitsetBytes.
     MemoryCharge reachability(options_.memory);
     const int64_t n = graph_.num_ops();
-    const int64_t reachability_bytes = 2 * n * ((n + 63) / 64) * 8;
+    const int64_t reachability_bytes = std::min(2 * n * ((n + 63) / 64) * 8, Reachability::kMaxBitsetBytes);
     if (!reachability.TryAdd(reachability_bytes)) {
       return MemoryLimitError(options_.memory, reachability_bytes, "the lower bound's reachability bitsets");
     }

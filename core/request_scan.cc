@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/graph/reachability.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "serenity/v1/scheduler.pb.h"
@@ -482,8 +483,10 @@ int64_t EstimatePlanningBytes(const RequestShape& shape) {
   const double ops = static_cast<double>(shape.ops);
   const double tensors = static_cast<double>(shape.tensors);
   double bytes = BuildBytes(shape);
-  // Reachability: ancestor and descendant bitsets, n * ceil(n / 64) words each.
-  bytes += 2 * 8 * ops * std::ceil(ops / 64);
+  // Reachability: ancestor and descendant bitsets within the segments
+  // between cut points, n * ceil(n / 64) words each for a graph of one
+  // segment, never above Reachability::kMaxBitsetBytes in all.
+  bytes += std::min(2 * 8 * ops * std::ceil(ops / 64), static_cast<double>(Reachability::kMaxBitsetBytes));
   // The planner's per-op and per-tensor buffers (orders, profiles, arena).
   bytes += 1000 * ops + 500 * tensors;
   return Saturated(bytes);

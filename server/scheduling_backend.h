@@ -26,7 +26,7 @@ namespace serenity {
 
 struct BackendOptions {
   // Largest graph accepted, in ops.
-  int64_t max_ops = 20000;
+  int64_t max_ops = 200000;
   // Longest search one job may run, whatever the request asks.
   double max_job_seconds = 60;
   // Most search states a request may ask for (options.max_search_states);

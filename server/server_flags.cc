@@ -33,7 +33,9 @@ void RegisterServerFlags(ServerFlags* flags, FlagSet* flag_set) {
   flag_set->AddInt("max-queue", &flags->max_queue, "N", "Jobs that may wait for a thread before calls are refused.");
   flag_set->AddInt("max-ops", &flags->max_ops, "N",
                    "Largest graph accepted, in ops, checked before the request is parsed\n"
-                   "(planning keeps n^2/4 bytes of reachability: 100 MB at 20,000 ops).");
+                   "(planning keeps reachability bitsets only within the segments between cut points, m^2/4\n"
+                   "bytes for a segment of m ops and at most 256 MB in all: a 200,000-op graph plans in\n"
+                   "under 1 GB, bench/RESULTS.md \"Long graphs (issue 18)\").");
   flag_set->AddDouble("max-job-seconds", &flags->max_job_seconds, "S",
                       "Longest search one job may run, whatever the request asks.");
   flag_set->AddInt("max-server-mb", &flags->max_server_mb, "MB",

@@ -21,7 +21,7 @@ struct ServerFlags {
   double shutdown_grace_seconds = 5;
   int64_t threads;  // the core count (set by the constructor)
   int64_t max_queue = 256;
-  int64_t max_ops = 20000;
+  int64_t max_ops = 200000;
   double max_job_seconds = 60;
   int64_t max_server_mb = 0;  // 0: from the machine's memory
   int64_t max_job_mb = 0;     // 0: from --max-server-mb and --threads

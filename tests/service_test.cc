@@ -625,12 +625,12 @@ TEST(ServiceLimitsTest, OversizedRequestsAreRefusedBeforeTheyAreBuilt) {
 // instead of building it (the CLI used to abort on a million-op graph).
 TEST(ServiceLimitsTest, LocalPlanningRefusesGraphsAboveItsOpLimit) {
   v1::PlanRequest request;
-  ASSERT_TRUE(request.ParseFromString(ChainRequestBytes(25'000)));
-  const std::string path = ::testing::TempDir() + "/chain_25000.pb";
+  ASSERT_TRUE(request.ParseFromString(ChainRequestBytes(250'000)));
+  const std::string path = ::testing::TempDir() + "/chain_250000.pb";
   std::ofstream(path, std::ios::binary) << request.graph().SerializeAsString();
   CommandResult refused = RunCommand(kClient + " plan " + path + " --local");
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
-  EXPECT_THAT(refused.output, HasSubstr("the graph has 25000 ops; --local plans at most 20000 (--max-ops)"));
+  EXPECT_THAT(refused.output, HasSubstr("the graph has 250000 ops; --local plans at most 200000 (--max-ops)"));
   CommandResult small = RunCommand(kClient + " plan " + path + " --local --max-ops 10");
   EXPECT_EQ(small.exit_code, 1);
   EXPECT_THAT(small.output, HasSubstr("at most 10 (--max-ops)"));

@@ -90,6 +90,7 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
                                             std::chrono::steady_clock::time_point deadline, bool* cut) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
+  const int segments = reach.num_segments();
   const std::vector<ActivationBuffer>& all = buffers.buffers();
   // Start from the cone bounds; improve ops in order of decreasing cone
   // bound (the likeliest to set the maximum) while the work budget lasts.
@@ -97,10 +98,32 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
   std::vector<OpId> by_bound(n);
   for (OpId u = 0; u < n; ++u) by_bound[u] = u;
   std::stable_sort(by_bound.begin(), by_bound.end(), [&](OpId a, OpId b) { return bounds[a] > bounds[b]; });
+  // Only the ops of u's segment that are neither ancestors of u nor u or its
+  // descendants ("free" ops) are choices: ops of earlier segments are
+  // ancestors, of later ones descendants. So only the buffers made or read
+  // in u's segment need a look; the others are live at every op of the
+  // segment (made before it, read after it) or at none.
+  std::vector<std::vector<size_t>> touching(segments);
+  std::vector<int64_t> spanning(segments + 1, 0);     // a difference over segments
+  std::vector<std::pair<int, int>> span(all.size());  // producer's and last reader's segments
+  for (size_t b = 0; b < all.size(); ++b) {
+    const ActivationBuffer& buffer = all[b];
+    const int first = buffer.producer == kNoOp ? -1 : reach.segment_of(buffer.producer);
+    int last = buffer.live_to_end ? segments : first;
+    if (first >= 0) touching[first].push_back(b);
+    for (OpId user : buffer.users) {
+      const int k = reach.segment_of(user);
+      last = std::max(last, k);
+      if (k != first && (touching[k].empty() || touching[k].back() != b)) touching[k].push_back(b);
+    }
+    span[b] = {first, last};
+    if (first + 1 < last) {
+      spanning[first + 1] += buffer.bytes;
+      spanning[last] -= buffer.bytes;
+    }
+  }
+  for (int k = 1; k < segments; ++k) spanning[k] += spanning[k - 1];
   int64_t work = 0;
-  // Only the ops that are neither ancestors of u nor u or its descendants
-  // ("free" ops) are choices; ancestors collapse into the source (they ran
-  // before u), u and its descendants into the sink.
   enum Side : int8_t { kBefore, kFree, kAfter };
   std::vector<Side> side(n);
   std::vector<int> node_of(n);
@@ -108,48 +131,60 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   for (OpId u : by_bound) {
     if (work > kWorkBudget) break;
+    const int k = reach.segment_of(u);
+    const std::vector<OpId>& ops = reach.segment(k);
+    // A cut point has no free ops: its cone bound is its closure bound.
+    // Without the bitsets of u's segment its free ops are unknown: u keeps
+    // its cone bound.
+    if (ops.size() == 1 || !reach.has_bits(k)) continue;
     if (timed && std::chrono::steady_clock::now() >= deadline) {
       if (cut != nullptr) *cut = true;
       break;
     }
+    auto side_of = [&](OpId v) {
+      const int kv = reach.segment_of(v);
+      return kv < k ? kBefore : kv > k ? kAfter : side[v];
+    };
     int nodes = 2;
-    for (OpId v = 0; v < n; ++v) {
+    for (OpId v : ops) {
       side[v] = reach.IsAncestor(v, u) ? kBefore : (v == u || reach.IsDescendant(v, u)) ? kAfter : kFree;
       node_of[v] = side[v] == kBefore ? source : side[v] == kAfter ? sink : nodes++;
     }
-    int64_t fixed = buffers.resident_bytes() + graph.op(u).workspace_bytes - buffers.in_place_bytes(u);
+    int64_t fixed = buffers.resident_bytes() + graph.op(u).workspace_bytes - buffers.in_place_bytes(u) + spanning[k];
     // One extra node per buffer made before or by a free op, read by free ops.
-    MaxFlow flow(nodes + static_cast<int>(all.size()));
+    const std::vector<size_t>& local = touching[k];
+    MaxFlow flow(nodes + static_cast<int>(local.size()));
     bool any_choice = false;
-    for (OpId v = 0; v < n; ++v) {
+    for (OpId v : ops) {
       if (side[v] != kFree) continue;
       // Down-closed: a free op that ran brings its free predecessors.
       for (OpId p : graph.op(v).predecessors) {
-        if (side[p] == kFree) flow.AddEdge(node_of[v], node_of[p], kInfinite);
+        if (side_of(p) == kFree) flow.AddEdge(node_of[v], node_of[p], kInfinite);
       }
     }
-    for (size_t b = 0; b < all.size(); ++b) {
-      const ActivationBuffer& buffer = all[b];
+    for (size_t i = 0; i < local.size(); ++i) {
+      const ActivationBuffer& buffer = all[local[i]];
+      if (span[local[i]].first < k && k < span[local[i]].second) continue;  // in spanning[k]
       if (buffer.producer == u) {
         fixed += buffer.bytes;  // u's outputs
         continue;
       }
-      const Side made = buffer.producer == kNoOp ? kBefore : side[buffer.producer];
+      const Side made = buffer.producer == kNoOp ? kBefore : side_of(buffer.producer);
       if (made == kAfter) continue;  // not made yet at u's step
       bool read_after = buffer.live_to_end, read_free = false;
       for (OpId user : buffer.users) {
-        read_after = read_after || side[user] == kAfter;
-        read_free = read_free || side[user] == kFree;
+        read_after = read_after || side_of(user) == kAfter;
+        read_free = read_free || side_of(user) == kFree;
       }
+      const int node = nodes + static_cast<int>(i);
       if (made == kBefore) {
         if (read_after) {
           fixed += buffer.bytes;  // made before u and read at or after it
         } else if (read_free) {
           // Live unless every free reader ran before u.
-          const int node = nodes + static_cast<int>(b);
           flow.AddEdge(source, node, buffer.bytes);
           for (OpId user : buffer.users) {
-            if (side[user] == kFree) flow.AddEdge(node, node_of[user], kInfinite);
+            if (side_of(user) == kFree) flow.AddEdge(node, node_of[user], kInfinite);
           }
           any_choice = true;
         }
@@ -160,15 +195,14 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
         flow.AddEdge(node_of[buffer.producer], sink, buffer.bytes);
         any_choice = true;
       } else if (read_free) {
-        const int node = nodes + static_cast<int>(b);
         flow.AddEdge(node_of[buffer.producer], node, buffer.bytes);
         for (OpId user : buffer.users) {
-          if (side[user] == kFree) flow.AddEdge(node, node_of[user], kInfinite);
+          if (side_of(user) == kFree) flow.AddEdge(node, node_of[user], kInfinite);
         }
         any_choice = true;
       }
     }
-    work += n + static_cast<int64_t>(all.size()) + 4 * flow.edges();
+    work += static_cast<int64_t>(ops.size() + local.size()) + 4 * flow.edges();
     bounds[u] = std::max(bounds[u], fixed + (any_choice ? flow.Run(source, sink) : 0));
   }
   return bounds;

@@ -25,7 +25,8 @@ namespace serenity {
 // corresponding StepLowerBounds entry. One max-flow per op, taken in order of
 // decreasing StepLowerBounds while a fixed work budget lasts (counted, so
 // deterministic): graphs of a few hundred ops get it for every op, the rest
-// of a larger graph keeps its StepLowerBounds entries. Also stops at
+// of a larger graph keeps its StepLowerBounds entries, as do the ops of a
+// segment without bitsets (reachability.h). Also stops at
 // `deadline` (then sets `*cut`, when given): the ops not reached keep their
 // StepLowerBounds entries, so every entry is still a bound.
 std::vector<int64_t> ClosureStepLowerBounds(

@@ -46,6 +46,28 @@ TEST(ClosureBoundTest, BoundsEveryOrderAndBeatsTheConeBound) {
   EXPECT_GT(tight, 0);
 }
 
+// The last step's bound is at most every order's peak, under every switch,
+// with and without Concats, and sometimes above every per-op bound.
+TEST(ClosureBoundTest, FinalStepBoundsEveryOrder) {
+  std::mt19937 rng(32);
+  int above = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(2 + trial % 8, rng, /*concats=*/trial % 2 == 0));
+    const Reachability reach(g);
+    for (int switches = 0; switches < 16; ++switches) {
+      const MemoryModel model{(switches & 1) != 0, (switches & 2) != 0, (switches & 4) != 0, (switches & 8) != 0};
+      BufferModel buffers(g, model);
+      const int64_t final_bound = FinalStepLowerBound(buffers);
+      const std::vector<int64_t> cone = StepLowerBounds(buffers, reach);
+      above += final_bound > *std::max_element(cone.begin(), cone.end());
+      testing::ForEachTopologicalOrder(g, [&](const std::vector<OpId>& order) {
+        ASSERT_LE(final_bound, PeakOf(buffers, order)) << "trial " << trial << " switches " << switches;
+      });
+    }
+  }
+  EXPECT_GT(above, 0);
+}
+
 // With Concats laid out in place: still below every order's step bytes.
 TEST(ClosureBoundTest, BoundsEveryOrderWithConcatsInPlace) {
   std::mt19937 rng(30);

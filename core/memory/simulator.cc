@@ -123,7 +123,7 @@ int64_t PeakOf(const BufferModel& buffers, const std::vector<OpId>& order) {
 std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachability& reach) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
-  const size_t words = reach.words();
+  const int segments = reach.num_segments();
   std::vector<int64_t> bounds(n);
   for (OpId u = 0; u < n; ++u) {
     // An in-place step may save its output's bytes in some order.
@@ -131,33 +131,96 @@ std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachabil
   }
   // Each buffer adds its bytes to the steps of the ops that come after its
   // producer (every op, for a graph input) and that read it or come before
-  // a reader (every op, for a graph output), as bitsets: linear in the
-  // buffers times the words of a bitset, plus the pairs counted.
-  std::vector<uint64_t> steps(words), readers(words);
+  // a reader (every op, for a graph output). Every op of a segment between
+  // the producer's and the last reader's is one of them (a difference over
+  // segments); in those two segments the ops are found with the segment's
+  // bitsets: linear in the buffers times their segments' words, plus the
+  // pairs counted. A segment without bitsets counts only the readers.
+  std::vector<int64_t> across(segments + 1, 0);
+  std::vector<uint64_t> steps, readers;
+  auto add_bits = [&](int k, const std::vector<uint64_t>& bits, OpId producer, int64_t bytes) {
+    const std::vector<OpId>& ops = reach.segment(k);
+    for (size_t w = 0; w < bits.size(); ++w) {
+      for (uint64_t b = bits[w]; b != 0; b &= b - 1) {
+        const OpId u = ops[w * 64 + static_cast<size_t>(__builtin_ctzll(b))];
+        if (u != producer) bounds[u] += bytes;
+      }
+    }
+  };
   for (const ActivationBuffer& b : buffers.buffers()) {
-    if (b.producer != kNoOp) {
-      bounds[b.producer] += b.bytes;  // its own output
-      std::copy(reach.descendants(b.producer), reach.descendants(b.producer) + words, steps.begin());
-    } else {
-      std::fill(steps.begin(), steps.end(), ~uint64_t{0});
-    }
+    const int first = b.producer != kNoOp ? reach.segment_of(b.producer) : -1;
+    if (b.producer != kNoOp) bounds[b.producer] += b.bytes;  // its own output
+    int last = segments;  // the last reader's segment; past the end when live to the end
     if (!b.live_to_end) {
-      std::fill(readers.begin(), readers.end(), 0);
-      for (OpId user : b.users) {
-        const uint64_t* before = reach.ancestors(user);
-        for (size_t w = 0; w < words; ++w) readers[w] |= before[w];
-        readers[user / 64] |= uint64_t{1} << (user % 64);
-      }
-      for (size_t w = 0; w < words; ++w) steps[w] &= readers[w];
+      if (b.users.empty()) continue;
+      last = first;
+      for (OpId user : b.users) last = std::max(last, reach.segment_of(user));
     }
-    for (size_t w = 0; w < words; ++w) {
-      for (uint64_t bits = steps[w]; bits != 0; bits &= bits - 1) {
-        const int u = static_cast<int>(w * 64) + __builtin_ctzll(bits);
-        if (u < n && u != b.producer) bounds[u] += b.bytes;
+    if (first + 1 < last) {
+      across[first + 1] += b.bytes;
+      across[last] -= b.bytes;
+    }
+    // Pass 0, the producer's segment: its descendants there (before a reader
+    // there when no reader comes later). Pass 1, the last reader's segment
+    // when later: the ops before a reader there.
+    for (int pass = 0; pass < 2; ++pass) {
+      const int k = pass == 0 ? first : last;
+      if (k < 0 || k >= segments || (pass == 1 && last == first)) continue;
+      const std::vector<OpId>& ops = reach.segment(k);
+      if (ops.size() == 1) {
+        if (ops[0] != b.producer) bounds[ops[0]] += b.bytes;
+        continue;
       }
+      const bool only_readers = k == last;  // the ops before a reader in k
+      if (!reach.has_bits(k)) {
+        // Only the readers in k are sure to see the buffer live.
+        for (size_t i = 0; i < b.users.size(); ++i) {
+          const OpId user = b.users[i];
+          if (reach.segment_of(user) != k || user == b.producer) continue;
+          if (std::find(b.users.begin(), b.users.begin() + static_cast<long>(i), user) !=
+              b.users.begin() + static_cast<long>(i)) {
+            continue;
+          }
+          bounds[user] += b.bytes;
+        }
+        continue;
+      }
+      const size_t words = reach.words(k);
+      steps.assign(words, ~uint64_t{0});
+      if (ops.size() % 64 != 0) steps[words - 1] = (uint64_t{1} << (ops.size() % 64)) - 1;
+      if (pass == 0) {
+        const uint64_t* after = reach.Descendants(b.producer);
+        for (size_t w = 0; w < words; ++w) steps[w] &= after[w];
+      }
+      if (only_readers) {
+        readers.assign(words, 0);
+        for (OpId user : b.users) {
+          if (reach.segment_of(user) != k) continue;
+          const uint64_t* before = reach.Ancestors(user);
+          for (size_t w = 0; w < words; ++w) readers[w] |= before[w];
+          const int i = reach.local_index(user);
+          readers[i / 64] |= uint64_t{1} << (i % 64);
+        }
+        for (size_t w = 0; w < words; ++w) steps[w] &= readers[w];
+      }
+      add_bits(k, steps, b.producer, b.bytes);
     }
   }
+  int64_t running = 0;
+  for (int k = 0; k < segments; ++k) {
+    running += across[k];
+    if (running == 0) continue;
+    for (OpId u : reach.segment(k)) bounds[u] += running;
+  }
   return bounds;
+}
+
+int64_t FinalStepLowerBound(const BufferModel& buffers) {
+  int64_t bytes = buffers.resident_bytes();
+  for (const ActivationBuffer& b : buffers.buffers()) {
+    if (b.live_to_end) bytes += b.bytes;
+  }
+  return bytes;
 }
 
 int64_t LowerBoundBytes(const BufferModel& buffers) {

@@ -61,6 +61,12 @@ int64_t PeakOf(const BufferModel& buffers, const std::vector<OpId>& order);
 // counted weights.
 std::vector<int64_t> StepLowerBounds(const BufferModel& buffers, const Reachability& reach);
 
+// The bytes live at the last step of every order: the resident weights and
+// every buffer live to the end (all made by then). A graph whose outputs are
+// made by many unrelated ops (a training step's weight updates) has no op
+// whose StepLowerBounds entry sees them all.
+int64_t FinalStepLowerBound(const BufferModel& buffers);
+
 // A bound no order can beat: the largest of StepLowerBounds.
 int64_t LowerBoundBytes(const BufferModel& buffers);
 

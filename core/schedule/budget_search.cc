@@ -24,7 +24,7 @@ class BudgetSearch::Impl {
         buffers_(buffers),
         graph_(buffers.graph()),
         n_(graph_.num_ops()),
-        words_((static_cast<size_t>(n_) + 63) / 64),
+        words_((static_cast<size_t>(part.ops.empty() ? n_ : static_cast<int>(part.ops.size())) + 63) / 64),
         done_(part.done),
         goal_(part.ops.empty() ? n_ : static_cast<int>(part.done.size() + part.ops.size())),
         in_scope_(n_, part.ops.empty()),
@@ -32,6 +32,16 @@ class BudgetSearch::Impl {
         memo_charge_(options.memory) {
     for (OpId u : part.ops) in_scope_[u] = true;
     for (OpId u : part.done) in_scope_[u] = true;
+    // A state's signature holds one bit per op of the part (the done ops
+    // are the same in every state): a segment of a long graph costs its own
+    // size per state, not the graph's.
+    slot_.assign(n_, kNotInPart);
+    if (part.ops.empty()) {
+      for (OpId u = 0; u < n_; ++u) slot_[u] = u;
+    } else {
+      for (size_t i = 0; i < part.ops.size(); ++i) slot_[part.ops[i]] = static_cast<int32_t>(i);
+      for (OpId u : part.done) slot_[u] = kDone;
+    }
     freeable_bytes_.resize(buffers.buffers().size());
     for (size_t b = 0; b < buffers.buffers().size(); ++b) {
       const ActivationBuffer& buffer = buffers.buffers()[b];
@@ -135,7 +145,9 @@ class BudgetSearch::Impl {
     std::vector<uint64_t> prefix(words_, 0);
     size_t length = 0;
     for (size_t mark : path_marks_) {
-      for (; length < mark; ++length) prefix[trail_[length] / 64] |= uint64_t{1} << (trail_[length] % 64);
+      for (; length < mark; ++length) {
+        if (const int32_t i = slot_[trail_[length]]; i >= 0) prefix[i / 64] |= uint64_t{1} << (i % 64);
+      }
       visited_.Erase(prefix.data());
     }
     path_marks_.clear();
@@ -177,7 +189,7 @@ class BudgetSearch::Impl {
     live_trail_.push_back(live_);
     live_ = BytesAfter(u);
     for (BufferId b : buffers_.reads(u)) --remaining_users_[b];
-    scheduled_[u / 64] |= uint64_t{1} << (u % 64);
+    if (const int32_t i = slot_[u]; i >= 0) scheduled_[i / 64] |= uint64_t{1} << (i % 64);
     ready_.erase(std::find(ready_.begin(), ready_.end(), u));
     for (OpId v : graph_.op(u).successors) {
       if (--indegree_[v] == 0) ready_.insert(std::lower_bound(ready_.begin(), ready_.end(), v), v);
@@ -192,7 +204,7 @@ class BudgetSearch::Impl {
       if (indegree_[v]++ == 0) ready_.erase(std::find(ready_.begin(), ready_.end(), v));
     }
     ready_.insert(std::lower_bound(ready_.begin(), ready_.end(), u), u);
-    scheduled_[u / 64] &= ~(uint64_t{1} << (u % 64));
+    if (const int32_t i = slot_[u]; i >= 0) scheduled_[i / 64] &= ~(uint64_t{1} << (i % 64));
     for (BufferId b : buffers_.reads(u)) ++remaining_users_[b];
     live_ = live_trail_.back();
     live_trail_.pop_back();
@@ -291,7 +303,7 @@ class BudgetSearch::Impl {
         readers.clear();
         bool all_ready = true;
         for (OpId v : buffers_.buffers()[b].users) {
-          if (scheduled_[v / 64] >> (v % 64) & 1) continue;
+          if (Scheduled(v)) continue;
           if (indegree_[v] != 0) {
             all_ready = false;
             break;
@@ -385,6 +397,14 @@ class BudgetSearch::Impl {
   const std::vector<OpId> done_;  // run before the part, in this order
   const int goal_;                // trail length when the part is done
   std::vector<bool> in_scope_;    // the part's ops and done_
+  // Each op's bit in scheduled_ (its index in the part), or one of these.
+  static constexpr int32_t kNotInPart = -1;
+  static constexpr int32_t kDone = -2;
+  std::vector<int32_t> slot_;
+  bool Scheduled(OpId v) const {
+    const int32_t i = slot_[v];
+    return i >= 0 ? (scheduled_[i / 64] >> (i % 64) & 1) != 0 : i == kDone;
+  }
   std::vector<int64_t> alloc_bytes_;
   // Bytes a buffer frees when its last reader runs (0 when it is live to
   // the end), beside the remaining-reader counts: OwnDelta reads no
@@ -494,6 +514,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     segment.ops = std::move(ops);
     segments.push_back(std::move(segment));
   }
+  // The last step of any order holds every buffer live to the end: the
+  // last segment's steps are at least that.
+  if (!segments.empty()) segments.back().lower = std::max(segments.back().lower, FinalStepLowerBound(buffers));
   auto search_of = [&](Segment& s) -> BudgetSearch& {
     if (s.search == nullptr) {
       Subproblem part;

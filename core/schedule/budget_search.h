@@ -49,7 +49,7 @@ struct SearchOptions {
   double time_limit_seconds = 0;
   // Cap on signatures remembered at once: MinimizePeak splits it between the
   // checks of segments that run at the same time (memory of the search is
-  // about (ops / 8 + 8) bytes per signature, plus its slot in the index).
+  // about (ops / 8 + 8) bytes per signature, ops of the segment checked, plus its slot in the index).
   // The default lets the proof of RandWire stage 2 (26M states, 860 MB)
   // finish.
   int64_t max_states = 32'000'000;

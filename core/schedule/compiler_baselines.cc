@@ -13,13 +13,22 @@ namespace {
 // Post-order DFS from the ops that produce graph outputs (then any other
 // sinks), visiting each op's predecessors in the order `visit_order` gives.
 std::vector<OpId> PostOrder(const Graph& graph, const std::function<std::vector<OpId>(OpId)>& visit_order) {
+  // Roots without repeats, marked (a training graph has tens of thousands
+  // of outputs: a search of the list per root was quadratic).
   std::vector<OpId> roots;
+  std::vector<bool> is_root(graph.num_ops(), false);
+  auto add_root = [&](OpId u) {
+    if (!is_root[u]) {
+      is_root[u] = true;
+      roots.push_back(u);
+    }
+  };
   for (TensorId t : graph.outputs()) {
     OpId p = graph.tensor(t).producer;
-    if (p != kNoOp && std::find(roots.begin(), roots.end(), p) == roots.end()) roots.push_back(p);
+    if (p != kNoOp) add_root(p);
   }
   for (OpId u = 0; u < graph.num_ops(); ++u) {
-    if (graph.op(u).successors.empty() && std::find(roots.begin(), roots.end(), u) == roots.end()) roots.push_back(u);
+    if (graph.op(u).successors.empty()) add_root(u);
   }
   std::vector<bool> visited(graph.num_ops(), false);
   std::vector<OpId> order;
