@@ -22,6 +22,10 @@
 namespace serenity {
 namespace {
 
+// A round of at most this many sites that does not lower the peak together
+// tries each proper subset of them.
+constexpr size_t kSubsetSites = 3;
+
 double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -220,13 +224,14 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     }
     onnx::ModelProto trial = model;
     std::vector<RewriteSite> sites;
+    std::vector<size_t> applied_here;  // the candidates this round applied
     int chosen = 0;
     for (size_t c = 0; c < candidates.size(); ++c) {
       if (tried[c] || candidates[c].heat < best) continue;
       tried[c] = true;
       ++chosen;
       ASSIGN_OR_RETURN(bool applied, apply(candidates[c], &trial, &sites));
-      (void)applied;
+      if (applied) applied_here.push_back(c);
     }
     if (chosen == 0) {
       if (round == 1) {
@@ -248,8 +253,52 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     if (!scored.has_value()) break;
     const int64_t peak = scored->plan.profile.peak_bytes;
     if (peak >= best) {
-      report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes, not below ", best, ": not rewritten"));
-      break;
+      const bool subsets = applied_here.size() >= 2 && applied_here.size() <= kSubsetSites;
+      report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes, not below ", best,
+                                          subsets ? "; trying its subsets" : ": not rewritten"));
+      if (!subsets) break;
+      // Few sites: every proper subset of them (at most 6 plans); the one
+      // with the lowest peak below the best is kept (fewer sites on a tie).
+      struct Subset {
+        onnx::ModelProto model;
+        std::string bytes;
+        std::optional<Scored> scored;
+        std::vector<RewriteSite> sites;
+      };
+      std::optional<Subset> kept;
+      const uint32_t all = (1u << applied_here.size()) - 1;
+      for (uint32_t mask = 1; mask < all && !past_deadline(); ++mask) {
+        Subset subset{model, "", std::nullopt, {}};
+        for (size_t b = 0; b < applied_here.size(); ++b) {
+          if ((mask >> b & 1) == 0) continue;
+          ASSIGN_OR_RETURN(bool applied, apply(candidates[applied_here[b]], &subset.model, &subset.sites));
+          (void)applied;  // each applied together above
+        }
+        std::vector<std::string> names;
+        for (const RewriteSite& site : subset.sites) names.push_back(absl::StrCat("'", site.conv, "'"));
+        const std::string only = absl::StrCat("round ", round, ": Conv ", absl::StrJoin(names, ", "), " alone");
+        subset.bytes = subset.model.SerializeAsString();
+        ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(subset.bytes, only));
+        if (!scored_subset.has_value()) continue;
+        const int64_t subset_peak = scored_subset->plan.profile.peak_bytes;
+        report.notes.push_back(absl::StrCat(only, ": peak ", subset_peak, " bytes"));
+        if (subset_peak >= best) continue;
+        if (kept.has_value() &&
+            (subset_peak > kept->scored->plan.profile.peak_bytes ||
+             (subset_peak == kept->scored->plan.profile.peak_bytes && subset.sites.size() >= kept->sites.size()))) {
+          continue;
+        }
+        subset.scored = std::move(scored_subset);
+        kept = std::move(subset);
+      }
+      if (!kept.has_value()) break;
+      report.notes.push_back(
+          absl::StrCat("round ", round, ": kept ", kept->sites.size(), " of its ", applied_here.size(), " sites"));
+      keep(std::move(kept->model), std::move(kept->bytes), std::move(*kept->scored), std::move(kept->sites));
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        if (!tried[c]) candidates[c].heat = Heat(graph, plan, candidates[c]);
+      }
+      continue;
     }
     report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes"));
     keep(std::move(trial), std::move(trial_bytes), std::move(*scored), std::move(sites));

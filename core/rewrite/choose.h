@@ -11,7 +11,9 @@
 // whose heat reaches the best peak so far are applied together and the
 // result planned (within the same time limit); when that peak is lower the
 // round is kept, plan and all, and the next round takes the sites
-// reaching the new peak; otherwise the search stops. No round starts once
+// reaching the new peak. A round of two or three sites that does not lower
+// the peak together tries each proper subset of them and keeps the lowest
+// below the best; otherwise the search stops. No round starts once
 // options.deadline has passed. Last, every sum (add_chain.h) live where the
 // peak so far is (its heat, from its first operand made to the sum) whose
 // operands the plan makes in another order than written is reordered to add

@@ -82,6 +82,27 @@ TEST(ChooseTest, RoundsKeepOnlyTheSitesThatLowerThePeak) {
   EXPECT_THAT(r->report.notes[1], HasSubstr("not rewritten"));
 }
 
+// Two sites live at the peak whose rewrites together do not lower it (the
+// second's partials are 64 channels each), but the first alone does: the
+// round tries its subsets and keeps the first only.
+TEST(ChooseTest, ARoundOfFewSitesTriesItsSubsets) {
+  TestModel m;
+  m.Input("in", {1, 1, 8, 8}).Output("y").Output("z");
+  AddBranches(m, "in", "y", 1, 4, 16, 2, false, "a_");
+  // The second site joins two of the first's branches into a wide Conv.
+  m.Weight("b_w", {64, 32, 1, 1}, false);
+  TestModel::IntAttr(m.Node("Concat", {"a_x0", "a_x1"}, {"b_c"}, "b_cat"), "axis", 1);
+  m.Node("Conv", {"b_c", "b_w"}, {"z"}, "b_reduce");
+  absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.sites_found, 2);
+  ASSERT_EQ(r->report.recipe.sites.size(), 1u) << testing::PrintToString(r->report.notes);
+  EXPECT_EQ(r->report.recipe.sites[0].conv, "a_reduce");
+  EXPECT_LT(r->report.peak_bytes_with, r->report.peak_bytes_without);
+  EXPECT_THAT(r->report.notes, testing::Contains(HasSubstr("trying its subsets")));
+  EXPECT_THAT(r->report.notes, testing::Contains(HasSubstr("kept 1 of its 2 sites")));
+}
+
 // A site away from the peak is not tried: the note says where the peak is.
 TEST(ChooseTest, SaysWhenNoSiteIsLiveAtThePeak) {
   TestModel m;
