@@ -350,6 +350,27 @@ TEST(ConcatConvTest, ApplyRecipeReproducesTheRewriteOnTheFullModel) {
   EXPECT_THAT(ApplyRecipe(full.Bytes(), recipe).status().message(), HasSubstr("does not match"));
 }
 
+// The Figure 9 model: x_i = Relu(v_i) of c[i] channels (the v_i are
+// weights, not counted), concatenated into a Conv with `out` channels and
+// `group`. Returns the model and the order that makes each x_i just before
+// its partial: relu0, part0, [relu1, part1, sum1 / ...], ...
+TestModel Figure9Model(const std::vector<int64_t>& c, int64_t out, int64_t group) {
+  TestModel m;
+  int64_t total = 0;
+  for (int64_t n : c) total += n;
+  m.Weight("w", {out, total / group, 1, 1}, false).Output("y");
+  std::vector<std::string> xs;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string v = "v" + std::to_string(i), x = "x" + std::to_string(i);
+    m.Weight(v, {1, c[i], 5, 5}, false);
+    m.Node("Relu", {v}, {x}, "relu" + std::to_string(i));
+    xs.push_back(x);
+  }
+  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
+  TestModel::IntAttr(m.Node("Conv", {"c", "w"}, {"y"}, "conv"), "group", group);
+  return m;
+}
+
 // The order that makes each x_i (Relu "relu<i>") just before its partial
 // "conv/part<i>", then "conv/sum<i>" when the graph has it, then
 // "conv/concat" when it has it; `part_step[i]` is the step of part i.
@@ -372,17 +393,7 @@ std::vector<OpId> PartialOrder(const Graph& g, size_t k, std::vector<int>* part_
 // are made from weights (not counted), so nothing else is live.
 TEST(ConcatConvTest, Figure9FootprintsOfTheStandardForm) {
   const std::vector<int64_t> c = {3, 5, 2, 4};
-  TestModel m;
-  m.Weight("w", {6, 14, 1, 1}, false).Output("y");
-  std::vector<std::string> xs;
-  for (size_t i = 0; i < c.size(); ++i) {
-    const std::string v = "v" + std::to_string(i), x = "x" + std::to_string(i);
-    m.Weight(v, {1, c[i], 5, 5}, false);
-    m.Node("Relu", {v}, {x}, "relu" + std::to_string(i));
-    xs.push_back(x);
-  }
-  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
-  m.Node("Conv", {"c", "w"}, {"y"}, "conv");
+  TestModel m = Figure9Model(c, 6, 1);
   const int64_t y = 6 * 25 * 4;
   auto x = [&](int i) { return c[i] * 25 * 4; };
 
@@ -402,27 +413,6 @@ TEST(ConcatConvTest, Figure9FootprintsOfTheStandardForm) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->step_bytes[part_step[0]], x(0) + y);  // no running sum yet
   for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(p->step_bytes[part_step[i]], x(i) + 2 * y) << i;
-}
-
-// The Figure 9 model: x_i = Relu(v_i) of c[i] channels (the v_i are
-// weights, not counted), concatenated into a Conv with `out` channels and
-// `group`. Returns the model and the order that makes each x_i just before
-// its partial: relu0, part0, [relu1, part1, sum1 / ...], ...
-TestModel Figure9Model(const std::vector<int64_t>& c, int64_t out, int64_t group) {
-  TestModel m;
-  int64_t total = 0;
-  for (int64_t n : c) total += n;
-  m.Weight("w", {out, total / group, 1, 1}, false).Output("y");
-  std::vector<std::string> xs;
-  for (size_t i = 0; i < c.size(); ++i) {
-    const std::string v = "v" + std::to_string(i), x = "x" + std::to_string(i);
-    m.Weight(v, {1, c[i], 5, 5}, false);
-    m.Node("Relu", {v}, {x}, "relu" + std::to_string(i));
-    xs.push_back(x);
-  }
-  TestModel::IntAttr(m.Node("Concat", xs, {"c"}, "cat"), "axis", 1);
-  TestModel::IntAttr(m.Node("Conv", {"c", "w"}, {"y"}, "conv"), "group", group);
-  return m;
 }
 
 // Accumulate form: each partial step i >= 1 holds size(x_i) + size(y): the
