@@ -387,6 +387,49 @@ std::vector<OpId> PartialOrder(const Graph& g, size_t k, std::vector<int>* part_
   return order;
 }
 
+// A recipe made on a stripped model, whose Slice steps have no data (taken
+// as positive, listed in assumptions), is refused on the model with its
+// data when a step there reverses the channels; accepted when it does not.
+TEST(ConcatConvTest, ApplyRecipeChecksAStrippedSliceAgainstTheData) {
+  const auto model = [](std::optional<int64_t> step) {
+    TestModel m = Site({2, 3}, 4, 1, /*bias=*/false);
+    onnx::GraphProto* g = m.model().mutable_graph();
+    g->mutable_node()->RemoveLast();  // the Conv
+    for (const char* name : {"starts", "ends", "steps"}) {
+      onnx::TensorProto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      for (int64_t d : {4}) t->add_dims(d);
+      if (std::string(name) == "steps") {
+        if (step.has_value()) {
+          for (int64_t v : {int64_t{1}, *step, int64_t{1}, int64_t{1}}) t->add_int64_data(v);
+        }
+      } else {
+        for (int i = 0; i < 4; ++i) t->add_int64_data(std::string(name) == "starts" ? 0 : 1000);
+      }
+    }
+    m.Node("Slice", {"c", "starts", "ends", "", "steps"}, {"s"}, "slice");
+    m.Node("Conv", {"s", "w"}, {"y"}, "conv");
+    for (const char* name : {"c", "s"}) {
+      onnx::ValueInfoProto* v = g->add_value_info();
+      v->set_name(name);
+      v->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+      for (int64_t d : {1, 5, 6, 6})
+        v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    return m;
+  };
+  TestModel stripped = model(std::nullopt);
+  absl::StatusOr<RewriteSite> done = ApplyConcatConv(&stripped.model(), OnlySite(stripped.model()), {2, 3});
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->assumptions.size(), 1u);
+  const RewriteRecipe recipe{{*done}};
+  EXPECT_TRUE(ApplyRecipe(model(1).Bytes(), recipe).ok());
+  absl::StatusOr<std::string> reversed = ApplyRecipe(model(-1).Bytes(), recipe);
+  EXPECT_EQ(reversed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(reversed.status().message(), HasSubstr("does not match"));
+}
+
 // Figure 9's footprints, standard form: before, the Conv holds
 // sum(size(x_i)) + size(y); after, each partial step i >= 1 holds size(x_i)
 // (its input) + size(y) (its output) + size(y) (the running sum). The x_i
