@@ -450,6 +450,24 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
   absl::flat_hash_set<int> removed(site.pushed.begin(), site.pushed.end());
   removed.insert(site.convs.begin(), site.convs.end());
   removed.insert(site.concat);
+  // A Constant node whose value was sliced goes too when only removed nodes
+  // read it (its copies read the slices).
+  absl::flat_hash_set<std::string> read_by_new;
+  for (const auto& [at, nodes] : inserted) {
+    for (const onnx::NodeProto& node : nodes) read_by_new.insert(node.input().begin(), node.input().end());
+  }
+  for (int p : site.pushed) {
+    for (const std::string& in : graph->node(p).input()) {
+      auto producer = index.producer.find(in);
+      if (producer == index.producer.end() || graph->node(producer->second).op_type() != "Constant") continue;
+      if (read_by_new.contains(in) || index.graph_outputs.contains(in)) continue;
+      bool only_removed = true;
+      for (int reader : index.ConsumersOf(in)) only_removed = only_removed && removed.contains(reader);
+      if (!only_removed) continue;
+      removed.insert(producer->second);
+      gone.insert(in);
+    }
+  }
   Commit(graph, index, removed, std::move(inserted), std::move(slices), gone, std::move(infos),
          model->ir_version() < 4);
   bool uses_serenity_ops = false;

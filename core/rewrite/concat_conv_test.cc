@@ -281,6 +281,8 @@ TEST(ConcatConvTest, PushedCopiesStayAfterTheirConstants) {
   }
   // The per-channel constant [5, 1, 1] is sliced per input: k/scale/part1 holds 2, 3, 4.
   EXPECT_THAT(Init(m.model(), "k/scale/part1")->float_data(), ElementsAre(2, 3, 4));
+  // The Constant node, read by nothing now, is gone.
+  EXPECT_EQ(FindNode(m.model().graph(), "k_const"), -1);
 }
 
 // IR versions below 4 list initializers as graph inputs, and shape
