@@ -39,32 +39,29 @@ absl::StatusOr<Graph> Import(const std::string& bytes, const OnnxImportOptions& 
 // A site to try: found by names, since node indices shift as sites apply.
 struct Candidate {
   std::string concat;
-  std::string conv;
-  int64_t bytes = 0;                // of the Concat's output
-  int64_t heat = 0;                 // see PlanWithRewrites (Heat)
-  std::vector<std::string> inputs;  // the Concat's
-  std::vector<std::string> convs;   // the site's Convs
+  int64_t bytes = 0;                 // of the Concat's output
+  int64_t heat = 0;                  // see PlanWithRewrites (HeatOf)
+  std::vector<std::string> inputs;   // the Concat's
+  std::vector<std::string> outputs;  // of its Convs
 };
 
-// The site's heat in `plan` of `graph`: the most bytes live from the first
-// of its Concat's inputs made to its last Conv.
-int64_t Heat(const Graph& graph, const Plan& plan, const Candidate& candidate) {
-  std::vector<int> position(graph.num_ops(), 0);
-  for (size_t step = 0; step < plan.order.size(); ++step) position[plan.order[step]] = static_cast<int>(step);
-  const auto step_of = [&](const std::string& op) {
-    std::optional<OpId> u = graph.FindOp(op);
-    return u.has_value() ? position[*u] : 0;
-  };
-  int first = step_of(candidate.concat), last = first;
-  for (const std::string& in : candidate.inputs) {
-    std::optional<TensorId> t = graph.FindTensor(in);
-    const OpId producer = t.has_value() ? graph.tensor(*t).producer : kNoOp;
-    first = std::min(first, producer == kNoOp ? 0 : position[producer]);
+// The most bytes live in a plan (its `step_bytes`; `made`, the step that
+// makes each tensor, ProductionSteps) from the first of `inputs` made (a
+// graph input or weight: step 0) to the last of `outputs`: how much a
+// rewrite of what lies between can lower the plan's peak.
+int64_t HeatOf(const absl::flat_hash_map<std::string, int>& made, const std::vector<int64_t>& step_bytes,
+               const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  int first = static_cast<int>(step_bytes.size()), last = 0;
+  for (const std::string& in : inputs) {
+    auto it = made.find(in);
+    first = std::min(first, it == made.end() ? 0 : it->second);
   }
-  for (const std::string& conv : candidate.convs) last = std::max(last, step_of(conv));
+  for (const std::string& out : outputs) {
+    if (auto it = made.find(out); it != made.end()) last = std::max(last, it->second);
+  }
   int64_t heat = 0;
-  for (int step = first; step <= last && step < static_cast<int>(plan.profile.step_bytes.size()); ++step) {
-    heat = std::max(heat, plan.profile.step_bytes[step]);
+  for (int step = first; step <= last && step < static_cast<int>(step_bytes.size()); ++step) {
+    heat = std::max(heat, step_bytes[step]);
   }
   return heat;
 }
@@ -124,16 +121,17 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // tensor a later site reads).
   absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> tensors;  // name -> (dim 1, bytes)
   for (const Tensor& t : graph.tensors()) tensors[t.name] = {t.shape.size() > 1 ? t.shape[1] : 0, t.bytes};
+  // The step that makes each tensor in the plan so far.
+  absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
   std::vector<Candidate> candidates;
   for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), ModelIndex::Build(model.graph()))) {
     const onnx::NodeProto& concat = model.graph().node(site.concat);
     Candidate candidate;
     candidate.concat = concat.name();
-    candidate.conv = model.graph().node(site.convs[0]).name();
     candidate.bytes = tensors[concat.output(0)].second;
     candidate.inputs.assign(concat.input().begin(), concat.input().end());
-    for (int c : site.convs) candidate.convs.push_back(model.graph().node(c).name());
-    candidate.heat = Heat(graph, plan, candidate);
+    for (int c : site.convs) candidate.outputs.push_back(model.graph().node(c).output(0));
+    candidate.heat = HeatOf(made, plan.profile.step_bytes, candidate.inputs, candidate.outputs);
     candidates.push_back(std::move(candidate));
   }
   report.sites_found = static_cast<int>(candidates.size());
@@ -166,9 +164,11 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     return Scored{*std::move(trial_graph), *std::move(trial_plan)};
   };
 
-  // The best so far: the model as given, then each trial kept.
+  // The best so far: the model as given, then each trial kept. The sites
+  // not tried yet are untouched by a kept trial: their heat in its plan.
   int64_t best = plan.profile.peak_bytes;
   bool changed = false;
+  std::vector<bool> tried(candidates.size(), false);
   const auto keep = [&](onnx::ModelProto trial, std::string trial_bytes, Scored scored,
                         std::vector<RewriteSite> sites) {
     best = scored.plan.profile.peak_bytes;
@@ -178,22 +178,23 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     plan = std::move(scored.plan);
     for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
     changed = true;
+    made = ProductionSteps(graph, plan.order);
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (!tried[c])
+        candidates[c].heat = HeatOf(made, plan.profile.step_bytes, candidates[c].inputs, candidates[c].outputs);
+    }
   };
 
   // Applies `candidate` to `*trial`; false with a note when it cannot be.
   const auto apply = [&](const Candidate& candidate, onnx::ModelProto* trial,
                          std::vector<RewriteSite>* sites) -> absl::StatusOr<bool> {
-    const int concat_index = FindNode(trial->graph(), candidate.concat);
-    std::optional<ConcatConvSite> site;
-    for (ConcatConvSite& s : FindConcatConvSites(trial->graph(), ModelIndex::Build(trial->graph()))) {
-      if (s.concat == concat_index) site = std::move(s);
-    }
+    std::optional<ConcatConvSite> site = MatchConcatConvSite(trial->graph(), ModelIndex::Build(trial->graph()),
+                                                             FindNode(trial->graph(), candidate.concat));
     if (!site.has_value()) return false;  // cannot happen: sites share no node
     std::vector<int64_t> channels;
     for (const std::string& in : trial->graph().node(site->concat).input()) channels.push_back(tensors[in].first);
     // Chain the partial Convs in the order the current plan makes their
     // inputs (graph inputs and weights first), so none is held for the chain.
-    const absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
     const onnx::NodeProto& concat = trial->graph().node(site->concat);
     std::vector<int> chain(concat.input_size());
     for (int i = 0; i < concat.input_size(); ++i) chain[i] = i;
@@ -216,7 +217,6 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // together and scored; kept (plan and all) when the peak drops,
   // and then the sites reaching the new peak are next. A site far from the
   // peak is never applied, so the rewritten graph grows only where it helps.
-  std::vector<bool> tried(candidates.size(), false);
   for (int round = 1; !candidates.empty(); ++round) {
     if (past_deadline()) {
       report.notes.push_back(absl::StrCat("stopped at the deadline before round ", round));
@@ -295,17 +295,10 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       report.notes.push_back(
           absl::StrCat("round ", round, ": kept ", kept->sites.size(), " of its ", applied_here.size(), " sites"));
       keep(std::move(kept->model), std::move(kept->bytes), std::move(*kept->scored), std::move(kept->sites));
-      for (size_t c = 0; c < candidates.size(); ++c) {
-        if (!tried[c]) candidates[c].heat = Heat(graph, plan, candidates[c]);
-      }
       continue;
     }
     report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes"));
     keep(std::move(trial), std::move(trial_bytes), std::move(*scored), std::move(sites));
-    // The sites not tried yet are untouched: their heat in the new plan.
-    for (size_t c = 0; c < candidates.size(); ++c) {
-      if (!tried[c]) candidates[c].heat = Heat(graph, plan, candidates[c]);
-    }
   }
 
   // Add chains: every sum live where the peak is whose operands the plan so
@@ -313,22 +306,12 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // they are made; kept, all together, when that lowers the peak.
   if (!past_deadline()) {
     const absl::flat_hash_map<std::string, std::vector<int64_t>> shapes = TensorShapes(graph);
-    const absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
     std::vector<std::pair<std::string, std::vector<std::string>>> reorders;  // (sum, operand order)
     int cold = 0;  // sums to reorder that are not live where the peak is
     for (const AddChain& chain : FindAddChains(model.graph(), ModelIndex::Build(model.graph()))) {
       std::vector<std::string> order = OrderByFirstAvailable(chain, made);
       if (order == chain.operands) continue;
-      // Its heat: the most bytes live from its first operand made to the sum.
-      int first = static_cast<int>(plan.order.size()) - 1, last = 0;
-      for (const std::string& operand : chain.operands) {
-        auto it = made.find(operand);
-        first = std::min(first, it == made.end() ? 0 : it->second);
-      }
-      if (auto it = made.find(chain.output); it != made.end()) last = it->second;
-      int64_t heat = 0;
-      for (int step = first; step <= last; ++step) heat = std::max(heat, plan.profile.step_bytes[step]);
-      if (heat < best) {
+      if (HeatOf(made, plan.profile.step_bytes, chain.operands, {chain.output}) < best) {
         ++cold;
         continue;
       }

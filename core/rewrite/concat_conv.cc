@@ -496,10 +496,7 @@ absl::StatusOr<std::string> ApplyRecipe(absl::string_view model_bytes, const Rew
     }
     const int concat = FindNode(model.graph(), want.concat);
     const ModelIndex index = ModelIndex::Build(model.graph());
-    std::optional<ConcatConvSite> found;
-    for (ConcatConvSite& site : FindConcatConvSites(model.graph(), index)) {
-      if (site.concat == concat) found = std::move(site);
-    }
+    std::optional<ConcatConvSite> found = MatchConcatConvSite(model.graph(), index, concat);
     const auto mismatch = [&](absl::string_view what) {
       return absl::InvalidArgumentError(absl::StrCat("the recipe does not match this model at Concat '", want.concat,
                                                      "' -> Conv '", want.conv, "': ", what));

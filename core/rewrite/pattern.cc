@@ -1,6 +1,7 @@
 #include "core/rewrite/pattern.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -104,47 +105,55 @@ int FindNode(const onnx::GraphProto& graph, absl::string_view name) {
   return -1;
 }
 
+std::optional<ConcatConvSite> MatchConcatConvSite(const onnx::GraphProto& graph, const ModelIndex& index, int i) {
+  if (i < 0 || i >= graph.node_size()) return std::nullopt;
+  const onnx::NodeProto& concat = graph.node(i);
+  if (concat.op_type() != "Concat" || !DefaultDomain(concat) || concat.output_size() != 1) return std::nullopt;
+  ConcatConvSite site;
+  site.concat = i;
+  const int rank_hint = ConvRankDownstream(graph, index, concat.output(0));
+  // Breadth first from the Concat's output: each tensor reached is read by
+  // per-channel ops (followed) and Convs (leaves) only.
+  std::vector<std::string> frontier = {concat.output(0)};
+  for (size_t next = 0; next < frontier.size(); ++next) {
+    const std::string tensor = frontier[next];
+    const std::vector<int>& readers = index.ConsumersOf(tensor);
+    if (index.graph_outputs.contains(tensor) || readers.empty()) return std::nullopt;
+    for (int r : readers) {
+      const onnx::NodeProto& reader = graph.node(r);
+      if (reader.op_type() == "Conv" && DefaultDomain(reader)) {
+        if (reader.input_size() < 2 || reader.input(0) != tensor) return std::nullopt;
+        for (int in = 1; in < reader.input_size(); ++in) {
+          if (reader.input(in) == tensor) return std::nullopt;
+        }
+        site.convs.push_back(r);
+      } else if (std::string assumption; IsPerChannelOp(reader, tensor, graph, index, &assumption, rank_hint)) {
+        if (!assumption.empty()) site.assumptions.push_back(std::move(assumption));
+        site.pushed.push_back(r);
+        frontier.push_back(reader.output(0));
+      } else {
+        return std::nullopt;
+      }
+    }
+  }
+  if (site.convs.empty()) return std::nullopt;
+  int64_t axis = IntAttribute(concat, "axis", 1);
+  if (axis < 0) {
+    auto w = index.initializers.find(graph.node(site.convs[0]).input(1));
+    if (w == index.initializers.end()) return std::nullopt;
+    axis += graph.initializer(w->second).dims_size();
+  }
+  if (axis != 1) return std::nullopt;
+  std::sort(site.convs.begin(), site.convs.end());
+  return site;
+}
+
 std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, const ModelIndex& index) {
   std::vector<ConcatConvSite> sites;
   for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& concat = graph.node(i);
-    if (concat.op_type() != "Concat" || !DefaultDomain(concat) || concat.output_size() != 1) continue;
-    ConcatConvSite site;
-    site.concat = i;
-    const int rank_hint = ConvRankDownstream(graph, index, concat.output(0));
-    bool ok = true;
-    // Breadth first from the Concat's output: each tensor reached is read by
-    // per-channel ops (followed) and Convs (leaves) only.
-    std::vector<std::string> frontier = {concat.output(0)};
-    for (size_t next = 0; ok && next < frontier.size(); ++next) {
-      const std::string tensor = frontier[next];
-      const std::vector<int>& readers = index.ConsumersOf(tensor);
-      if (index.graph_outputs.contains(tensor) || readers.empty()) ok = false;
-      for (size_t r = 0; ok && r < readers.size(); ++r) {
-        const onnx::NodeProto& reader = graph.node(readers[r]);
-        if (reader.op_type() == "Conv" && DefaultDomain(reader)) {
-          ok = reader.input_size() >= 2 && reader.input(0) == tensor;
-          for (int in = 1; ok && in < reader.input_size(); ++in) ok = reader.input(in) != tensor;
-          if (ok) site.convs.push_back(readers[r]);
-        } else if (std::string assumption; IsPerChannelOp(reader, tensor, graph, index, &assumption, rank_hint)) {
-          if (!assumption.empty()) site.assumptions.push_back(std::move(assumption));
-          site.pushed.push_back(readers[r]);
-          frontier.push_back(reader.output(0));
-        } else {
-          ok = false;
-        }
-      }
+    if (std::optional<ConcatConvSite> site = MatchConcatConvSite(graph, index, i); site.has_value()) {
+      sites.push_back(*std::move(site));
     }
-    if (!ok || site.convs.empty()) continue;
-    int64_t axis = IntAttribute(concat, "axis", 1);
-    if (axis < 0) {
-      auto w = index.initializers.find(graph.node(site.convs[0]).input(1));
-      if (w == index.initializers.end()) continue;
-      axis += graph.initializer(w->second).dims_size();
-    }
-    if (axis != 1) continue;
-    std::sort(site.convs.begin(), site.convs.end());
-    sites.push_back(std::move(site));
   }
   return sites;
 }

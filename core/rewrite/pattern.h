@@ -6,6 +6,7 @@
 #ifndef SERENITY_CORE_REWRITE_PATTERN_H_
 #define SERENITY_CORE_REWRITE_PATTERN_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,10 @@ struct ConcatConvSite {
 // In node order. Whether the site can be rewritten (weights, groups,
 // per-channel constants) is the rewrite's decision.
 std::vector<ConcatConvSite> FindConcatConvSites(const onnx::GraphProto& graph, const ModelIndex& index);
+
+// The site of the Concat at node index `concat`, by the same rules; nullopt
+// when that node is no such Concat.
+std::optional<ConcatConvSite> MatchConcatConvSite(const onnx::GraphProto& graph, const ModelIndex& index, int concat);
 
 }  // namespace serenity
 
