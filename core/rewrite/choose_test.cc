@@ -1,10 +1,12 @@
 #include "core/rewrite/choose.h"
 
+#include "core/plan_proto.h"
 #include "core/plan_request.h"
 #include "core/rewrite/concat_conv.h"
 #include "core/rewrite/test_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/plan_verifier.h"
 
 namespace serenity {
 namespace {
@@ -96,11 +98,11 @@ TEST(ChooseTest, ARoundOfFewSitesTriesItsSubsets) {
   absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->report.sites_found, 2);
-  ASSERT_EQ(r->report.recipe.sites.size(), 1u) << testing::PrintToString(r->report.notes);
+  ASSERT_EQ(r->report.recipe.sites.size(), 1u) << ::testing::PrintToString(r->report.notes);
   EXPECT_EQ(r->report.recipe.sites[0].conv, "a_reduce");
   EXPECT_LT(r->report.peak_bytes_with, r->report.peak_bytes_without);
-  EXPECT_THAT(r->report.notes, testing::Contains(HasSubstr("trying its subsets")));
-  EXPECT_THAT(r->report.notes, testing::Contains(HasSubstr("kept 1 of its 2 sites")));
+  EXPECT_THAT(r->report.notes, ::testing::Contains(HasSubstr("trying its subsets")));
+  EXPECT_THAT(r->report.notes, ::testing::Contains(HasSubstr("kept 1 of its 2 sites")));
 }
 
 // A site away from the peak is not tried: the note says where the peak is.
@@ -211,6 +213,31 @@ TEST(ChooseTest, GrowthBoundCoversTheRewrittenGraph) {
       ASSERT_EQ(r->report.recipe.sites.size(), 1u);
       EXPECT_LE(r->graph.num_ops() - graph->num_ops(), BoundRewriteGrowth(*graph).ops());
       EXPECT_LE(BoundRewriteGrowth(*graph).ops(), 3 * (r->graph.num_ops() - graph->num_ops()));  // not vacuous
+    }
+  }
+}
+
+// Every rewritten plan, in both forms, passes the independent verifier
+// (its own re-simulation of the order, the peak and the arena, with
+// ConvAccumulate's aliasing) on the rewritten graph.
+TEST(ChooseTest, RewrittenPlansPassTheIndependentVerifier) {
+  std::vector<TestModel> models = {Branches(4, 16, 2), Branches(4, 16, 2, /*bn_relu=*/true), Branches(3, 8, 2)};
+  TestModel chained;
+  chained.Input("in", {1, 1, 8, 8}).Output("y");
+  AddBranches(chained, "in", "mid", 1, 4, 16, 2, false, "a_");
+  AddBranches(chained, "mid", "y", 2, 3, 16, 2, true, "b_");
+  models.push_back(std::move(chained));
+  for (TestModel& m : models) {
+    for (RewriteForm form : {RewriteForm::kStandard, RewriteForm::kAccumulate}) {
+      PlanOptions options = Options();
+      options.rewrite_form = form;
+      absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", options);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_FALSE(r->report.recipe.sites.empty());
+      const v1::Plan proto = PlanToProto(r->graph, r->plan, options);
+      const absl::Status verified = testing::VerifyPlan(r->graph, proto);
+      EXPECT_TRUE(verified.ok()) << verified << " form " << RewriteFormName(form);
+      EXPECT_EQ(proto.peak_bytes(), r->report.peak_bytes_with);
     }
   }
 }
