@@ -54,8 +54,9 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
 
 absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared, Executor* executor) {
   if (prepared.options->rewrite) {
-    ASSIGN_OR_RETURN(RewrittenPlan rewritten, PlanWithRewrites(prepared.onnx_model, prepared.import,
-                                                               prepared.model_name, *prepared.options, executor));
+    ASSIGN_OR_RETURN(RewrittenPlan rewritten,
+                     PlanWithRewrites(prepared.onnx_model, prepared.import, prepared.model_name, *prepared.options,
+                                      executor, &prepared.graph));
     v1::Plan out = PlanToProto(rewritten.graph, rewritten.plan, *prepared.options);
     RewriteReportToProto(rewritten.report, out.mutable_rewrite());
     (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;

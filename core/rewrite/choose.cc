@@ -92,16 +92,23 @@ std::string WhyNoSite(const onnx::GraphProto& graph) {
 
 absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, const OnnxImportOptions& import,
                                                const std::string& model_name, const PlanOptions& options,
-                                               Executor* executor) {
+                                               Executor* executor, const Graph* as_given) {
   const auto start = std::chrono::steady_clock::now();
   onnx::ModelProto model;
   if (onnx_bytes.size() > static_cast<size_t>(INT_MAX) ||
       !model.ParseFromArray(onnx_bytes.data(), static_cast<int>(onnx_bytes.size()))) {
     return absl::InvalidArgumentError("not a valid ONNX model");
   }
+  // Named as the importer names them, the nodes import to the same graph.
   NameNodesAsImporter(model.mutable_graph());
   std::string bytes = model.SerializeAsString();
-  ASSIGN_OR_RETURN(Graph graph, Import(bytes, import, model_name));
+  std::optional<Graph> imported;
+  if (as_given == nullptr) {
+    ASSIGN_OR_RETURN(imported, Import(bytes, import, model_name));
+  } else {
+    imported = *as_given;
+  }
+  Graph graph = *std::move(imported);
   ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, options));
   // Every plan is scored only; the one kept is completed at the end.
   SanitizedOptions score = sanitized;

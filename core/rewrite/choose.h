@@ -71,9 +71,12 @@ struct RewrittenPlan {
 // above. `options` are checked with SanitizePlanOptions (InvalidArgument for
 // a given order); `import` and `model_name` (empty: the model's own) as for
 // a request. Errors of the import and of PlanGraph are returned as they are.
+// `as_given`, when not null, is the import of these bytes with these
+// options and name (a caller that has imported them already, e.g.
+// PrepareRequest): it is used instead of importing them again.
 absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, const OnnxImportOptions& import,
                                                const std::string& model_name, const PlanOptions& options,
-                                               Executor* executor = nullptr);
+                                               Executor* executor = nullptr, const Graph* as_given = nullptr);
 
 // A bound on what PlanWithRewrites may add to `graph` (the model as
 // imported), for a server to charge before it plans: a site copies each
