@@ -513,8 +513,8 @@ absl::StatusOr<std::string> ApplyRecipe(absl::string_view model_bytes, const Rew
     }
     bool accumulate = false;
     for (const ConvSplit& split : want.splits) accumulate |= split.form == "conv_accumulate";
-    absl::StatusOr<RewriteSite> done =
-        ApplyConcatConv(&model, *found, want.channels, accumulate ? RewriteForm::kAccumulate : RewriteForm::kStandard);
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(
+        &model, *found, want.channels, accumulate ? RewriteForm::kAccumulate : RewriteForm::kStandard, want.chain);
     if (!done.ok()) return mismatch(done.status().message());
     std::vector<std::string> want_slices, got_slices;
     for (const WeightSlice& s : want.weight_slices) want_slices.push_back(absl::StrCat(s.name, s.begin, ":", s.end));

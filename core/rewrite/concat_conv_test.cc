@@ -348,6 +348,20 @@ TEST(ConcatConvTest, ApplyRecipeReproducesTheRewriteOnTheFullModel) {
   ASSERT_TRUE(out.ParseFromString(*applied));
   EXPECT_EQ(NodeNames(out), NodeNames(stripped.model()));
   EXPECT_EQ(Init(out, "w/conv/part1")->float_data_size(), 4 * 3 * 9);
+  // A chain in another order than the Concat's replays as recorded, in
+  // both forms.
+  for (RewriteForm form : {RewriteForm::kStandard, RewriteForm::kAccumulate}) {
+    TestModel reordered = Site({2, 3, 4}, 4, 1, true, /*data=*/false);
+    absl::StatusOr<RewriteSite> chained =
+        ApplyConcatConv(&reordered.model(), OnlySite(reordered.model()), {2, 3, 4}, form, {2, 0, 1});
+    ASSERT_TRUE(chained.ok()) << chained.status();
+    absl::StatusOr<std::string> replayed =
+        ApplyRecipe(Site({2, 3, 4}, 4, 1, true, /*data=*/true).Bytes(), RewriteRecipe{{*chained}});
+    ASSERT_TRUE(replayed.ok()) << replayed.status();
+    onnx::ModelProto replayed_model;
+    ASSERT_TRUE(replayed_model.ParseFromString(*replayed));
+    EXPECT_EQ(NodeNames(replayed_model), NodeNames(reordered.model()));
+  }
   recipe.sites[0].splits[0].conv = "other";
   EXPECT_THAT(ApplyRecipe(full.Bytes(), recipe).status().message(), HasSubstr("does not match"));
 }
