@@ -561,6 +561,10 @@ int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<std::string,
 
 absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const OnnxImportOptions& options) {
   ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModel(model_bytes));
+  return OnnxModelToGraphSpec(std::move(model), options);
+}
+
+absl::StatusOr<GraphSpec> OnnxModelToGraphSpec(onnx::ModelProto model, const OnnxImportOptions& options) {
   if (!model.has_graph() || model.graph().node_size() == 0) {
     return absl::InvalidArgumentError("ONNX graph has no nodes");
   }

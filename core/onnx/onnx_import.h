@@ -17,6 +17,7 @@
 
 namespace onnx {
 class GraphProto;
+class ModelProto;
 }  // namespace onnx
 
 namespace serenity {
@@ -63,6 +64,10 @@ struct OnnxImportOptions {
 // by no other op, not a graph output; Conv(X, W) of the accumulator's shape
 // and element type). Never throws.
 absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const OnnxImportOptions& options);
+
+// OnnxToGraphSpec of a model already parsed (the rewrites' trial models,
+// which need no round trip through bytes): the same checks and result.
+absl::StatusOr<GraphSpec> OnnxModelToGraphSpec(onnx::ModelProto model, const OnnxImportOptions& options);
 
 // OnnxToGraphSpec followed by Graph::Build.
 absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes, const OnnxImportOptions& options);

@@ -30,8 +30,8 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-absl::StatusOr<Graph> Import(const std::string& bytes, const OnnxImportOptions& import, const std::string& name) {
-  ASSIGN_OR_RETURN(GraphSpec spec, OnnxToGraphSpec(bytes, import));
+absl::StatusOr<Graph> Import(const onnx::ModelProto& model, const OnnxImportOptions& import, const std::string& name) {
+  ASSIGN_OR_RETURN(GraphSpec spec, OnnxModelToGraphSpec(model, import));
   if (!name.empty()) spec.name = name;
   return Graph::Build(std::move(spec));
 }
@@ -101,10 +101,9 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   }
   // Named as the importer names them, the nodes import to the same graph.
   NameNodesAsImporter(model.mutable_graph());
-  std::string bytes = model.SerializeAsString();
   std::optional<Graph> imported;
   if (as_given == nullptr) {
-    ASSIGN_OR_RETURN(imported, Import(bytes, import, model_name));
+    ASSIGN_OR_RETURN(imported, Import(model, import, model_name));
   } else {
     imported = *as_given;
   }
@@ -153,9 +152,9 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     Graph graph;
     Plan plan;
   };
-  const auto score_trial = [&](const std::string& trial_bytes,
+  const auto score_trial = [&](const onnx::ModelProto& trial,
                                absl::string_view what) -> absl::StatusOr<std::optional<Scored>> {
-    absl::StatusOr<Graph> trial_graph = Import(trial_bytes, import, model_name);
+    absl::StatusOr<Graph> trial_graph = Import(trial, import, model_name);
     if (!trial_graph.ok()) {
       report.notes.push_back(
           absl::StrCat(what, ": not kept, the rewritten model does not import: ", trial_graph.status().message()));
@@ -176,11 +175,9 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   int64_t best = plan.profile.peak_bytes;
   bool changed = false;
   std::vector<bool> tried(candidates.size(), false);
-  const auto keep = [&](onnx::ModelProto trial, std::string trial_bytes, Scored scored,
-                        std::vector<RewriteSite> sites) {
+  const auto keep = [&](onnx::ModelProto trial, Scored scored, std::vector<RewriteSite> sites) {
     best = scored.plan.profile.peak_bytes;
     model = std::move(trial);
-    bytes = std::move(trial_bytes);
     graph = std::move(scored.graph);
     plan = std::move(scored.plan);
     for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
@@ -251,12 +248,11 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       break;
     }
     if (sites.empty()) continue;
-    std::string trial_bytes = trial.SerializeAsString();
     std::vector<std::string> convs;
     for (const RewriteSite& site : sites) convs.push_back(absl::StrCat("'", site.conv, "'"));
     const std::string what = absl::StrCat("round ", round, ": ", sites.size(), " site", sites.size() == 1 ? "" : "s",
                                           " live where ", best, " bytes were (Conv ", absl::StrJoin(convs, ", "), ")");
-    ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial_bytes, what));
+    ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial, what));
     if (!scored.has_value()) break;
     const int64_t peak = scored->plan.profile.peak_bytes;
     if (peak >= best) {
@@ -268,14 +264,13 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       // with the lowest peak below the best is kept (fewer sites on a tie).
       struct Subset {
         onnx::ModelProto model;
-        std::string bytes;
         std::optional<Scored> scored;
         std::vector<RewriteSite> sites;
       };
       std::optional<Subset> kept;
       const uint32_t all = (1u << applied_here.size()) - 1;
       for (uint32_t mask = 1; mask < all && !past_deadline(); ++mask) {
-        Subset subset{model, "", std::nullopt, {}};
+        Subset subset{model, std::nullopt, {}};
         for (size_t b = 0; b < applied_here.size(); ++b) {
           if ((mask >> b & 1) == 0) continue;
           ASSIGN_OR_RETURN(bool applied, apply(candidates[applied_here[b]], &subset.model, &subset.sites));
@@ -284,8 +279,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
         std::vector<std::string> names;
         for (const RewriteSite& site : subset.sites) names.push_back(absl::StrCat("'", site.conv, "'"));
         const std::string only = absl::StrCat("round ", round, ": Conv ", absl::StrJoin(names, ", "), " alone");
-        subset.bytes = subset.model.SerializeAsString();
-        ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(subset.bytes, only));
+        ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(subset.model, only));
         if (!scored_subset.has_value()) continue;
         const int64_t subset_peak = scored_subset->plan.profile.peak_bytes;
         report.notes.push_back(absl::StrCat(only, ": peak ", subset_peak, " bytes"));
@@ -301,11 +295,11 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       if (!kept.has_value()) break;
       report.notes.push_back(
           absl::StrCat("round ", round, ": kept ", kept->sites.size(), " of its ", applied_here.size(), " sites"));
-      keep(std::move(kept->model), std::move(kept->bytes), std::move(*kept->scored), std::move(kept->sites));
+      keep(std::move(kept->model), std::move(*kept->scored), std::move(kept->sites));
       continue;
     }
     report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes"));
-    keep(std::move(trial), std::move(trial_bytes), std::move(*scored), std::move(sites));
+    keep(std::move(trial), std::move(*scored), std::move(sites));
   }
 
   // Add chains: every sum live where the peak is whose operands the plan so
@@ -345,13 +339,12 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       }
     }
     if (!sites.empty()) {
-      std::string trial_bytes = trial.SerializeAsString();
       const std::string what = absl::StrCat(sites.size(), " sum", sites.size() == 1 ? "" : "s",
                                             " reordered to add operands as the plan makes them");
-      ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial_bytes, what));
+      ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial, what));
       if (scored.has_value() && scored->plan.profile.peak_bytes < best) {
         report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes"));
-        keep(std::move(trial), std::move(trial_bytes), std::move(*scored), std::move(sites));
+        keep(std::move(trial), std::move(*scored), std::move(sites));
       } else if (scored.has_value()) {
         report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes, not below ",
                                             best, ": not rewritten"));
@@ -363,7 +356,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   report.peak_bytes_with = plan.profile.peak_bytes;
   report.ops_after = graph.num_ops();
   report.rewrite_ms = MillisSince(rewrite_start);
-  return RewrittenPlan{std::move(bytes), std::move(graph), std::move(plan), std::move(report)};
+  return RewrittenPlan{model.SerializeAsString(), std::move(graph), std::move(plan), std::move(report)};
 }
 
 RewriteGrowth BoundRewriteGrowth(const Graph& graph) {

@@ -492,7 +492,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
           ? deadline
           : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
   const std::vector<int64_t> op_bounds =
-      ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut);
+      ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of);
   std::vector<int> position(graph.num_ops());
   for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
 
