@@ -69,8 +69,7 @@ int64_t HeatOf(const absl::flat_hash_map<std::string, int>& made, const std::vec
 // Why a graph has no Concat -> Conv site: its Concats' readers, counted,
 // e.g. "no Concat is read by one Conv alone: 61 by BatchNormalization, 1 by
 // GlobalAveragePool".
-std::string WhyNoSite(const onnx::GraphProto& graph) {
-  const ModelIndex index = ModelIndex::Build(graph);
+std::string WhyNoSite(const onnx::GraphProto& graph, const ModelIndex& index) {
   std::map<std::string, int> readers;
   int concats = 0;
   for (const onnx::NodeProto& node : graph.node()) {
@@ -130,7 +129,9 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // The step that makes each tensor in the plan so far.
   absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
   std::vector<Candidate> candidates;
-  for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), ModelIndex::Build(model.graph()))) {
+  // The index of `model`, built again when needed after a trial is kept.
+  std::optional<ModelIndex> model_index = ModelIndex::Build(model.graph());
+  for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), *model_index)) {
     const onnx::NodeProto& concat = model.graph().node(site.concat);
     Candidate candidate;
     candidate.concat = concat.name();
@@ -141,7 +142,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     candidates.push_back(std::move(candidate));
   }
   report.sites_found = static_cast<int>(candidates.size());
-  if (candidates.empty()) report.notes.push_back(WhyNoSite(model.graph()));
+  if (candidates.empty()) report.notes.push_back(WhyNoSite(model.graph(), *model_index));
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
   const auto past_deadline = [&] { return std::chrono::steady_clock::now() >= options.deadline; };
@@ -178,6 +179,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   const auto keep = [&](onnx::ModelProto trial, Scored scored, std::vector<RewriteSite> sites) {
     best = scored.plan.profile.peak_bytes;
     model = std::move(trial);
+    model_index.reset();
     graph = std::move(scored.graph);
     plan = std::move(scored.plan);
     for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
@@ -306,10 +308,10 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // far makes in another order than written is rewritten to add them as
   // they are made; kept, all together, when that lowers the peak.
   if (!past_deadline()) {
-    const absl::flat_hash_map<std::string, std::vector<int64_t>> shapes = TensorShapes(graph);
     std::vector<std::pair<std::string, std::vector<std::string>>> reorders;  // (sum, operand order)
     int cold = 0;  // sums to reorder that are not live where the peak is
-    for (const AddChain& chain : FindAddChains(model.graph(), ModelIndex::Build(model.graph()))) {
+    if (!model_index.has_value()) model_index = ModelIndex::Build(model.graph());
+    for (const AddChain& chain : FindAddChains(model.graph(), *model_index)) {
       std::vector<std::string> order = OrderByFirstAvailable(chain, made);
       if (order == chain.operands) continue;
       if (HeatOf(made, plan.profile.step_bytes, chain.operands, {chain.output}) < best) {
@@ -323,8 +325,10 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       report.notes.push_back(absl::StrCat(cold, " sum", cold == 1 ? "" : "s",
                                           " the plan adds out of order not reordered: not live where the peak is"));
     }
-    onnx::ModelProto trial = model;
+    onnx::ModelProto trial = reorders.empty() ? onnx::ModelProto() : model;
     std::vector<RewriteSite> sites;
+    absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
+    if (!reorders.empty()) shapes = TensorShapes(graph);
     for (const auto& [output, order] : reorders) {
       for (const AddChain& chain : FindAddChains(trial.graph(), ModelIndex::Build(trial.graph()))) {
         if (chain.output != output) continue;
