@@ -153,6 +153,21 @@ std::string PlanSummary(const v1::Plan& plan) {
       absl::StrAppend(&out, "\n");
     }
   }
+  if (plan.memories_size() > 0) {  // several memories (issue 18)
+    absl::StrAppend(&out, "\nmemories (fastest first; byte-steps held of the most any placement could)\n");
+    absl::StrAppend(&out, absl::StrFormat("  %-12s %14s %14s %8s %18s %7s %16s\n", "memory", "capacity", "arena",
+                                          "buffers", "byte-steps", "of max", "access bytes"));
+    for (const v1::MemoryPlacement& m : plan.memories()) {
+      const std::string share =
+          m.byte_steps_bound() > 0
+              ? absl::StrFormat("%.1f%%", 100.0 * static_cast<double>(m.byte_steps()) / m.byte_steps_bound())
+              : "-";
+      absl::StrAppend(&out,
+                      absl::StrFormat("  %-12s %14s %14s %8d %18s %7s %16s\n", m.name(), WithCommas(m.capacity_bytes()),
+                                      WithCommas(m.arena_bytes()), m.buffers_size(), WithCommas(m.byte_steps()), share,
+                                      WithCommas(m.access_bytes())));
+    }
+  }
   if (plan.has_sparsity()) AppendSparsity(plan.sparsity(), plan.memory_budget_bytes() > 0, &out);
   const std::string& cache = plan.stats().cache();
   if (cache == "local" || cache == "shared") {

@@ -44,7 +44,14 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
     flag_set.AddString("onchip", &flags->onchip, "BYTES,...",
                        "On-chip memory sizes for the off-chip traffic estimate of every order\n"
                        "(Belady eviction), each with an optional unit, e.g. 64KiB,128KiB,256KiB\n"
-                       "(default: none).");
+                       "(default: none; with --memory, the first memory's capacity).");
+    flag_set.AddRepeated("memory", &flags->memories, "NAME:CAPACITY[:ALIGNMENT]",
+                         "A memory of the device, fastest first (repeat the flag), e.g. --memory sram:256KiB:16\n"
+                         "--memory dram:64MiB: every buffer is placed in one, the fast ones holding as many\n"
+                         "bytes x steps as fit; the capacities are the budgets (no --budget). Alignment\n"
+                         "defaults to --alignment. See docs/memories.md.");
+    flag_set.AddRepeated("pin", &flags->pins, "TENSOR=MEMORY[@OFFSET]",
+                         "Keep the buffer of TENSOR in MEMORY (at OFFSET when given), e.g. input=sram@0.");
   }
   flag_set.AddInt("max-states", &flags->max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
@@ -81,6 +88,46 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
       return absl::InvalidArgumentError(absl::StrCat("--dim takes NAME=VALUE with VALUE >= 0, not '", dim, "'"));
     }
     (*options.mutable_dim_values())[parts[0]] = value;
+  }
+  for (const std::string& memory : flags.memories) {
+    std::vector<std::string> parts = absl::StrSplit(memory, ':');
+    if (parts.size() < 2 || parts.size() > 3 || parts[0].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--memory takes NAME:CAPACITY or NAME:CAPACITY:ALIGNMENT, not '", memory, "'"));
+    }
+    v1::Memory* m = options.add_memories();
+    m->set_name(parts[0]);
+    absl::StatusOr<int64_t> capacity = ParseByteSize(parts[1]);
+    if (!capacity.ok() || *capacity <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--memory '", memory, "': the capacity must be a positive size"));
+    }
+    m->set_capacity_bytes(*capacity);
+    if (parts.size() == 3) {
+      absl::StatusOr<int64_t> alignment = ParseByteSize(parts[2]);
+      if (!alignment.ok() || *alignment <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--memory '", memory, "': the alignment must be a positive size"));
+      }
+      m->set_alignment(*alignment);
+    }
+  }
+  for (const std::string& pin : flags.pins) {
+    const size_t equals = pin.rfind('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == pin.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pin takes TENSOR=MEMORY or TENSOR=MEMORY@OFFSET, not '", pin, "'"));
+    }
+    v1::Pin* p = options.add_pins();
+    p->set_tensor(pin.substr(0, equals));
+    std::vector<std::string> where = absl::StrSplit(pin.substr(equals + 1), absl::MaxSplits('@', 1));
+    p->set_memory(where[0]);
+    if (where.size() == 2) {
+      absl::StatusOr<int64_t> offset = ParseByteSize(where[1]);
+      if (!offset.ok() || *offset < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--pin '", pin, "': the offset must be a size >= 0"));
+      }
+      p->set_offset(*offset);
+    }
   }
   if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
   return absl::OkStatus();

@@ -29,14 +29,17 @@ struct RequestFlags {
   double step_time_limit = 1;
   int64_t max_states = SearchOptions().max_states;
   std::string onchip;
+  std::vector<std::string> memories;  // NAME:CAPACITY[:ALIGNMENT], fastest first
+  std::vector<std::string> pins;      // TENSOR=MEMORY[@OFFSET]
 };
 
 // Registers the flags of RequestFlags on `flag_set`; `with_outputs` adds
-// those that only matter for a full plan (--onchip, --alignment).
+// those that only matter for a full plan (--onchip, --alignment, --memory,
+// --pin).
 void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs);
 
 // Fills `options` from the flags. InvalidArgument naming the flag for a bad
-// --onchip, --dim or --workspace value.
+// --onchip, --dim, --memory, --pin or --workspace value.
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options);
 
 }  // namespace serenity

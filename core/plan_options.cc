@@ -4,6 +4,7 @@
 #include <iterator>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
@@ -95,6 +96,51 @@ absl::StatusOr<RewriteForm> ParseRewriteForm(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown rewrite form '", name, "'; choose standard or accumulate"));
 }
 
+namespace {
+
+// The memories and pins of ValidatePlanOptions.
+absl::Status ValidateMemories(const PlanOptions& options) {
+  if (options.memories.empty()) {
+    if (!options.pins.empty()) return absl::InvalidArgumentError("pins need memories to pin buffers to");
+    return absl::OkStatus();
+  }
+  if (options.memory_budget_bytes > 0) {
+    return absl::InvalidArgumentError(
+        "with memories, their capacities are the budgets: give no memory budget (--budget) as well");
+  }
+  if (options.memory_model.concat_in_place) {
+    return absl::InvalidArgumentError("memories cannot be combined with concat_in_place yet");
+  }
+  absl::flat_hash_set<std::string> names;
+  for (const MemorySpace& m : options.memories) {
+    if (m.name.empty()) return absl::InvalidArgumentError("every memory needs a name");
+    if (!names.insert(m.name).second) return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' twice"));
+    if (m.capacity_bytes <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs a positive capacity"));
+    }
+    if (m.alignment < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs an alignment of at least 1 byte"));
+    }
+  }
+  absl::flat_hash_set<std::string> pinned;
+  for (const TensorPin& pin : options.pins) {
+    if (!names.contains(pin.memory)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", pin.tensor, "' is pinned to memory '", pin.memory, "', which is not given"));
+    }
+    if (!pinned.insert(pin.tensor).second) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", pin.tensor, "' is pinned twice"));
+    }
+    if (pin.offset < -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", pin.tensor, "' is pinned at a negative offset (", pin.offset, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidatePlanOptions(const PlanOptions& options) {
   if (options.alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1 byte");
   if (options.objective == Objective::kFit && options.memory_budget_bytes <= 0) {
@@ -109,7 +155,7 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
   if (options.step_time_limit_seconds <= 0) {
     return absl::InvalidArgumentError("the per-step time limit must be positive");
   }
-  return absl::OkStatus();
+  return ValidateMemories(options);
 }
 
 absl::Status GivenOrderWithRewriteError() {
@@ -141,6 +187,14 @@ absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOpt
   }
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
   RETURN_IF_ERROR(CheckSparsityOptions(graph, options.levels, options.switch_points));
+  for (const TensorPin& pin : options.pins) {
+    if (!graph.FindTensor(pin.tensor).has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("pinned tensor '", pin.tensor, "' is not a tensor of the graph"));
+    }
+  }
+  if (!options.memories.empty() && options.onchip_bytes.empty()) {
+    options.onchip_bytes.push_back(options.memories.front().capacity_bytes);
+  }
   options.time_limit_seconds = TimeLimitOrDefault(options.time_limit_seconds);
   return SanitizedOptions(std::move(options));
 }

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/arena/memories.h"
 #include "core/baseline_table.h"
 #include "core/graph/graph.h"
 #include "core/memory/buffer_model.h"
@@ -94,6 +95,14 @@ const char* RewriteFormName(RewriteForm form);
 // The form named `name`; InvalidArgument listing the choices otherwise.
 absl::StatusOr<RewriteForm> ParseRewriteForm(absl::string_view name);
 
+// A request's pin (issue 18): the buffer holding `tensor` sits in the memory
+// named `memory`, at `offset` (-1: anywhere in it).
+struct TensorPin {
+  std::string tensor;
+  std::string memory;
+  int64_t offset = -1;
+};
+
 struct PlanOptions {
   MemoryModel memory_model;
   int64_t alignment = kDefaultAlignment;
@@ -157,10 +166,20 @@ struct PlanOptions {
   // Names of the ops after which the run may switch to the next sparser
   // level; each an op of the graph, and only with levels.
   std::vector<std::string> switch_points;
+  // --- Several memories and pinned buffers (issue 18; core/arena/memories.h).
+  // The device's memories, fastest first (empty: one arena, as without).
+  // Given, every buffer of the plan is placed in one of them after the
+  // arena (Plan::memories); no memory_budget_bytes, no concat_in_place.
+  std::vector<MemorySpace> memories;
+  // Needs memories; each tensor pinned at most once.
+  std::vector<TensorPin> pins;
 };
 
 // OK when PlanGraph accepts `options` (alignment >= 1, non-negative budget,
-// a budget for objective fit, positive limits and on-chip sizes);
+// a budget for objective fit, positive limits and on-chip sizes; memories
+// with unique non-empty names, positive capacities, alignments >= 1, not
+// with a budget or concat_in_place; pins only with memories, each naming
+// one of them, a tensor once, an offset -1 or >= 0);
 // InvalidArgument naming the problem otherwise. Does not look at the given
 // order (SanitizePlanOptions checks it against the graph).
 absl::Status ValidatePlanOptions(const PlanOptions& options);
@@ -204,7 +223,9 @@ class SanitizedOptions {
 
 // Checks `options` for `graph` (ValidatePlanOptions, then CheckOrder of a
 // given order; InvalidArgument for a given order with rewrite, then the sparsity levels and switch
-// points: CheckSparsityOptions) and applies the defaults (TimeLimitOrDefault). The one place a
+// points: CheckSparsityOptions; every pinned tensor must be one of the
+// graph's) and applies the defaults (TimeLimitOrDefault; with memories and
+// no onchip_bytes, the first memory's capacity as the on-chip size). The one place a
 // request's options are checked: InvalidArgument naming the problem.
 absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOptions options);
 

@@ -1,5 +1,6 @@
 #include "core/plan_options.h"
 
+#include <functional>
 #include <random>
 #include <string>
 
@@ -133,6 +134,46 @@ TEST(PlanOptionsTest, TimeLimitOrDefault) {
   EXPECT_EQ(TimeLimitOrDefault(0), kDefaultTimeLimitSeconds);
   EXPECT_EQ(TimeLimitOrDefault(-3), kDefaultTimeLimitSeconds);
   EXPECT_EQ(TimeLimitOrDefault(0.5), 0.5);
+}
+
+}  // namespace
+}  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// Memories and pins (issue 18) are checked once, here, with errors that
+// name the problem; the first memory's capacity becomes the on-chip size.
+TEST(PlanOptionsTest, MemoriesAndPinsAreChecked) {
+  Graph g = *Graph::Build(testing::ReluChain(3));
+  PlanOptions ok;
+  ok.memories = {{"sram", 4096, 16}, {"dram", 1 << 20, 64}};
+  ok.pins = {{"t0", "dram", -1}, {"t1", "sram", 0}};
+  absl::StatusOr<SanitizedOptions> sanitized = SanitizePlanOptions(g, ok);
+  ASSERT_TRUE(sanitized.ok()) << sanitized.status();
+  EXPECT_EQ((*sanitized)->onchip_bytes, std::vector<int64_t>{4096});
+  ok.onchip_bytes = {1000, 2000};
+  EXPECT_EQ((*SanitizePlanOptions(g, ok))->onchip_bytes, (std::vector<int64_t>{1000, 2000}));
+
+  const auto refused = [&](const std::function<void(PlanOptions&)>& change, const std::string& words) {
+    PlanOptions options = ok;
+    change(options);
+    absl::StatusOr<SanitizedOptions> s = SanitizePlanOptions(g, options);
+    ASSERT_FALSE(s.ok()) << words;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(words));
+  };
+  refused([](PlanOptions& o) { o.memory_budget_bytes = 100; }, "their capacities are the budgets");
+  refused([](PlanOptions& o) { o.memory_model.concat_in_place = true; }, "concat_in_place");
+  refused([](PlanOptions& o) { o.memories[1].name = "sram"; }, "memory 'sram' twice");
+  refused([](PlanOptions& o) { o.memories[0].name = ""; }, "every memory needs a name");
+  refused([](PlanOptions& o) { o.memories[0].capacity_bytes = 0; }, "'sram' needs a positive capacity");
+  refused([](PlanOptions& o) { o.memories[1].alignment = 0; }, "'dram' needs an alignment");
+  refused([](PlanOptions& o) { o.memories.clear(); }, "pins need memories");
+  refused([](PlanOptions& o) { o.pins[0].memory = "flash"; }, "pinned to memory 'flash', which is not given");
+  refused([](PlanOptions& o) { o.pins[1].tensor = "t0"; }, "tensor 't0' is pinned twice");
+  refused([](PlanOptions& o) { o.pins[1].offset = -5; }, "negative offset");
+  refused([](PlanOptions& o) { o.pins[0].tensor = "nope"; }, "pinned tensor 'nope' is not a tensor of the graph");
 }
 
 }  // namespace

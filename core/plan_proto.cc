@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
 #include "core/util/status_macros.h"
 
@@ -101,6 +102,21 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
     l.time_us = level.time_us();
   }
   out.switch_points.assign(options.switch_points().begin(), options.switch_points().end());
+  // Several memories (issue 18): checked by SanitizePlanOptions.
+  for (const v1::Memory& memory : options.memories()) {
+    if (memory.alignment() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("memory '", memory.name(), "': alignment must not be negative"));
+    }
+    out.memories.push_back(
+        {memory.name(), memory.capacity_bytes(), memory.alignment() > 0 ? memory.alignment() : out.alignment});
+  }
+  for (const v1::Pin& pin : options.pins()) {
+    if (pin.has_offset() && pin.offset() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", pin.tensor(), "' is pinned at a negative offset (", pin.offset(), ")"));
+    }
+    out.pins.push_back({pin.tensor(), pin.memory(), pin.has_offset() ? pin.offset() : -1});
+  }
   return out;
 }
 
@@ -271,6 +287,23 @@ void FillArenaAndSteps(const Graph& graph, const Plan& plan, v1::Plan* plan_out)
       buffer->set_slice_offset(b.offset_from_anchor);
     }
   }
+  // Several memories (issue 18): the same rows, by memory, with offsets
+  // within it.
+  if (plan.memories.has_value()) {
+    for (size_t m = 0; m < plan.memories->uses.size(); ++m) {
+      const MemoryUse& use = plan.memories->uses[m];
+      v1::MemoryPlacement* placement = out.add_memories();
+      placement->set_arena_bytes(use.arena_bytes);
+      placement->set_byte_steps(use.byte_steps);
+      placement->set_byte_steps_bound(use.byte_steps_bound);
+      placement->set_access_bytes(m < plan.memory_access_bytes.size() ? plan.memory_access_bytes[m] : 0);
+    }
+    for (size_t i = 0; i < plan.profile.buffers.size(); ++i) {
+      v1::ArenaBuffer* buffer = out.mutable_memories(plan.memories->memory[i])->add_buffers();
+      *buffer = arena->buffers(static_cast<int>(i));
+      buffer->set_offset(plan.memories->offsets[i]);
+    }
+  }
 
   // Defragmentation moves, named by their buffer's tensor (or op).
   for (const ArenaMove& m : plan.moves) {
@@ -361,6 +394,12 @@ v1::Plan PlanToProto(const Graph& graph, const Plan& plan, const PlanOptions& op
   v1::Plan out;
   FillHeader(graph, plan, options, &out);
   if (!options.score_only) FillArenaAndSteps(graph, plan, &out);
+  for (int m = 0; m < out.memories_size() && m < static_cast<int>(options.memories.size()); ++m) {
+    v1::MemoryPlacement* placement = out.mutable_memories(m);
+    placement->set_name(options.memories[m].name);
+    placement->set_capacity_bytes(options.memories[m].capacity_bytes);
+    placement->set_alignment(options.memories[m].alignment);
+  }
   out.mutable_step_bytes()->Assign(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());
   FillBaselines(plan.baselines, out.mutable_baselines());
   if (plan.serenity.has_value()) FillSummary(*plan.serenity, out.mutable_baselines()->mutable_serenity());

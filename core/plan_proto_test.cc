@@ -61,3 +61,45 @@ TEST(PlanProtoTest, CertificatesMapOnce) {
 
 }  // namespace
 }  // namespace serenity
+
+namespace serenity {
+namespace {
+
+// A request's memories and pins: alignment 0 means options.alignment, an
+// absent offset means anywhere, a negative one is refused.
+TEST(PlanProtoTest, MemoriesAndPinsFromTheRequest) {
+  v1::PlanOptions request;
+  request.set_alignment(32);
+  v1::Memory* sram = request.add_memories();
+  sram->set_name("sram");
+  sram->set_capacity_bytes(4096);
+  sram->set_alignment(16);
+  v1::Memory* dram = request.add_memories();
+  dram->set_name("dram");
+  dram->set_capacity_bytes(1 << 20);
+  v1::Pin* anywhere = request.add_pins();
+  anywhere->set_tensor("x");
+  anywhere->set_memory("dram");
+  v1::Pin* at = request.add_pins();
+  at->set_tensor("y");
+  at->set_memory("sram");
+  at->set_offset(0);
+  absl::StatusOr<PlanOptions> options = PlanOptionsFromProto(request);
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->memories.size(), 2u);
+  EXPECT_EQ(options->memories[0].alignment, 16);
+  EXPECT_EQ(options->memories[1].alignment, 32);
+  EXPECT_EQ(options->memories[1].capacity_bytes, 1 << 20);
+  ASSERT_EQ(options->pins.size(), 2u);
+  EXPECT_EQ(options->pins[0].offset, -1);
+  EXPECT_EQ(options->pins[1].offset, 0);
+  EXPECT_EQ(options->pins[1].memory, "sram");
+  at->set_offset(-64);
+  EXPECT_EQ(PlanOptionsFromProto(request).status().code(), absl::StatusCode::kInvalidArgument);
+  at->set_offset(0);
+  dram->set_alignment(-1);
+  EXPECT_EQ(PlanOptionsFromProto(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace serenity

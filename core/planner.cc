@@ -6,7 +6,10 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "core/arena/instance_search.h"
+#include "core/arena/memories.h"
 #include "core/graph/reachability.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/budget_search.h"
@@ -14,6 +17,7 @@
 #include "core/schedule/divide_and_conquer.h"
 #include "core/schedule/reference_search.h"
 #include "core/schedule/signature_dp.h"
+#include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -299,6 +303,7 @@ class PlanRun {
     RETURN_IF_ERROR(Certify());
     if (!options_.score_only) {
       RETURN_IF_ERROR(Arenas());
+      RETURN_IF_ERROR(Memories());
       RETURN_IF_ERROR(BaselineArenas());
       RETURN_IF_ERROR(Traffic());
     }
@@ -321,6 +326,7 @@ class PlanRun {
       ASSIGN_OR_RETURN(plan_.serenity, Summarize(buffers_, plan_.serenity->order, /*with_steps=*/true));
     }
     RETURN_IF_ERROR(Arenas());
+    RETURN_IF_ERROR(Memories());
     RETURN_IF_ERROR(BaselineArenas());
     RETURN_IF_ERROR(Traffic());
     plan_.total_ms = scored_ms + MillisSince(start_);
@@ -485,6 +491,73 @@ class PlanRun {
     const BudgetFit fit = Fit();
     if (fit.feasible && !fit.arena_fits_budget) RETURN_IF_ERROR(Defragment());
     plan_.arena_fits_budget = Fit().arena_fits_budget;
+    return absl::OkStatus();
+  }
+
+  // Every buffer in one of options.memories (issue 18): pins by tensor name
+  // become pins of the buffers holding them.
+  absl::Status Memories() {
+    if (options_.memories.empty()) return absl::OkStatus();
+    PhaseTimer timer(&plan_, "memories");
+    const std::vector<BufferLifetimeInfo>& profile = plan_.profile.buffers;
+    std::vector<ArenaBuffer> buffers;
+    std::vector<std::string> names;
+    std::vector<BufferPin> pins(profile.size());
+    absl::flat_hash_map<TensorId, size_t> buffer_of;  // tensors and their aliases
+    for (size_t i = 0; i < profile.size(); ++i) {
+      const BufferLifetimeInfo& b = profile[i];
+      buffers.push_back({b.bytes, b.first_step, b.last_step});
+      if (b.kind == BufferKind::kWorkspace) {
+        names.push_back(absl::StrCat(graph_.op(b.op).name, " (workspace)"));
+        continue;
+      }
+      names.push_back(graph_.tensor(b.tensor).name);
+      buffer_of[b.tensor] = i;
+      for (TensorId alias : b.aliases) buffer_of[alias] = i;
+    }
+    absl::flat_hash_map<std::string, int> memory_index;
+    for (size_t m = 0; m < options_.memories.size(); ++m) memory_index[options_.memories[m].name] = static_cast<int>(m);
+    for (const TensorPin& pin : options_.pins) {
+      const TensorId t = *graph_.FindTensor(pin.tensor);  // SanitizePlanOptions checked it
+      auto it = buffer_of.find(t);
+      if (it == buffer_of.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("pinned tensor '", pin.tensor,
+                                                       "' has no buffer of its own (a weight not counted, or never "
+                                                       "live)"));
+      }
+      BufferPin& p = pins[it->second];
+      if (p.memory >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat("tensors '", pin.tensor, "' and '", names[it->second],
+                                                       "' share one buffer and are both pinned"));
+      }
+      p.memory = memory_index.at(pin.memory);
+      p.offset = pin.offset;
+    }
+    ArenaLimits limits;
+    limits.cancelled = options_.cancelled;
+    limits.memory = options_.memory;
+    limits.deadline = end_;
+    ASSIGN_OR_RETURN(plan_.memories, AssignMemories(buffers, names, options_.memories, pins, limits));
+    plan_.memory_access_bytes.assign(options_.memories.size(), 0);
+    for (size_t i = 0; i < profile.size(); ++i) {
+      const BufferLifetimeInfo& b = profile[i];
+      int64_t writes = 0, reads = 0;
+      if (b.kind == BufferKind::kWorkspace) {
+        writes = reads = 1;
+      } else if (b.kind == BufferKind::kWeight) {
+        reads = static_cast<int64_t>(graph_.tensor(b.tensor).consumers.size());
+      } else {
+        writes = 1;
+        for (TensorId alias : b.aliases) {
+          const OpId producer = graph_.tensor(alias).producer;
+          writes += producer != kNoOp && !IsViewOp(graph_.op(producer).type) ? 1 : 0;
+        }
+        const BufferId model_buffer = buffers_.buffer_of(b.tensor);
+        if (model_buffer != kNoBuffer) reads = static_cast<int64_t>(buffers_.buffers()[model_buffer].users.size());
+      }
+      int64_t& access = plan_.memory_access_bytes[plan_.memories->memory[i]];
+      access = SaturatingAdd(access, SaturatingMul(b.bytes, writes + reads));
+    }
     return absl::OkStatus();
   }
 

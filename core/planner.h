@@ -78,6 +78,13 @@ struct Plan {
   // lower bound included), "arena" (the plan's arena and the TFLite-style
   // one), "defragment", "baseline_arenas", "traffic".
   std::map<std::string, double> phase_ms;
+  // Set when options.memories was given and the plan is complete (issue
+  // 18): each of profile.buffers in one memory, with each memory's totals;
+  // memory_access_bytes, per memory, the bytes the ops write into and read
+  // from its buffers (each tensor and workspace written once, again by each
+  // in-place or accumulating write; weights never; read once per reading op).
+  std::optional<MemoryAssignment> memories;
+  std::vector<int64_t> memory_access_bytes;
 };
 
 // What a memory budget says of a plan: whether its peak fits (feasible), by

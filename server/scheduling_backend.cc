@@ -20,6 +20,10 @@
 namespace serenity {
 namespace {
 
+// Requests whose plans the cache cannot hold (see Answer): rewritten, or
+// placed in several memories.
+bool Uncached(const v1::PlanOptions& options) { return options.rewrite() || options.memories_size() > 0; }
+
 double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -119,8 +123,8 @@ bool SchedulingBackend::AnswerFromMemo(const std::string& request_key, bool scor
 
 bool SchedulingBackend::AnswerRepeat(const v1::PlanRequest& request, bool score_only, const CallContext& call,
                                      v1::Plan* reply) {
-  // A rewrite is never memoized (see Answer).
-  if (memo_ == nullptr || cache_ == nullptr || call.seconds_left * 0.8 <= 0 || request.options().rewrite()) {
+  // A rewrite or a placement in memories is never memoized (see Answer).
+  if (memo_ == nullptr || cache_ == nullptr || call.seconds_left * 0.8 <= 0 || Uncached(request.options())) {
     return false;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -136,7 +140,7 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
     return absl::DeadlineExceededError("the call's deadline had passed before planning began");
   }
   std::string request_key;
-  if (memo_ != nullptr && cache_ != nullptr && !request.options().rewrite()) {
+  if (memo_ != nullptr && cache_ != nullptr && !Uncached(request.options())) {
     request_key = RequestMemoKey(request, score_only, call.tenant);
     v1::Plan plan;
     if (AnswerFromMemo(request_key, score_only, call.seconds_left, start, /*count_miss=*/true, &plan)) return plan;
@@ -193,8 +197,10 @@ absl::StatusOr<v1::Plan> SchedulingBackend::Answer(const v1::PlanRequest& reques
   options.set_time_limit_seconds(limit);
   // A rewritten plan is not cached: it describes the rewritten graph, which
   // the cache's entries (a plan of the request's graph, remapped to an
-  // isomorphic one's names) cannot hold; so it has no plan_id either.
-  if (rewrite) {
+  // isomorphic one's names) cannot hold; so it has no plan_id either. Nor
+  // is a plan placed in several memories: its pins name tensors, and the
+  // stored plan keeps no placement.
+  if (Uncached(request.options())) {
     ASSIGN_OR_RETURN(v1::Plan plan, ExecutePreparedRequest(prepared, executor_));
     (*plan.mutable_stats()->mutable_phase_ms())["import"] = import_ms;
     if (metrics_ != nullptr) {

@@ -237,6 +237,45 @@ class CliJsonTest(unittest.TestCase):
         self.assertEqual(lines[2]["error"]["code"], "INVALID_ARGUMENT")
         self.assertEqual(lines[3]["model"], "chain")
 
+    # --- several memories and pinned buffers (issue 18) ----------------------
+
+    def test_plan_with_memories_and_pins(self):
+        for where in (["--local"], ["--server", self.server_address()]):
+            r = self.run_client("plan", self.diamond, *where, "--json", "--memory", "sram:4KiB:32",
+                                "--memory", "dram:64KiB", "--pin", "x=dram", "--pin", "y=sram@0")
+            (line,) = parse_lines(r.stdout)
+            self.check(line, "plan_line")
+            sram, dram = line["memories"]
+            self.assertEqual((sram["name"], sram["capacity_bytes"], sram["alignment"]), ("sram", 4096, 32))
+            self.assertEqual((dram["name"], dram["alignment"]), ("dram", 64))  # --alignment's default
+            placed = {b["tensor"]: (m["name"], b["offset"]) for m in line["memories"] for b in m["buffers"]}
+            self.assertEqual(sorted(placed), sorted(b["tensor"] for b in line["arena"]["buffers"]))
+            self.assertEqual(placed["x"][0], "dram")
+            self.assertEqual(placed["y"], ("sram", 0))
+            for m in line["memories"]:
+                self.assertLessEqual(m["arena_bytes"], m["capacity_bytes"])
+                self.assertEqual(m["byte_steps"],
+                                 sum(b["size"] * (b["last_step"] - b["first_step"] + 1) for b in m["buffers"]))
+                self.assertLessEqual(m["byte_steps"], m["byte_steps_bound"])
+                self.assertGreater(m["access_bytes"], 0)
+            # The first memory's capacity is the on-chip size of the traffic estimate.
+            self.assertEqual([p["onchip_bytes"] for p in line["traffic"][0]["points"]], [4096])
+            if where[0] == "--server":
+                self.assertEqual(line["stats"]["cache"], "miss")
+        # The bytes live at one step exceed both memories: an error line.
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--memory", "sram:1KiB", "--memory",
+                            "dram:2KiB", expect=1)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "error_line")
+        self.assertEqual(line["error"]["code"], "FAILED_PRECONDITION")
+        self.assertIn("bytes are live, more than all memories hold together", line["error"]["message"])
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--memory", "sram:64KiB", "--pin",
+                            "x=dram", expect=1)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "error_line")
+        self.assertEqual(line["error"]["code"], "INVALID_ARGUMENT")
+        self.assertIn("pinned to memory 'dram', which is not given", line["error"]["message"])
+
     # --- nested sparse models (issue 20) -------------------------------------
 
     LEVELS = {"levels": [{"name": "full", "density": {"w": 1}, "time_us": 100},

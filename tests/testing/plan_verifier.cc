@@ -475,6 +475,62 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   if (arena.size_bytes() < peak) {
     return absl::FailedPreconditionError(absl::StrCat("arena ", arena.size_bytes(), " below peak ", peak));
   }
+  return VerifyMemories(plan);
+}
+
+absl::Status VerifyMemories(const v1::Plan& plan) {
+  if (plan.memories_size() == 0) return absl::OkStatus();
+  // Each arena row in exactly one memory, with the same kind, size and steps.
+  std::map<std::pair<int, std::string>, int> placed;  // (kind, tensor) -> memory
+  for (int m = 0; m < plan.memories_size(); ++m) {
+    const v1::MemoryPlacement& memory = plan.memories(m);
+    if (memory.alignment() < 1 || memory.capacity_bytes() < 1) {
+      return absl::FailedPreconditionError(absl::StrCat("memory '", memory.name(), "' has no capacity or alignment"));
+    }
+    int64_t byte_steps = 0, end = 0;
+    for (int i = 0; i < memory.buffers_size(); ++i) {
+      const v1::ArenaBuffer& a = memory.buffers(i);
+      if (!placed.emplace(std::make_pair(static_cast<int>(a.kind()), a.tensor()), m).second) {
+        return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is placed twice"));
+      }
+      if (a.offset() < 0 || a.offset() % memory.alignment() != 0 || a.offset() + a.size() > memory.capacity_bytes()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("buffer '", a.tensor(), "' is misaligned or outside '", memory.name(), "'"));
+      }
+      byte_steps += a.size() * (a.last_step() - a.first_step() + 1);
+      if (a.size() > 0) end = std::max(end, a.offset() + a.size());
+      for (int j = 0; j < i; ++j) {
+        const v1::ArenaBuffer& b = memory.buffers(j);
+        const bool co_live = a.first_step() <= b.last_step() && b.first_step() <= a.last_step();
+        const bool overlap = a.offset() < b.offset() + b.size() && b.offset() < a.offset() + a.size();
+        if (co_live && overlap && a.size() > 0 && b.size() > 0) {
+          return absl::FailedPreconditionError(absl::StrCat("buffers '", a.tensor(), "' and '", b.tensor(),
+                                                            "' are live together and overlap in '", memory.name(),
+                                                            "'"));
+        }
+      }
+    }
+    if (byte_steps != memory.byte_steps() || end != memory.arena_bytes() ||
+        memory.byte_steps() > memory.byte_steps_bound()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("memory '", memory.name(), "' states the wrong byte-steps, arena or bound"));
+    }
+  }
+  for (const v1::ArenaBuffer& a : plan.arena().buffers()) {
+    auto it = placed.find({static_cast<int>(a.kind()), a.tensor()});
+    if (it == placed.end()) {
+      return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is in no memory"));
+    }
+    for (const v1::ArenaBuffer& b : plan.memories(it->second).buffers()) {
+      if (b.kind() == a.kind() && b.tensor() == a.tensor() &&
+          (b.size() != a.size() || b.first_step() != a.first_step() || b.last_step() != a.last_step())) {
+        return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' differs from its arena row"));
+      }
+    }
+  }
+  if (placed.size() != static_cast<size_t>(plan.arena().buffers_size())) {
+    return absl::FailedPreconditionError("a memory holds a buffer the arena does not have");
+  }
   return absl::OkStatus();
 }
 

@@ -39,7 +39,16 @@ int64_t NaivePeak(const Graph& graph, const std::vector<OpId>& order, bool alias
 // overlap;
 // size_bytes covers every buffer and is >= peak; baselines' peaks are >= the
 // plan's lower bound. Otherwise an error naming the first violation.
+// With memories (issue 18), also VerifyMemories.
 absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan);
+
+// OK when the plan has no memories, or: every row of plan.arena is in
+// exactly one memory with the same kind, size and steps; every offset there
+// is a non-negative multiple of the memory's alignment and ends within its
+// capacity; no two buffers of a memory live at a common step overlap; each
+// memory's byte_steps and arena_bytes equal its rows' and byte_steps <=
+// byte_steps_bound. Otherwise an error naming the first violation.
+absl::Status VerifyMemories(const v1::Plan& plan);
 
 }  // namespace serenity::testing
 

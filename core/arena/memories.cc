@@ -1,0 +1,275 @@
+#include "core/arena/memories.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/arena/instance_search.h"
+#include "core/arena/pinned_arena.h"
+#include "core/util/saturating.h"
+#include "core/util/status_macros.h"
+
+namespace serenity {
+namespace {
+
+// Above this many buffers the gap-filling pass (quadratic) is skipped.
+constexpr size_t kMaxFillBuffers = 20000;
+
+int64_t Steps(const ArenaBuffer& b) { return int64_t{b.last_step} - b.first_step + 1; }
+
+bool ShareAStep(const ArenaBuffer& a, const ArenaBuffer& b) {
+  return a.first_step <= b.last_step && b.first_step <= a.last_step;
+}
+
+// Time cut where any lifetime starts or ends: buffer i lives in sections
+// [begin[i], end[i]), section k has length[k] steps.
+struct Sections {
+  std::vector<int64_t> first_step;
+  std::vector<int64_t> length;
+  std::vector<int> begin, end;
+};
+
+Sections SplitTime(absl::Span<const ArenaBuffer> buffers) {
+  std::vector<int64_t> cuts;
+  for (const ArenaBuffer& b : buffers) {
+    cuts.push_back(b.first_step);
+    cuts.push_back(int64_t{b.last_step} + 1);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  Sections s;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    s.first_step.push_back(cuts[k]);
+    s.length.push_back(cuts[k + 1] - cuts[k]);
+  }
+  const auto index = [&](int64_t step) {
+    return static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), step) - cuts.begin());
+  };
+  for (const ArenaBuffer& b : buffers) {
+    s.begin.push_back(index(b.first_step));
+    s.end.push_back(index(int64_t{b.last_step} + 1));
+  }
+  return s;
+}
+
+std::string Describe(const std::string& name, const ArenaBuffer& b) {
+  return absl::StrCat("buffer '", name, "' (", b.size, " bytes, steps ", b.first_step, "-", b.last_step, ")");
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> buffers,
+                                                absl::Span<const std::string> names,
+                                                absl::Span<const MemorySpace> memories,
+                                                absl::Span<const BufferPin> pins, const ArenaLimits& limits) {
+  const size_t n = buffers.size();
+  if (names.size() != n) return absl::InvalidArgumentError("one name per buffer is needed");
+  if (!pins.empty() && pins.size() != n) return absl::InvalidArgumentError("one pin per buffer (or none) is needed");
+  if (memories.empty()) return absl::InvalidArgumentError("no memories to place the buffers in");
+  for (const MemorySpace& m : memories) {
+    if (m.capacity_bytes <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs a positive capacity"));
+    }
+    if (m.alignment < 1) return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs alignment >= 1"));
+  }
+  const int num_memories = static_cast<int>(memories.size());
+  std::vector<BufferPin> pin(n);
+  if (!pins.empty()) pin.assign(pins.begin(), pins.end());
+  for (size_t i = 0; i < n; ++i) {
+    const ArenaBuffer& b = buffers[i];
+    if (b.anchor >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(names[i], b), " is a slice laid out in place (concat_in_place): buffers in several ",
+                       "memories cannot be anchored"));
+    }
+    const BufferPin& p = pin[i];
+    if (p.memory < -1 || p.memory >= num_memories) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(names[i], b), " is pinned to memory ", p.memory, ", not one of the ", num_memories));
+    }
+    if (p.offset == -1) continue;
+    if (p.memory < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(names[i], b), " has a pinned offset but no memory"));
+    }
+    const MemorySpace& m = memories[p.memory];
+    if (p.offset < 0 || p.offset % m.alignment != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(names[i], b), " is pinned at offset ", p.offset,
+                                                     ", not a non-negative multiple of '", m.name, "''s alignment ",
+                                                     m.alignment));
+    }
+    if (SaturatingAdd(p.offset, b.size) > m.capacity_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(names[i], b), " is pinned at offset ", p.offset, " of '",
+                                                     m.name, "': it ends at ", SaturatingAdd(p.offset, b.size),
+                                                     ", past the capacity ", m.capacity_bytes));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const BufferPin& q = pin[j];
+      if (q.memory != p.memory || q.offset < 0 || b.size == 0 || buffers[j].size == 0) continue;
+      if (ShareAStep(b, buffers[j]) && p.offset < q.offset + buffers[j].size && q.offset < p.offset + b.size) {
+        return absl::InvalidArgumentError(absl::StrCat(Describe(names[i], b), " and ", Describe(names[j], buffers[j]),
+                                                       " are pinned to overlapping bytes of '", m.name,
+                                                       "' while both live"));
+      }
+    }
+  }
+
+  const Sections sections = SplitTime(buffers);
+  const size_t num_sections = sections.length.size();
+  // No placement helps when the bytes live at one step exceed every
+  // capacity together.
+  {
+    std::vector<int64_t> live(num_sections + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      live[sections.begin[i]] = SaturatingAdd(live[sections.begin[i]], buffers[i].size);
+      live[sections.end[i]] -= buffers[i].size;
+    }
+    int64_t total = 0;
+    for (const MemorySpace& m : memories) total = SaturatingAdd(total, m.capacity_bytes);
+    int64_t running = 0;
+    for (size_t k = 0; k < num_sections; ++k) {
+      running += live[k];
+      if (running > total) {
+        return absl::FailedPreconditionError(absl::StrCat("at step ", sections.first_step[k], ", ", running,
+                                                          " bytes are live, more than all memories hold together (",
+                                                          total, " bytes): no placement fits"));
+      }
+    }
+  }
+
+  MemoryAssignment result;
+  result.memory.assign(n, -1);
+  result.offsets.assign(n, 0);
+  result.uses.resize(memories.size());
+  // Unpinned buffers, largest size x steps first (then largest, then first).
+  std::vector<size_t> by_area(n);
+  std::iota(by_area.begin(), by_area.end(), 0);
+  std::stable_sort(by_area.begin(), by_area.end(), [&](size_t a, size_t b) {
+    const int64_t area_a = SaturatingMul(buffers[a].size, Steps(buffers[a]));
+    const int64_t area_b = SaturatingMul(buffers[b].size, Steps(buffers[b]));
+    if (area_a != area_b) return area_a > area_b;
+    return buffers[a].size > buffers[b].size;
+  });
+
+  for (int m = 0; m < num_memories; ++m) {
+    const MemorySpace& space = memories[m];
+    const bool last = m + 1 == num_memories;
+    std::vector<size_t> pinned_here, candidates;
+    for (size_t i = 0; i < n; ++i) {
+      if (pin[i].memory == m) pinned_here.push_back(i);
+    }
+    for (size_t i : by_area) {
+      if (result.memory[i] < 0 && pin[i].memory < 0) candidates.push_back(i);
+    }
+    // The bound: at each section, the lesser of the capacity and what may
+    // still come here.
+    {
+      std::vector<int64_t> live(num_sections + 1, 0);
+      for (size_t i = 0; i < n; ++i) {
+        if (result.memory[i] >= 0 || (pin[i].memory >= 0 && pin[i].memory != m)) continue;
+        live[sections.begin[i]] = SaturatingAdd(live[sections.begin[i]], buffers[i].size);
+        live[sections.end[i]] -= buffers[i].size;
+      }
+      int64_t running = 0, bound = 0;
+      for (size_t k = 0; k < num_sections; ++k) {
+        running += live[k];
+        bound = SaturatingAdd(bound, SaturatingMul(std::min(running, space.capacity_bytes), sections.length[k]));
+      }
+      result.uses[m].byte_steps_bound = bound;
+    }
+    // Packs `chosen` in this memory, the pinned offsets kept.
+    const auto pack = [&](const std::vector<size_t>& chosen) -> absl::StatusOr<ArenaPlan> {
+      std::vector<ArenaBuffer> part;
+      std::vector<int64_t> fixed;
+      for (size_t i : chosen) {
+        part.push_back(buffers[i]);
+        fixed.push_back(pin[i].memory == m ? pin[i].offset : -1);
+      }
+      return PlanArenaInstanceWithPinned(part, fixed, space.alignment, PlanArenaSearch(), limits);
+    };
+    std::vector<size_t> chosen;
+    ArenaPlan plan;
+    if (last) {
+      chosen = pinned_here;
+      chosen.insert(chosen.end(), candidates.begin(), candidates.end());
+      ASSIGN_OR_RETURN(plan, pack(chosen));
+      if (plan.size_bytes > space.capacity_bytes) {
+        size_t worst = 0;
+        for (size_t k = 1; k < chosen.size(); ++k) {
+          if (plan.offsets[k] + buffers[chosen[k]].size > plan.offsets[worst] + buffers[chosen[worst]].size) worst = k;
+        }
+        return absl::FailedPreconditionError(
+            absl::StrCat(Describe(names[chosen[worst]], buffers[chosen[worst]]), " fits in no memory: the ",
+                         chosen.size(), " buffers left for '", space.name, "' (the last memory) need ", plan.size_bytes,
+                         " bytes, more than its capacity ", space.capacity_bytes,
+                         num_memories > 1 ? " (after the faster memories took theirs)" : ""));
+      }
+    } else {
+      int64_t threshold = space.capacity_bytes;
+      for (;;) {
+        std::vector<int64_t> load(num_sections, 0);
+        const auto add = [&](size_t i) {
+          for (int k = sections.begin[i]; k < sections.end[i]; ++k) {
+            load[k] = SaturatingAdd(load[k], AlignUp(buffers[i].size, space.alignment));
+          }
+        };
+        chosen = pinned_here;
+        for (size_t i : pinned_here) add(i);
+        for (size_t i : candidates) {
+          const int64_t size = AlignUp(buffers[i].size, space.alignment);
+          bool fits = true;
+          for (int k = sections.begin[i]; k < sections.end[i] && fits; ++k) fits = load[k] + size <= threshold;
+          if (!fits) continue;
+          chosen.push_back(i);
+          add(i);
+        }
+        ASSIGN_OR_RETURN(plan, pack(chosen));
+        if (plan.size_bytes <= space.capacity_bytes) break;
+        if (chosen.size() == pinned_here.size()) {
+          return absl::FailedPreconditionError(absl::StrCat("the ", pinned_here.size(), " buffers pinned to '",
+                                                            space.name, "' need ", plan.size_bytes,
+                                                            " bytes, more than its capacity ", space.capacity_bytes));
+        }
+        threshold = std::max<int64_t>(0, threshold - std::max(plan.size_bytes - space.capacity_bytes, space.alignment));
+      }
+      // Gaps: each buffer left, at the lowest offset free while it lives.
+      if (n <= kMaxFillBuffers) {
+        std::vector<bool> taken(n, false);
+        for (size_t i : chosen) taken[i] = true;
+        for (size_t i : candidates) {
+          if (taken[i]) continue;
+          std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of co-live placed buffers
+          for (size_t k = 0; k < chosen.size(); ++k) {
+            const ArenaBuffer& other = buffers[chosen[k]];
+            if (other.size > 0 && ShareAStep(buffers[i], other)) {
+              busy.emplace_back(plan.offsets[k], plan.offsets[k] + other.size);
+            }
+          }
+          std::sort(busy.begin(), busy.end());
+          int64_t offset = 0;
+          for (const auto& [begin, end] : busy) {
+            if (offset + buffers[i].size <= begin) break;
+            offset = std::max(offset, AlignUp(end, space.alignment));
+          }
+          if (offset + buffers[i].size > space.capacity_bytes) continue;
+          chosen.push_back(i);
+          plan.offsets.push_back(offset);
+          plan.size_bytes = std::max(plan.size_bytes, offset + buffers[i].size);
+          taken[i] = true;
+        }
+      }
+    }
+    MemoryUse& use = result.uses[m];
+    for (size_t k = 0; k < chosen.size(); ++k) {
+      const size_t i = chosen[k];
+      result.memory[i] = m;
+      result.offsets[i] = plan.offsets[k];
+      ++use.buffers;
+      use.byte_steps = SaturatingAdd(use.byte_steps, SaturatingMul(buffers[i].size, Steps(buffers[i])));
+      if (buffers[i].size > 0) use.arena_bytes = std::max(use.arena_bytes, plan.offsets[k] + buffers[i].size);
+    }
+  }
+  return result;
+}
+
+}  // namespace serenity
