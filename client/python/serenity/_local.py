@@ -89,6 +89,10 @@ class Local:
             args.append("--rewrite")
         if o.rewrite_form:
             args += ["--rewrite-form", o.rewrite_form]
+        for m in o.memories:
+            args += ["--memory", f"{m.name}:{m.capacity_bytes}" + (f":{m.alignment}" if m.alignment else "")]
+        for p in o.pins:
+            args += ["--pin", f"{p.tensor}={p.memory}" + (f"@{p.offset}" if p.HasField("offset") else "")]
         if given.indices or given.names:
             path = os.path.join(directory, "order.json")
             with open(path, "w") as f:

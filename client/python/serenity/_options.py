@@ -14,7 +14,7 @@ _MEMORY_MODEL = ("alias_views", "count_weights", "in_place", "concat_in_place")
 _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "workspace_bytes",
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
-                       "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form"])
+                       "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins"])
 
 
 def plan_options(budget=None, **options):
@@ -27,7 +27,11 @@ def plan_options(budget=None, **options):
     with order): the plan, or score, is then the rewritten graph's, and a
     plan carries a `rewrite` report; rewrite_form="accumulate" writes the
     rewritten sums as serenity.ConvAccumulate ops (default "standard": Conv +
-    Add). TypeError for an unknown option, ValueError for a bad value."""
+    Add). memories: the device's memories, fastest first, each
+    (name, capacity) or (name, capacity, alignment), sizes as ints or
+    strings; every buffer is then placed in one (the plan's `memories`).
+    pins: {tensor: memory} or {tensor: (memory, offset)}. TypeError for an
+    unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
     if budget is not None:
@@ -87,6 +91,23 @@ def plan_options(budget=None, **options):
             if not options.get("rewrite"):
                 raise ValueError("rewrite_form applies only with rewrite=True")
             out.rewrite_form = value
+        elif name == "memories":
+            # Several memories (issue 18; docs/memories.md).
+            for memory in value:
+                if isinstance(memory, str) or len(memory) not in (2, 3):
+                    raise ValueError(f"a memory is (name, capacity) or (name, capacity, alignment), not {memory!r}")
+                memory_name = str(memory[0])
+                if not memory_name or set(memory_name) & set(":=@"):
+                    raise ValueError(f"a memory name is non-empty, without ':', '=' or '@', not {memory_name!r}")
+                entry = out.memories.add(name=memory_name, capacity_bytes=parse_size(memory[1], "capacity"))
+                if len(memory) == 3:
+                    entry.alignment = parse_size(memory[2], "alignment")
+        elif name == "pins":
+            for tensor, where in dict(value).items():
+                memory, offset = (where, None) if isinstance(where, str) else tuple(where)
+                pin = out.pins.add(tensor=str(tensor), memory=str(memory))
+                if offset is not None:
+                    pin.offset = parse_size(offset, "offset")
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):

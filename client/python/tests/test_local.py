@@ -99,3 +99,21 @@ def test_rewrite_same_locally_and_on_the_server(local, client):
         local.plan(model, rewrite_form="accumulate")
     with pytest.raises(ValueError):
         client.plan(model, rewrite=True, rewrite_form="fused")
+
+
+def test_memories_and_pins_here_and_there(local, client):
+    g = diamond_graph(branches=3)
+    peak = local.peak_bytes(g)
+    options = dict(memories=[("sram", peak // 2, 16), ("dram", "1MiB")], pins={"x": "dram"})
+    here, there = local.plan(g, **options), client.plan(g, **options)
+    assert here.memories == there.memories
+    sram, dram = here.memories
+    assert (sram.name, sram.alignment, dram.name) == ("sram", 16, "dram")
+    assert "x" in {b.tensor for b in dram.buffers}
+    assert sram.arena_bytes <= peak // 2 and sram.byte_steps <= sram.byte_steps_bound
+    assert len(sram.buffers) + len(dram.buffers) == len(here.arena.buffers)
+    with pytest.raises(serenity.SerenityError) as raised:
+        client.plan(g, memories=[("sram", "1MiB")], pins={"x": "dram"})
+    assert "pinned to memory 'dram', which is not given" in raised.value.message
+    with pytest.raises(ValueError):
+        local.plan(g, memories=[("s:ram", "1MiB")])
