@@ -1,12 +1,17 @@
 // PlanGraph with several memories and pins (issue 18): the placement comes
 // after the arena and changes neither the order nor the arena.
+#include <algorithm>
+#include <filesystem>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "core/onnx/onnx_import.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
 #include "tests/testing/test_graph.h"
 
@@ -93,6 +98,34 @@ TEST(PlannerMemoriesTest, CapacitiesTooSmallFailThePlan) {
   plan = PlanGraph(with_weight, options);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(plan.status().message(), HasSubstr("pinned tensor 'w' has no buffer of its own"));
+}
+
+// Every shared model with three memories (a quarter, half and four times
+// its peak) passes the independent verifier, and the first memory holds
+// something on every model.
+TEST(PlannerMemoriesTest, SharedModelsPassTheVerifier) {
+  const std::filesystem::path dir = SERENITY_SHARED_DIR "/bench/models";
+  std::vector<std::string> models;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".onnx") models.push_back(entry.path().string());
+  }
+  ASSERT_FALSE(models.empty()) << dir;
+  std::sort(models.begin(), models.end());
+  for (const std::string& model : models) {
+    absl::StatusOr<Graph> g = ImportOnnxModel(testing::ReadFile(model), {});
+    ASSERT_TRUE(g.ok()) << model << ": " << g.status();
+    PlanOptions options;
+    options.algorithm = Algorithm::kBaseline;  // the placement is the point here, not the order
+    absl::StatusOr<Plan> plain = PlanGraph(*g, options);
+    ASSERT_TRUE(plain.ok()) << model << ": " << plain.status();
+    const int64_t peak = plain->profile.peak_bytes;
+    options.memories = {{"sram", peak / 4, 16}, {"psram", peak / 2, 64}, {"dram", 4 * peak, 64}};
+    absl::StatusOr<Plan> plan = PlanGraph(*g, options);
+    ASSERT_TRUE(plan.ok()) << model << ": " << plan.status();
+    const v1::Plan proto = PlanToProto(*g, *plan, options);
+    ASSERT_TRUE(testing::VerifyPlan(*g, proto).ok()) << model << ": " << testing::VerifyPlan(*g, proto);
+    EXPECT_GT(proto.memories(0).buffers_size(), 0) << model;
+  }
 }
 
 }  // namespace
