@@ -111,15 +111,21 @@ absl::Status ValidateMemories(const PlanOptions& options) {
   if (options.memory_model.concat_in_place) {
     return absl::InvalidArgumentError("memories cannot be combined with concat_in_place yet");
   }
+  if (options.memories.size() > kMaxMemories) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.memories.size(), " memories: a plan takes at most ", kMaxMemories));
+  }
   absl::flat_hash_set<std::string> names;
   for (const MemorySpace& m : options.memories) {
     if (m.name.empty()) return absl::InvalidArgumentError("every memory needs a name");
     if (!names.insert(m.name).second) return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' twice"));
-    if (m.capacity_bytes <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs a positive capacity"));
+    if (m.capacity_bytes <= 0 || m.capacity_bytes > kMaxMemoryBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory '", m.name, "' needs a capacity from 1 byte to 2^62 bytes"));
     }
-    if (m.alignment < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs an alignment of at least 1 byte"));
+    if (m.alignment < 1 || m.alignment > kMaxMemoryBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to 2^62 bytes"));
     }
   }
   absl::flat_hash_set<std::string> pinned;

@@ -1,6 +1,7 @@
 #include "core/arena/memories.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <utility>
 
@@ -14,7 +15,49 @@ namespace serenity {
 namespace {
 
 // Above this many buffers the gap-filling pass (quadratic) is skipped.
-constexpr size_t kMaxFillBuffers = 20000;
+constexpr size_t kMaxFillBuffers = 4096;
+
+// The threshold drops by at least this fraction of the capacity per try,
+// so a memory takes at most this many packings.
+constexpr int64_t kThresholdSteps = 32;
+
+// Bytes per step over time sections: add over a range, max over a range,
+// each in O(log sections).
+class SectionLoad {
+ public:
+  explicit SectionLoad(size_t sections) : size_(1) {
+    while (size_ < sections) size_ *= 2;
+    max_.assign(2 * size_, 0);
+    add_.assign(2 * size_, 0);
+  }
+  void Add(int begin, int end, int64_t bytes) { Add(1, 0, static_cast<int>(size_), begin, end, bytes); }
+  int64_t Max(int begin, int end) const { return Max(1, 0, static_cast<int>(size_), begin, end); }
+
+ private:
+  void Add(size_t node, int lo, int hi, int begin, int end, int64_t bytes) {
+    if (end <= lo || hi <= begin) return;
+    if (begin <= lo && hi <= end) {
+      add_[node] = SaturatingAdd(add_[node], bytes);
+      max_[node] = SaturatingAdd(max_[node], bytes);
+      return;
+    }
+    const int mid = (lo + hi) / 2;
+    Add(2 * node, lo, mid, begin, end, bytes);
+    Add(2 * node + 1, mid, hi, begin, end, bytes);
+    max_[node] = SaturatingAdd(add_[node], std::max(max_[2 * node], max_[2 * node + 1]));
+  }
+  int64_t Max(size_t node, int lo, int hi, int begin, int end) const {
+    if (end <= lo || hi <= begin) return 0;
+    if (begin <= lo && hi <= end) return max_[node];
+    const int mid = (lo + hi) / 2;
+    return SaturatingAdd(add_[node],
+                         std::max(Max(2 * node, lo, mid, begin, end), Max(2 * node + 1, mid, hi, begin, end)));
+  }
+
+  size_t size_;
+  std::vector<int64_t> max_;  // of the subtree, its own adds included
+  std::vector<int64_t> add_;  // added over the node's whole range
+};
 
 int64_t Steps(const ArenaBuffer& b) { return int64_t{b.last_step} - b.first_step + 1; }
 
@@ -67,11 +110,18 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
   if (names.size() != n) return absl::InvalidArgumentError("one name per buffer is needed");
   if (!pins.empty() && pins.size() != n) return absl::InvalidArgumentError("one pin per buffer (or none) is needed");
   if (memories.empty()) return absl::InvalidArgumentError("no memories to place the buffers in");
+  if (memories.size() > kMaxMemories) {
+    return absl::InvalidArgumentError(absl::StrCat(memories.size(), " memories: at most ", kMaxMemories));
+  }
   for (const MemorySpace& m : memories) {
-    if (m.capacity_bytes <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs a positive capacity"));
+    if (m.capacity_bytes <= 0 || m.capacity_bytes > kMaxMemoryBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory '", m.name, "' needs a capacity from 1 byte to 2^62 bytes"));
     }
-    if (m.alignment < 1) return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' needs alignment >= 1"));
+    if (m.alignment < 1 || m.alignment > kMaxMemoryBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to 2^62 bytes"));
+    }
   }
   const int num_memories = static_cast<int>(memories.size());
   std::vector<BufferPin> pin(n);
@@ -207,21 +257,16 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
     } else {
       int64_t threshold = space.capacity_bytes;
       for (;;) {
-        std::vector<int64_t> load(num_sections, 0);
-        const auto add = [&](size_t i) {
-          for (int k = sections.begin[i]; k < sections.end[i]; ++k) {
-            load[k] = SaturatingAdd(load[k], AlignUp(buffers[i].size, space.alignment));
-          }
-        };
+        SectionLoad load(num_sections);
         chosen = pinned_here;
-        for (size_t i : pinned_here) add(i);
+        for (size_t i : pinned_here) {
+          load.Add(sections.begin[i], sections.end[i], AlignUp(buffers[i].size, space.alignment));
+        }
         for (size_t i : candidates) {
           const int64_t size = AlignUp(buffers[i].size, space.alignment);
-          bool fits = true;
-          for (int k = sections.begin[i]; k < sections.end[i] && fits; ++k) fits = load[k] + size <= threshold;
-          if (!fits) continue;
+          if (SaturatingAdd(load.Max(sections.begin[i], sections.end[i]), size) > threshold) continue;
           chosen.push_back(i);
-          add(i);
+          load.Add(sections.begin[i], sections.end[i], size);
         }
         ASSIGN_OR_RETURN(plan, pack(chosen));
         if (plan.size_bytes <= space.capacity_bytes) break;
@@ -230,10 +275,11 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
                                                             space.name, "' need ", plan.size_bytes,
                                                             " bytes, more than its capacity ", space.capacity_bytes));
         }
-        threshold = std::max<int64_t>(0, threshold - std::max(plan.size_bytes - space.capacity_bytes, space.alignment));
+        threshold = std::max<int64_t>(0, threshold - std::max({plan.size_bytes - space.capacity_bytes, space.alignment,
+                                                               space.capacity_bytes / kThresholdSteps}));
       }
       // Gaps: each buffer left, at the lowest offset free while it lives.
-      if (n <= kMaxFillBuffers) {
+      if (n <= kMaxFillBuffers && std::chrono::steady_clock::now() < limits.deadline) {
         std::vector<bool> taken(n, false);
         for (size_t i : chosen) taken[i] = true;
         for (size_t i : candidates) {

@@ -16,6 +16,11 @@
 
 namespace serenity {
 
+// Bounds on a memory's capacity (so no offset or end overflows) and on the
+// number of memories of one plan.
+inline constexpr int64_t kMaxMemoryBytes = int64_t{1} << 62;
+inline constexpr int kMaxMemories = 64;
+
 // One memory of a device.
 struct MemorySpace {
   std::string name;
@@ -60,7 +65,8 @@ struct MemoryAssignment {
 // fitted into gaps (lowest offset). The last memory takes every buffer left.
 // `names` (one per buffer) name buffers in errors. InvalidArgument for:
 // `names` or `pins` of another length than `buffers` (pins may be empty:
-// none), no memories, a memory of non-positive capacity or alignment, an
+// none), no memories or more than kMaxMemories, a capacity outside 1 ..
+// kMaxMemoryBytes, an alignment outside 1 .. kMaxMemoryBytes, an
 // anchored buffer, a pin's memory out of range, an offset pinned without a
 // memory, negative or not a multiple of the memory's alignment, a pinned
 // buffer ending past its memory's capacity, or two pinned buffers of one
