@@ -25,7 +25,7 @@ SECONDS_PER_TARGET=${1:-30}
 BUILD_DIR=${SERENITY_FUZZ_BUILD_DIR:-build-fuzz}
 SHARED_DIR=${SERENITY_SHARED_DIR:-$ROOT/../shared}
 SEED_MAX=${SERENITY_FUZZ_SEED_MAX:-65536}
-TARGETS=${SERENITY_FUZZ_TARGETS:-"fuzz_onnx_import fuzz_onnx_ops fuzz_graph_import fuzz_graph_structure fuzz_arena_csv"}
+TARGETS=${SERENITY_FUZZ_TARGETS:-"fuzz_onnx_import fuzz_onnx_ops fuzz_graph_import fuzz_graph_structure fuzz_arena_csv fuzz_memories"}
 
 if ! [[ $SECONDS_PER_TARGET =~ ^[0-9]+$ ]] || [ "$SECONDS_PER_TARGET" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
@@ -50,7 +50,7 @@ ARTIFACTS=$BUILD_DIR/artifacts
 LOGS=$BUILD_DIR/fuzz-logs
 SEEDS=$BUILD_DIR/seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{fuzz_onnx_import,fuzz_onnx_ops,fuzz_graph_import,fuzz_graph_structure,fuzz_arena_csv} "$LOGS"
+mkdir -p "$SEEDS"/{fuzz_onnx_import,fuzz_onnx_ops,fuzz_graph_import,fuzz_graph_structure,fuzz_arena_csv,fuzz_memories} "$LOGS"
 
 small_models=()
 if [ -d "$SHARED_DIR/bench/models" ]; then

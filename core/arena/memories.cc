@@ -229,6 +229,7 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
     }
     // Packs `chosen` in this memory, the pinned offsets kept.
     const auto pack = [&](const std::vector<size_t>& chosen) -> absl::StatusOr<ArenaPlan> {
+      if (chosen.empty()) return ArenaPlan{0, space.alignment, {}};
       std::vector<ArenaBuffer> part;
       std::vector<int64_t> fixed;
       for (size_t i : chosen) {
@@ -255,6 +256,14 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
                          num_memories > 1 ? " (after the faster memories took theirs)" : ""));
       }
     } else {
+      // The pinned buffers alone must fit; with them alone the loop below
+      // ends at the latest (a threshold of 0 still takes empty buffers).
+      ASSIGN_OR_RETURN(ArenaPlan pinned_plan, pack(pinned_here));
+      if (pinned_plan.size_bytes > space.capacity_bytes) {
+        return absl::FailedPreconditionError(absl::StrCat("the ", pinned_here.size(), " buffers pinned to '",
+                                                          space.name, "' need ", pinned_plan.size_bytes,
+                                                          " bytes, more than its capacity ", space.capacity_bytes));
+      }
       int64_t threshold = space.capacity_bytes;
       for (;;) {
         SectionLoad load(num_sections);
@@ -270,10 +279,10 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
         }
         ASSIGN_OR_RETURN(plan, pack(chosen));
         if (plan.size_bytes <= space.capacity_bytes) break;
-        if (chosen.size() == pinned_here.size()) {
-          return absl::FailedPreconditionError(absl::StrCat("the ", pinned_here.size(), " buffers pinned to '",
-                                                            space.name, "' need ", plan.size_bytes,
-                                                            " bytes, more than its capacity ", space.capacity_bytes));
+        if (threshold == 0) {
+          chosen = pinned_here;
+          plan = std::move(pinned_plan);
+          break;
         }
         threshold = std::max<int64_t>(0, threshold - std::max({plan.size_bytes - space.capacity_bytes, space.alignment,
                                                                space.capacity_bytes / kThresholdSteps}));

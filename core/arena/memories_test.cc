@@ -184,6 +184,17 @@ TEST(MemoriesTest, WhatFitsNowhereIsNamed) {
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("fits in no memory: the 2 buffers left for 'dram'"));
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("need 120 bytes, more than its capacity 100"));
+  // Found by fuzz_memories (it looped): a pinned buffer larger than its
+  // memory beside empty buffers, which fit under any threshold.
+  a = AssignMemories(std::vector<ArenaBuffer>{{0, 0, 28}, {15362, 43, 45}, {0, 0, 0}}, Names(3),
+                     std::vector<MemorySpace>{{"sram", 12800, 4}, {"dram", 16512, 4}}, {{-1, -1}, {0, -1}, {0, 640}});
+  ASSERT_FALSE(a.ok());
+  EXPECT_THAT(std::string(a.status().message()), HasSubstr("the 2 buffers pinned to 'sram' need 15362 bytes"));
+  // Without the pin: the big buffer goes to dram, the empty ones stay.
+  a = AssignMemories(std::vector<ArenaBuffer>{{0, 0, 28}, {15362, 43, 45}, {0, 0, 0}}, Names(3),
+                     std::vector<MemorySpace>{{"sram", 12800, 4}, {"dram", 16512, 4}}, {});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->memory, (std::vector<int>{0, 1, 0}));
   // Pins to sram that sram cannot hold together.
   a = AssignMemories(std::vector<ArenaBuffer>{{60, 0, 1}, {60, 0, 1}}, Names(2), memories, {{0, -1}, {0, -1}});
   ASSERT_FALSE(a.ok());
