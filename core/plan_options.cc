@@ -128,6 +128,9 @@ absl::Status ValidateMemories(const PlanOptions& options) {
           absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to 2^62 bytes"));
     }
   }
+  if (options.pins.size() > kMaxPins) {
+    return absl::InvalidArgumentError(absl::StrCat(options.pins.size(), " pins: a plan takes at most ", kMaxPins));
+  }
   absl::flat_hash_set<std::string> pinned;
   for (const TensorPin& pin : options.pins) {
     if (!names.contains(pin.memory)) {

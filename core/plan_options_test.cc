@@ -177,6 +177,7 @@ TEST(PlanOptionsTest, MemoriesAndPinsAreChecked) {
   refused([](PlanOptions& o) { o.pins[0].memory = "flash"; }, "pinned to memory 'flash', which is not given");
   refused([](PlanOptions& o) { o.pins[1].tensor = "t0"; }, "tensor 't0' is pinned twice");
   refused([](PlanOptions& o) { o.pins[1].offset = -5; }, "negative offset");
+  refused([](PlanOptions& o) { o.pins.resize(4097, {"t0", "sram", -1}); }, "4097 pins: a plan takes at most 4096");
   refused([](PlanOptions& o) { o.pins[0].tensor = "nope"; }, "pinned tensor 'nope' is not a tensor of the graph");
 }
 

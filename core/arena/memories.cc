@@ -126,6 +126,7 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
   const int num_memories = static_cast<int>(memories.size());
   std::vector<BufferPin> pin(n);
   if (!pins.empty()) pin.assign(pins.begin(), pins.end());
+  std::vector<size_t> at_offsets;  // buffers pinned at an offset, checked pairwise
   for (size_t i = 0; i < n; ++i) {
     const ArenaBuffer& b = buffers[i];
     if (b.anchor >= 0) {
@@ -153,15 +154,19 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
                                                      m.name, "': it ends at ", SaturatingAdd(p.offset, b.size),
                                                      ", past the capacity ", m.capacity_bytes));
     }
-    for (size_t j = 0; j < i; ++j) {
+    if (at_offsets.size() == kMaxPins) {
+      return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxPins, " buffers are pinned at offsets"));
+    }
+    for (size_t j : at_offsets) {
       const BufferPin& q = pin[j];
-      if (q.memory != p.memory || q.offset < 0 || b.size == 0 || buffers[j].size == 0) continue;
+      if (q.memory != p.memory || b.size == 0 || buffers[j].size == 0) continue;
       if (ShareAStep(b, buffers[j]) && p.offset < q.offset + buffers[j].size && q.offset < p.offset + b.size) {
         return absl::InvalidArgumentError(absl::StrCat(Describe(names[i], b), " and ", Describe(names[j], buffers[j]),
                                                        " are pinned to overlapping bytes of '", m.name,
                                                        "' while both live"));
       }
     }
+    at_offsets.push_back(i);
   }
 
   const Sections sections = SplitTime(buffers);
@@ -179,11 +184,18 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
     int64_t running = 0;
     for (size_t k = 0; k < num_sections; ++k) {
       running += live[k];
-      if (running > total) {
-        return absl::FailedPreconditionError(absl::StrCat("at step ", sections.first_step[k], ", ", running,
-                                                          " bytes are live, more than all memories hold together (",
-                                                          total, " bytes): no placement fits"));
+      if (running <= total) continue;
+      size_t largest = n;  // the largest buffer live there, to name one
+      for (size_t i = 0; i < n; ++i) {
+        if (sections.begin[i] <= static_cast<int>(k) && static_cast<int>(k) < sections.end[i] &&
+            (largest == n || buffers[i].size > buffers[largest].size)) {
+          largest = i;
+        }
       }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "at step ", sections.first_step[k], ", ", running, " bytes are live, more than all memories hold together (",
+          total, " bytes): no placement fits; the capacities together need at least ", running,
+          " bytes (the largest buffer live there is ", Describe(names[largest], buffers[largest]), ")"));
     }
   }
 
@@ -260,9 +272,17 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
       // ends at the latest (a threshold of 0 still takes empty buffers).
       ASSIGN_OR_RETURN(ArenaPlan pinned_plan, pack(pinned_here));
       if (pinned_plan.size_bytes > space.capacity_bytes) {
-        return absl::FailedPreconditionError(absl::StrCat("the ", pinned_here.size(), " buffers pinned to '",
-                                                          space.name, "' need ", pinned_plan.size_bytes,
-                                                          " bytes, more than its capacity ", space.capacity_bytes));
+        size_t worst = 0;
+        for (size_t k = 1; k < pinned_here.size(); ++k) {
+          if (pinned_plan.offsets[k] + buffers[pinned_here[k]].size >
+              pinned_plan.offsets[worst] + buffers[pinned_here[worst]].size) {
+            worst = k;
+          }
+        }
+        return absl::FailedPreconditionError(
+            absl::StrCat("the ", pinned_here.size(), " buffers pinned to '", space.name, "' need ",
+                         pinned_plan.size_bytes, " bytes, more than its capacity ", space.capacity_bytes, ": ",
+                         Describe(names[pinned_here[worst]], buffers[pinned_here[worst]]), " does not fit"));
       }
       int64_t threshold = space.capacity_bytes;
       for (;;) {

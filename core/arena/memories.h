@@ -20,6 +20,9 @@ namespace serenity {
 // number of memories of one plan.
 inline constexpr int64_t kMaxMemoryBytes = int64_t{1} << 62;
 inline constexpr int kMaxMemories = 64;
+// Most pins of one plan (a pin is for a buffer a device fixes: DMA inputs,
+// state across calls).
+inline constexpr size_t kMaxPins = 4096;
 
 // One memory of a device.
 struct MemorySpace {
@@ -68,7 +71,8 @@ struct MemoryAssignment {
 // none), no memories or more than kMaxMemories, a capacity outside 1 ..
 // kMaxMemoryBytes, an alignment outside 1 .. kMaxMemoryBytes, an
 // anchored buffer, a pin's memory out of range, an offset pinned without a
-// memory, negative or not a multiple of the memory's alignment, a pinned
+// memory, more than 4,096 pinned offsets, an offset negative or not a
+// multiple of the memory's alignment, a pinned
 // buffer ending past its memory's capacity, or two pinned buffers of one
 // memory overlapping while both live. FailedPrecondition when the buffers do
 // not fit: naming a buffer that fits nowhere and the capacity the memory

@@ -177,6 +177,8 @@ TEST(MemoriesTest, WhatFitsNowhereIsNamed) {
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("at step 0, 210 bytes are live"));
+  EXPECT_THAT(std::string(a.status().message()), HasSubstr("need at least 210 bytes (the largest buffer live there is "
+                                                           "buffer 't0' (70 bytes, steps 0-1))"));
   // 180 live at most, but sram takes t0 and the two left for dram share
   // step 1: 120 bytes, more than its 100.
   a = AssignMemories(std::vector<ArenaBuffer>{{60, 0, 1}, {60, 0, 1}, {60, 1, 2}}, Names(3), memories, {});
@@ -199,6 +201,7 @@ TEST(MemoriesTest, WhatFitsNowhereIsNamed) {
   a = AssignMemories(std::vector<ArenaBuffer>{{60, 0, 1}, {60, 0, 1}}, Names(2), memories, {{0, -1}, {0, -1}});
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("the 2 buffers pinned to 'sram' need 120 bytes"));
+  EXPECT_THAT(std::string(a.status().message()), HasSubstr("buffer 't1' (60 bytes, steps 0-1) does not fit"));
 }
 
 }  // namespace
