@@ -123,9 +123,9 @@ absl::Status ValidateMemories(const PlanOptions& options) {
       return absl::InvalidArgumentError(
           absl::StrCat("memory '", m.name, "' needs a capacity from 1 byte to 2^62 bytes"));
     }
-    if (m.alignment < 1 || m.alignment > kMaxMemoryBytes) {
+    if (m.alignment < 1 || m.alignment > m.capacity_bytes) {
       return absl::InvalidArgumentError(
-          absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to 2^62 bytes"));
+          absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to its capacity"));
     }
   }
   if (options.pins.size() > kMaxPins) {
@@ -193,6 +193,10 @@ absl::StatusOr<SanitizedOptions> SanitizePlanOptions(const Graph& graph, PlanOpt
     // The sparsity report is for the graph as given; the rewritten graph's
     // weights are slices, which the levels do not name.
     return absl::InvalidArgumentError("rewrite and sparsity levels cannot be combined yet: plan them separately");
+  }
+  if (options.rewrite && !options.pins.empty()) {
+    return absl::InvalidArgumentError(
+        "pins cannot be combined with rewrite: they name tensors of the graph as given, which rewriting may remove");
   }
   if (!options.given_order.empty()) RETURN_IF_ERROR(CheckOrder(graph, options.given_order));
   RETURN_IF_ERROR(CheckSparsityOptions(graph, options.levels, options.switch_points));

@@ -170,13 +170,13 @@ TEST(PlanOptionsTest, MemoriesAndPinsAreChecked) {
   refused([](PlanOptions& o) { o.memories[0].capacity_bytes = 0; }, "'sram' needs a capacity from 1 byte");
   refused([](PlanOptions& o) { o.memories[0].capacity_bytes = (int64_t{1} << 62) + 1; }, "to 2^62 bytes");
   refused([](PlanOptions& o) { o.memories[1].alignment = 0; }, "'dram' needs an alignment from 1 byte");
-  refused([](PlanOptions& o) { o.memories[0].alignment = (int64_t{1} << 62) + 1; },
-          "'sram' needs an alignment from 1 byte to 2^62");
+  refused([](PlanOptions& o) { o.memories[0].alignment = 8192; }, "'sram' needs an alignment from 1 byte to its");
   refused([](PlanOptions& o) { o.memories.resize(65, {"m", 1, 1}); }, "65 memories: a plan takes at most 64");
   refused([](PlanOptions& o) { o.memories.clear(); }, "pins need memories");
   refused([](PlanOptions& o) { o.pins[0].memory = "flash"; }, "pinned to memory 'flash', which is not given");
   refused([](PlanOptions& o) { o.pins[1].tensor = "t0"; }, "tensor 't0' is pinned twice");
   refused([](PlanOptions& o) { o.pins[1].offset = -5; }, "negative offset");
+  refused([](PlanOptions& o) { o.rewrite = true; }, "pins cannot be combined with rewrite");
   refused([](PlanOptions& o) { o.pins.resize(4097, {"t0", "sram", -1}); }, "4097 pins: a plan takes at most 4096");
   refused([](PlanOptions& o) { o.pins[0].tensor = "nope"; }, "pinned tensor 'nope' is not a tensor of the graph");
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/arena/instance_search.h"
 #include "core/arena/memories.h"
@@ -517,19 +518,21 @@ class PlanRun {
     }
     absl::flat_hash_map<std::string, int> memory_index;
     for (size_t m = 0; m < options_.memories.size(); ++m) memory_index[options_.memories[m].name] = static_cast<int>(m);
+    std::vector<const std::string*> pinned_by(profile.size(), nullptr);
     for (const TensorPin& pin : options_.pins) {
-      const TensorId t = *graph_.FindTensor(pin.tensor);  // SanitizePlanOptions checked it
-      auto it = buffer_of.find(t);
+      const std::optional<TensorId> t = graph_.FindTensor(pin.tensor);  // SanitizePlanOptions checked it
+      auto it = t.has_value() ? buffer_of.find(*t) : buffer_of.end();
       if (it == buffer_of.end()) {
         return absl::InvalidArgumentError(absl::StrCat("pinned tensor '", pin.tensor,
                                                        "' has no buffer of its own (a weight not counted, or never "
                                                        "live)"));
       }
       BufferPin& p = pins[it->second];
-      if (p.memory >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("tensors '", pin.tensor, "' and '", names[it->second],
+      if (pinned_by[it->second] != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("tensors '", *pinned_by[it->second], "' and '", pin.tensor,
                                                        "' share one buffer and are both pinned"));
       }
+      pinned_by[it->second] = &pin.tensor;
       p.memory = memory_index.at(pin.memory);
       p.offset = pin.offset;
     }
@@ -547,13 +550,16 @@ class PlanRun {
       } else if (b.kind == BufferKind::kWeight) {
         reads = static_cast<int64_t>(graph_.tensor(b.tensor).consumers.size());
       } else {
+        // Ops reading the base or any tensor sharing its buffer, once each.
         writes = 1;
+        absl::flat_hash_set<OpId> readers(graph_.tensor(b.tensor).consumers.begin(),
+                                          graph_.tensor(b.tensor).consumers.end());
         for (TensorId alias : b.aliases) {
           const OpId producer = graph_.tensor(alias).producer;
           writes += producer != kNoOp && !IsViewOp(graph_.op(producer).type) ? 1 : 0;
+          readers.insert(graph_.tensor(alias).consumers.begin(), graph_.tensor(alias).consumers.end());
         }
-        const BufferId model_buffer = buffers_.buffer_of(b.tensor);
-        if (model_buffer != kNoBuffer) reads = static_cast<int64_t>(buffers_.buffers()[model_buffer].users.size());
+        reads = static_cast<int64_t>(readers.size());
       }
       int64_t& access = plan_.memory_access_bytes[plan_.memories->memory[i]];
       access = SaturatingAdd(access, SaturatingMul(b.bytes, writes + reads));

@@ -35,7 +35,7 @@ TEST(PlannerMemoriesTest, PlansOfRandomGraphsPassTheVerifier) {
     absl::StatusOr<Plan> plain = PlanGraph(g, options);
     ASSERT_TRUE(plain.ok()) << plain.status();
     const int64_t peak = plain->profile.peak_bytes;
-    options.memories = {{"sram", std::max<int64_t>(1, peak / 3), 16}, {"psram", std::max<int64_t>(1, peak / 3), 32}};
+    options.memories = {{"sram", std::max<int64_t>(16, peak / 3), 16}, {"psram", std::max<int64_t>(32, peak / 3), 32}};
     if (trial % 2 == 0) options.memories.push_back({"dram", 4 * peak + 1024, 64});
     // Pin the first graph input's buffer to the slowest memory.
     if (trial % 3 == 0 && !g.inputs().empty()) {
@@ -73,6 +73,29 @@ TEST(PlannerMemoriesTest, PlansOfRandomGraphsPassTheVerifier) {
   }
   EXPECT_GT(pinned, 10);
   EXPECT_GT(split, 50);
+}
+
+// The bytes the ops write and read are the same whether element-wise ops
+// write over their inputs or not: access bytes summed over the memories
+// agree with and without in_place.
+TEST(PlannerMemoriesTest, AccessBytesDoNotDependOnInPlace) {
+  std::mt19937 rng(53);
+  int differ = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(2 + trial % 15, rng));
+    int64_t totals[2] = {0, 0};
+    for (int in_place = 0; in_place < 2; ++in_place) {
+      PlanOptions options;
+      options.memory_model.in_place = in_place == 1;
+      options.memories = {{"sram", 256, 1}, {"dram", int64_t{1} << 40, 1}};
+      absl::StatusOr<Plan> plan = PlanGraph(g, options);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      for (int64_t bytes : plan->memory_access_bytes) totals[in_place] += bytes;
+      differ += in_place == 1 && plan->profile.buffers.size() < static_cast<size_t>(g.num_tensors());
+    }
+    EXPECT_EQ(totals[0], totals[1]) << "trial " << trial;
+  }
+  EXPECT_GT(differ, 10);  // in_place merged buffers in many trials
 }
 
 // Capacities below what is live at once: a precise error at planning time.

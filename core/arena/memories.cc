@@ -96,6 +96,60 @@ Sections SplitTime(absl::Span<const ArenaBuffer> buffers) {
   return s;
 }
 
+// Lowest offset, aligned, at which `size` bytes meet none of `busy`
+// ([offset, end) ranges, sorted by offset).
+int64_t LowestFreeOffset(const std::vector<std::pair<int64_t, int64_t>>& busy, int64_t size, int64_t alignment) {
+  int64_t offset = 0;
+  for (const auto& [begin, end] : busy) {
+    if (offset + size <= begin) break;
+    offset = std::max(offset, AlignUp(end, alignment));
+  }
+  return offset;
+}
+
+// A placement that is always valid and needs no co-live lists: buffers with
+// a `fixed` offset (>= 0) there, the others by first step (larger first) at
+// the lowest offset clear of the co-live buffers placed so far. For
+// instances the packer refuses as too large.
+ArenaPlan PlaceLowest(absl::Span<const ArenaBuffer> part, absl::Span<const int64_t> fixed, int64_t alignment) {
+  ArenaPlan plan{0, alignment, std::vector<int64_t>(part.size(), 0)};
+  std::vector<size_t> pinned, order;
+  for (size_t i = 0; i < part.size(); ++i) {
+    if (fixed[i] >= 0) {
+      pinned.push_back(i);
+      plan.offsets[i] = fixed[i];
+    } else {
+      order.push_back(i);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (part[a].first_step != part[b].first_step) return part[a].first_step < part[b].first_step;
+    return part[a].size > part[b].size;
+  });
+  std::vector<size_t> active;  // placed, started at or before the current buffer
+  for (size_t i : order) {
+    const ArenaBuffer& b = part[i];
+    active.erase(
+        std::remove_if(active.begin(), active.end(), [&](size_t j) { return part[j].last_step < b.first_step; }),
+        active.end());
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t j : active) {
+      if (part[j].size > 0) busy.emplace_back(plan.offsets[j], plan.offsets[j] + part[j].size);
+    }
+    for (size_t j : pinned) {
+      if (part[j].size > 0 && ShareAStep(b, part[j]))
+        busy.emplace_back(plan.offsets[j], plan.offsets[j] + part[j].size);
+    }
+    std::sort(busy.begin(), busy.end());
+    plan.offsets[i] = LowestFreeOffset(busy, b.size, alignment);
+    active.push_back(i);
+  }
+  for (size_t i = 0; i < part.size(); ++i) {
+    if (part[i].size > 0) plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + part[i].size);
+  }
+  return plan;
+}
+
 std::string Describe(const std::string& name, const ArenaBuffer& b) {
   return absl::StrCat("buffer '", name, "' (", b.size, " bytes, steps ", b.first_step, "-", b.last_step, ")");
 }
@@ -118,9 +172,9 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
       return absl::InvalidArgumentError(
           absl::StrCat("memory '", m.name, "' needs a capacity from 1 byte to 2^62 bytes"));
     }
-    if (m.alignment < 1 || m.alignment > kMaxMemoryBytes) {
+    if (m.alignment < 1 || m.alignment > m.capacity_bytes) {
       return absl::InvalidArgumentError(
-          absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to 2^62 bytes"));
+          absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to its capacity"));
     }
   }
   const int num_memories = static_cast<int>(memories.size());
@@ -248,7 +302,13 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
         part.push_back(buffers[i]);
         fixed.push_back(pin[i].memory == m ? pin[i].offset : -1);
       }
-      return PlanArenaInstanceWithPinned(part, fixed, space.alignment, PlanArenaSearch(), limits);
+      absl::StatusOr<ArenaPlan> packed =
+          PlanArenaInstanceWithPinned(part, fixed, space.alignment, PlanArenaSearch(), limits);
+      // Too many co-live pairs for the packer's lists: the plain placement.
+      if (packed.status().code() == absl::StatusCode::kResourceExhausted) {
+        return PlaceLowest(part, fixed, space.alignment);
+      }
+      return packed;
     };
     std::vector<size_t> chosen;
     ArenaPlan plan;
@@ -297,15 +357,22 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
           chosen.push_back(i);
           load.Add(sections.begin[i], sections.end[i], size);
         }
-        ASSIGN_OR_RETURN(plan, pack(chosen));
-        if (plan.size_bytes <= space.capacity_bytes) break;
+        if (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) {
+          return absl::CancelledError("the call was cancelled");
+        }
+        // A packing refused (e.g. past 2^62 bytes once aligned) does not fit.
+        absl::StatusOr<ArenaPlan> packed = pack(chosen);
+        if (!packed.ok() && packed.status().code() == absl::StatusCode::kCancelled) return packed.status();
+        if (packed.ok()) plan = *std::move(packed);
+        if (packed.ok() && plan.size_bytes <= space.capacity_bytes) break;
         if (threshold == 0) {
           chosen = pinned_here;
           plan = std::move(pinned_plan);
           break;
         }
-        threshold = std::max<int64_t>(0, threshold - std::max({plan.size_bytes - space.capacity_bytes, space.alignment,
-                                                               space.capacity_bytes / kThresholdSteps}));
+        const int64_t excess = packed.ok() ? plan.size_bytes - space.capacity_bytes : threshold;
+        threshold = std::max<int64_t>(
+            0, threshold - std::max({excess, space.alignment, space.capacity_bytes / kThresholdSteps}));
       }
       // Gaps: each buffer left, at the lowest offset free while it lives.
       if (n <= kMaxFillBuffers && std::chrono::steady_clock::now() < limits.deadline) {
@@ -321,11 +388,7 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
             }
           }
           std::sort(busy.begin(), busy.end());
-          int64_t offset = 0;
-          for (const auto& [begin, end] : busy) {
-            if (offset + buffers[i].size <= begin) break;
-            offset = std::max(offset, AlignUp(end, space.alignment));
-          }
+          const int64_t offset = LowestFreeOffset(busy, buffers[i].size, space.alignment);
           if (offset + buffers[i].size > space.capacity_bytes) continue;
           chosen.push_back(i);
           plan.offsets.push_back(offset);

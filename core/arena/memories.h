@@ -69,7 +69,7 @@ struct MemoryAssignment {
 // `names` (one per buffer) name buffers in errors. InvalidArgument for:
 // `names` or `pins` of another length than `buffers` (pins may be empty:
 // none), no memories or more than kMaxMemories, a capacity outside 1 ..
-// kMaxMemoryBytes, an alignment outside 1 .. kMaxMemoryBytes, an
+// kMaxMemoryBytes, an alignment outside 1 .. the capacity, an
 // anchored buffer, a pin's memory out of range, an offset pinned without a
 // memory, more than 4,096 pinned offsets, an offset negative or not a
 // multiple of the memory's alignment, a pinned

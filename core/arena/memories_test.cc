@@ -82,6 +82,12 @@ TEST(MemoriesTest, RandomInstancesArePlacedValidly) {
     for (BufferPin& p : pins) {
       if (rng() % 8 == 0) p.memory = static_cast<int>(rng() % num_memories);
     }
+    // Now and then one buffer per memory pinned at offset 0 (pins at
+    // offsets never overlap then).
+    for (int m = 0; m < num_memories && trial % 3 == 0; ++m) {
+      const int i = static_cast<int>(rng() % n);
+      if (pins[i].memory < 0 && buffers[i].size <= memories[m].capacity_bytes) pins[i] = {m, 0};
+    }
     absl::StatusOr<MemoryAssignment> a = AssignMemories(buffers, Names(n), memories, pins);
     if (!a.ok()) {
       EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition) << a.status();
@@ -146,6 +152,22 @@ TEST(MemoriesTest, PinsHold) {
   ExpectValid(buffers, memories, pins, *a);
   EXPECT_EQ(a->memory, (std::vector<int>{1, 0, 0}));
   EXPECT_EQ(a->offsets[1], 512);
+}
+
+// Thousands of buffers live together, one pinned at an offset: too many
+// co-live pairs for the packer's lists, so the plain lowest-offset
+// placement; still valid, pins held.
+TEST(MemoriesTest, ManyCoLiveBuffersWithAPinnedOffset) {
+  std::vector<ArenaBuffer> buffers;
+  for (int i = 0; i < 4500; ++i) buffers.push_back({64, 0, 4500});
+  const std::vector<MemorySpace> memories = {{"sram", 4096, 64}, {"dram", 1 << 20, 64}};
+  std::vector<BufferPin> pins(buffers.size());
+  pins[0] = {1, 64};
+  pins[1] = {0, 0};
+  absl::StatusOr<MemoryAssignment> a = AssignMemories(buffers, Names(buffers.size()), memories, pins);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ExpectValid(buffers, memories, pins, *a);
+  EXPECT_EQ(a->uses[0].buffers, 64);  // 4096 / 64
 }
 
 TEST(MemoriesTest, BadPinsAreRefusedNamingTheBuffer) {
