@@ -7,6 +7,7 @@
 // memory 2 bytes of capacity (x 64, so up to 4 MB), then per buffer 6
 // bytes: size (2 bytes), first step, length, pin memory (0: none), pin
 // offset (0: none, else (b - 1) x 64).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -79,8 +80,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (offset < a->offsets[j] + o.size && a->offsets[j] < offset + b.size) Fail("overlap", i);
     }
   }
+  std::vector<int64_t> byte_steps(num_memories, 0), arena(num_memories, 0);
+  std::vector<int> count(num_memories, 0);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const int m = a->memory[i];
+    byte_steps[m] += buffers[i].size * (buffers[i].last_step - buffers[i].first_step + 1);
+    if (buffers[i].size > 0) arena[m] = std::max(arena[m], a->offsets[i] + buffers[i].size);
+    ++count[m];
+  }
   for (int m = 0; m < num_memories; ++m) {
-    if (a->uses[m].byte_steps > a->uses[m].byte_steps_bound) Fail("byte-steps above their bound", 0);
+    const serenity::MemoryUse& use = a->uses[m];
+    if (use.byte_steps != byte_steps[m] || use.arena_bytes != arena[m] || use.buffers != count[m]) {
+      Fail("wrong totals", static_cast<size_t>(m));
+    }
+    if (use.byte_steps > use.byte_steps_bound) Fail("byte-steps above their bound", 0);
   }
   return 0;
 }
