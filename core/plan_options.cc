@@ -111,23 +111,9 @@ absl::Status ValidateMemories(const PlanOptions& options) {
   if (options.memory_model.concat_in_place) {
     return absl::InvalidArgumentError("memories cannot be combined with concat_in_place yet");
   }
-  if (options.memories.size() > kMaxMemories) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(options.memories.size(), " memories: a plan takes at most ", kMaxMemories));
-  }
+  RETURN_IF_ERROR(ValidateMemorySpaces(options.memories));
   absl::flat_hash_set<std::string> names;
-  for (const MemorySpace& m : options.memories) {
-    if (m.name.empty()) return absl::InvalidArgumentError("every memory needs a name");
-    if (!names.insert(m.name).second) return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' twice"));
-    if (m.capacity_bytes <= 0 || m.capacity_bytes > kMaxMemoryBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("memory '", m.name, "' needs a capacity from 1 byte to 2^62 bytes"));
-    }
-    if (m.alignment < 1 || m.alignment > m.capacity_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to its capacity"));
-    }
-  }
+  for (const MemorySpace& m : options.memories) names.insert(m.name);
   if (options.pins.size() > kMaxPins) {
     return absl::InvalidArgumentError(absl::StrCat(options.pins.size(), " pins: a plan takes at most ", kMaxPins));
   }

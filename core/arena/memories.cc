@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/arena/instance_search.h"
 #include "core/arena/pinned_arena.h"
@@ -65,8 +66,9 @@ bool ShareAStep(const ArenaBuffer& a, const ArenaBuffer& b) {
   return a.first_step <= b.last_step && b.first_step <= a.last_step;
 }
 
-// Time cut where any lifetime starts or ends: buffer i lives in sections
-// [begin[i], end[i]), section k has length[k] steps.
+// Time cut where any lifetime starts or ends (SplitIntoSections): buffer i
+// lives in sections [begin[i], end[i]); section k starts at step
+// first_step[k] and lasts length[k] steps.
 struct Sections {
   std::vector<int64_t> first_step;
   std::vector<int64_t> length;
@@ -74,24 +76,19 @@ struct Sections {
 };
 
 Sections SplitTime(absl::Span<const ArenaBuffer> buffers) {
-  std::vector<int64_t> cuts;
-  for (const ArenaBuffer& b : buffers) {
-    cuts.push_back(b.first_step);
-    cuts.push_back(int64_t{b.last_step} + 1);
-  }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  const TimeSections cut = SplitIntoSections(buffers);
   Sections s;
-  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-    s.first_step.push_back(cuts[k]);
-    s.length.push_back(cuts[k + 1] - cuts[k]);
+  // Every section starts where a lifetime starts or where one ended.
+  std::vector<int64_t> start(cut.count + 1, 0);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    start[cut.spans[i].first] = buffers[i].first_step;
+    start[cut.spans[i].second] = int64_t{buffers[i].last_step} + 1;
+    s.begin.push_back(cut.spans[i].first);
+    s.end.push_back(cut.spans[i].second);
   }
-  const auto index = [&](int64_t step) {
-    return static_cast<int>(std::lower_bound(cuts.begin(), cuts.end(), step) - cuts.begin());
-  };
-  for (const ArenaBuffer& b : buffers) {
-    s.begin.push_back(index(b.first_step));
-    s.end.push_back(index(int64_t{b.last_step} + 1));
+  for (int k = 0; k < cut.count; ++k) {
+    s.first_step.push_back(start[k]);
+    s.length.push_back(start[k + 1] - start[k]);
   }
   return s;
 }
@@ -156,18 +153,14 @@ std::string Describe(const std::string& name, const ArenaBuffer& b) {
 
 }  // namespace
 
-absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> buffers,
-                                                absl::Span<const std::string> names,
-                                                absl::Span<const MemorySpace> memories,
-                                                absl::Span<const BufferPin> pins, const ArenaLimits& limits) {
-  const size_t n = buffers.size();
-  if (names.size() != n) return absl::InvalidArgumentError("one name per buffer is needed");
-  if (!pins.empty() && pins.size() != n) return absl::InvalidArgumentError("one pin per buffer (or none) is needed");
-  if (memories.empty()) return absl::InvalidArgumentError("no memories to place the buffers in");
+absl::Status ValidateMemorySpaces(absl::Span<const MemorySpace> memories) {
   if (memories.size() > kMaxMemories) {
-    return absl::InvalidArgumentError(absl::StrCat(memories.size(), " memories: at most ", kMaxMemories));
+    return absl::InvalidArgumentError(absl::StrCat(memories.size(), " memories: a plan takes at most ", kMaxMemories));
   }
+  absl::flat_hash_set<std::string> names;
   for (const MemorySpace& m : memories) {
+    if (m.name.empty()) return absl::InvalidArgumentError("every memory needs a name");
+    if (!names.insert(m.name).second) return absl::InvalidArgumentError(absl::StrCat("memory '", m.name, "' twice"));
     if (m.capacity_bytes <= 0 || m.capacity_bytes > kMaxMemoryBytes) {
       return absl::InvalidArgumentError(
           absl::StrCat("memory '", m.name, "' needs a capacity from 1 byte to 2^62 bytes"));
@@ -177,6 +170,18 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
           absl::StrCat("memory '", m.name, "' needs an alignment from 1 byte to its capacity"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> buffers,
+                                                absl::Span<const std::string> names,
+                                                absl::Span<const MemorySpace> memories,
+                                                absl::Span<const BufferPin> pins, const ArenaLimits& limits) {
+  const size_t n = buffers.size();
+  if (names.size() != n) return absl::InvalidArgumentError("one name per buffer is needed");
+  if (!pins.empty() && pins.size() != n) return absl::InvalidArgumentError("one pin per buffer (or none) is needed");
+  if (memories.empty()) return absl::InvalidArgumentError("no memories to place the buffers in");
+  RETURN_IF_ERROR(ValidateMemorySpaces(memories));
   const int num_memories = static_cast<int>(memories.size());
   std::vector<BufferPin> pin(n);
   if (!pins.empty()) pin.assign(pins.begin(), pins.end());

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/arena/arena_planner.h"
@@ -37,6 +38,11 @@ struct BufferPin {
   int memory = -1;
   int64_t offset = -1;
 };
+
+// OK when there are at most kMaxMemories memories with unique non-empty
+// names, capacities from 1 to kMaxMemoryBytes and alignments from 1 to the
+// capacity; InvalidArgument naming the memory otherwise.
+absl::Status ValidateMemorySpaces(absl::Span<const MemorySpace> memories);
 
 // What one memory holds.
 struct MemoryUse {
@@ -68,8 +74,7 @@ struct MemoryAssignment {
 // fitted into gaps (lowest offset). The last memory takes every buffer left.
 // `names` (one per buffer) name buffers in errors. InvalidArgument for:
 // `names` or `pins` of another length than `buffers` (pins may be empty:
-// none), no memories or more than kMaxMemories, a capacity outside 1 ..
-// kMaxMemoryBytes, an alignment outside 1 .. the capacity, an
+// none), no memories or memories ValidateMemorySpaces refuses, an
 // anchored buffer, a pin's memory out of range, an offset pinned without a
 // memory, more than 4,096 pinned offsets, an offset negative or not a
 // multiple of the memory's alignment, a pinned
