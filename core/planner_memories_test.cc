@@ -1,7 +1,6 @@
 // PlanGraph with several memories and pins (issue 18): the placement comes
 // after the arena and changes neither the order nor the arena.
 #include <algorithm>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -127,13 +126,8 @@ TEST(PlannerMemoriesTest, CapacitiesTooSmallFailThePlan) {
 // its peak) passes the independent verifier, and the first memory holds
 // something on every model.
 TEST(PlannerMemoriesTest, SharedModelsPassTheVerifier) {
-  const std::filesystem::path dir = SERENITY_SHARED_DIR "/bench/models";
-  std::vector<std::string> models;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() == ".onnx") models.push_back(entry.path().string());
-  }
-  ASSERT_FALSE(models.empty()) << dir;
-  std::sort(models.begin(), models.end());
+  const std::vector<std::string> models = testing::OnnxFilesIn(SERENITY_SHARED_DIR "/bench/models");
+  ASSERT_FALSE(models.empty());
   for (const std::string& model : models) {
     absl::StatusOr<Graph> g = ImportOnnxModel(testing::ReadFile(model), {});
     ASSERT_TRUE(g.ok()) << model << ": " << g.status();

@@ -1,7 +1,6 @@
 #include "core/graph/canonical_graph.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -320,13 +319,8 @@ TEST(CanonicalGraphTest, KeysAreStableAcrossVersions) {
 }
 
 TEST(CanonicalGraphTest, SharedModelsHaveTheSameFormWhenDisguised) {
-  const std::filesystem::path dir = SERENITY_SHARED_DIR "/bench/models";
-  std::vector<std::string> models;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() == ".onnx") models.push_back(entry.path().string());
-  }
-  ASSERT_FALSE(models.empty()) << dir;
-  std::sort(models.begin(), models.end());
+  const std::vector<std::string> models = testing::OnnxFilesIn(SERENITY_SHARED_DIR "/bench/models");
+  ASSERT_FALSE(models.empty());
   std::mt19937 rng(47);
   for (const std::string& model : models) {
     absl::StatusOr<GraphSpec> spec = OnnxToGraphSpec(testing::ReadFile(model), {});

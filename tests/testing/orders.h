@@ -22,6 +22,10 @@ std::vector<OpId> RandomTopologicalOrder(const Graph& graph, std::mt19937& rng);
 // The whole content of a file ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
 
+// The paths of the .onnx files in `dir`, sorted (empty when it cannot be
+// read), e.g. the shared benchmark models.
+std::vector<std::string> OnnxFilesIn(const std::string& dir);
+
 }  // namespace serenity::testing
 
 #endif  // SERENITY_TESTS_TESTING_ORDERS_H_
