@@ -7,10 +7,16 @@ is absent) is filled with random values of its dims and type: Conv, Gemm and
 MatMul weights N(0, 1/fan_in), BatchNormalization scale and variance
 uniform in [0.5, 1.5] (the variance positive), its bias and mean N(0, 0.1^2),
 Conv and Gemm biases N(0, 0.1^2), any other float constant uniform in
-[0.5, 1.5]. Integer constants (Slice starts and ends, Pad pads, Reshape
-shapes, ...) are not filled: their values decide what the model computes and
-cannot be made up, so a model with a data-less integer initializer cannot be
-run, and the row says so; such a model still gets the structural checks
+[0.5, 1.5]. Integer constants read only by Slice and Pad are derived from
+the shapes the model states for the op's input and output: a Slice that
+shrinks exactly one axis keeps its tail (starts = in - out, ends = in, axes
+= that axis, steps = 1), a Pad splits each axis's growth evenly between its
+two ends. These are values consistent with the shapes, not necessarily the
+original ones (which were stripped); the original and the rewritten model
+read the same values, which is what the check needs. Other integer
+constants (Reshape shapes, ...) are not filled: their values decide what the
+model computes and cannot be made up, so a model with such a data-less
+integer initializer cannot be run, and the row says so; it still gets the structural checks
 (its data-less initializers read as typed inputs, as ExportOrderedModel
 checks a stripped model), and its runnable prefix (every op that does not
 depend on those constants, with the tensors it hands on as outputs) gets a
@@ -84,24 +90,72 @@ def random_values(t, uses, rng):
     return rng.uniform(0.5, 1.5, dims)
 
 
+def stated_shapes(graph):
+    """tensor name -> dims, for the values whose every dim is known."""
+    out = {}
+    for v in list(graph.value_info) + list(graph.input) + list(graph.output):
+        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in v.type.tensor_type.shape.dim]
+        if v.type.tensor_type.HasField("shape") and all(dims):
+            out[v.name] = dims
+    return out
+
+
+def derived_value(t, uses, shapes):
+    """The values of data-less integer initializer `t` that every reader's
+    stated shapes agree on (module docstring), or None."""
+    value = None
+    for node, i in uses:
+        if len(node.input) == 0 or node.input[0] not in shapes or node.output[0] not in shapes:
+            return None
+        a, b = shapes[node.input[0]], shapes[node.output[0]]
+        if len(a) != len(b):
+            return None
+        if node.op_type == "Slice" and 1 <= i <= 4 and list(t.dims) == [1]:
+            axes = [k for k in range(len(a)) if a[k] != b[k]]
+            if len(axes) != 1 or b[axes[0]] > a[axes[0]]:
+                return None
+            k = axes[0]
+            v = [[a[k] - b[k]], [a[k]], [k], [1]][i - 1]
+        elif node.op_type == "Pad" and i == 1 and list(t.dims) == [2 * len(a)]:
+            grow = [b[k] - a[k] for k in range(len(a))]
+            if min(grow) < 0:
+                return None
+            v = [g // 2 for g in grow] + [g - g // 2 for g in grow]
+        else:
+            return None
+        if value is not None and v != value:
+            return None
+        value = v
+    return value
+
+
 def fill(model, rng):
-    """Fills `model`'s data-less float initializers in place, and makes the
-    others dims only (no reference to absent external data). Returns the
-    latter, as (name, their readers' ops)."""
+    """Fills `model`'s data-less float initializers in place, and the integer
+    ones read by Slice and Pad that the stated shapes determine (module
+    docstring), and makes the others dims only (no reference to absent
+    external data). Returns the latter, as (name, their readers' ops), and
+    the names of the derived integer constants."""
     uses = readers(model.graph)
-    missing = []
+    shapes = stated_shapes(model.graph)
+    missing, derived = [], []
     for t in model.graph.initializer:
         if has_data(t):
             continue
         del t.external_data[:]
         t.data_location = TensorProto.DEFAULT
+        if t.data_type in (TensorProto.INT64, TensorProto.INT32):
+            value = derived_value(t, uses.get(t.name, []), shapes) if uses.get(t.name) else None
+            if value is not None:
+                t.raw_data = np.array(value, dtype=mapping.TENSOR_TYPE_TO_NP_TYPE[t.data_type]).tobytes()
+                derived.append(t.name)
+                continue
         if t.data_type not in FLOATS:
             ops = sorted({n.op_type for n, _ in uses.get(t.name, [])})
             missing.append((t.name, ops))
             continue
         values = random_values(t, uses.get(t.name, []), rng).astype(mapping.TENSOR_TYPE_TO_NP_TYPE[t.data_type])
         t.raw_data = values.tobytes()
-    return missing
+    return missing, derived
 
 
 def client(args, *argv):
@@ -249,12 +303,13 @@ def run_model(args, path, rng):
     integer constants keep it from running, its runnable prefix."""
     name = os.path.splitext(os.path.basename(path))[0]
     model = onnx.load(path, load_external_data=False)
-    missing = fill(model, rng)
+    missing, derived = fill(model, rng)
+    label = name + (f" ({len(derived)} Slice/Pad constants from shapes)" if derived else "")
     why = None
     if missing:
         ops = sorted({op for _, readers_ops in missing for op in readers_ops})
         why = f"{len(missing)} integer constants read by {', '.join(ops)} have no data (e.g. {missing[0][0]})"
-    rows = model_rows(args, name, os.path.join(args.work, name), model, rng, why)
+    rows = model_rows(args, label, os.path.join(args.work, name), model, rng, why)
     prefix = runnable_prefix(model, [m for m, _ in missing]) if missing else None
     if prefix is not None:
         label = f"{name} prefix ({len(prefix.graph.node)} of {len(model.graph.node)} ops)"
