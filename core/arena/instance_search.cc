@@ -86,9 +86,9 @@ class SharedBest {
 };
 
 // One chain: its static rank(s) at the floor, then shuffled restarts.
-void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const InstanceSearchOptions& options,
-              int chains, int chain, Clock::time_point end, const std::atomic<bool>* cancelled,
-              std::atomic<bool>* stopped, SharedBest* best) {
+void RunChain(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+              const InstanceSearchOptions& options, int chains, int chain, Clock::time_point end,
+              const std::atomic<bool>* cancelled, std::atomic<bool>* stopped, SharedBest* best) {
   const OffsetRank statics[] = {OffsetRank::kTotalWidthArea, OffsetRank::kTotalAreaWidth, OffsetRank::kWidthAreaTotal};
   const int static_attempts = chains == 1 ? 2 : 1;
   for (int a = 0; a < static_attempts && options.static_nodes > 0 && !best->done()->load(); ++a) {
@@ -99,7 +99,7 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
     search.cancel = best->done();
     const int64_t capacity = best->floor();
     std::vector<int64_t> offsets;
-    const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, search, &offsets);
+    const PackingResult result = PackAroundFixed(buffers, fixed, alignment, capacity, search, &offsets);
     if (result == PackingResult::kPacked) best->Offer(std::move(offsets));
     if (result == PackingResult::kImpossible) best->Refuted(capacity);
   }
@@ -110,15 +110,25 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
       return;
     }
     const int64_t size = best->size(), floor = best->floor();
-    const int64_t capacity = std::max(floor, size - std::max(alignment, (size - floor) / kGapDivisor));
+    // Around fixed buffers a search packs far more often at the floor, where
+    // the sections' room prunes hardest, than a little above it
+    // (bench/RESULTS.md): three restarts in four aim there.
+    const bool at_floor = !fixed.empty() && restart % 4 != 3;
+    const int64_t capacity =
+        at_floor ? floor : std::max(floor, size - std::max(alignment, (size - floor) / kGapDivisor));
     OffsetSearchOptions search;
-    search.rank = (restart + chain) % 2 == 0 ? OffsetRank::kTotalWidthArea : OffsetRank::kWidthAreaTotal;
+    // Around fixed buffers, all three ranks in turn: on the pinned family
+    // (bench/pinned_arena.sh) each instance packed at the floor under one
+    // rank only (K under WAT, C and H under TAW, the others under TWA).
+    search.rank = fixed.empty()
+                      ? ((restart + chain) % 2 == 0 ? OffsetRank::kTotalWidthArea : OffsetRank::kWidthAreaTotal)
+                      : statics[(restart + chain) % 3];
     search.max_nodes = kRestartNodes;
     search.deadline = end;
     search.shuffle_seed = (static_cast<uint64_t>(chain) + 1) << 32 | static_cast<uint64_t>(restart + 1);
     search.cancel = best->done();
     std::vector<int64_t> offsets;
-    const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, search, &offsets);
+    const PackingResult result = PackAroundFixed(buffers, fixed, alignment, capacity, search, &offsets);
     if (result == PackingResult::kPacked) best->Offer(std::move(offsets));
     if (result == PackingResult::kImpossible) best->Refuted(capacity);
   }
@@ -148,6 +158,15 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   if (!plan.ok()) return plan;
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
+  return SearchBelowPlan(buffers, {}, alignment, *std::move(plan), bound, options, limits, cut, start);
+}
+
+ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+                          ArenaPlan plan, int64_t bound, const InstanceSearchOptions& options,
+                          const ArenaLimits& limits, ArenaCut* cut, std::chrono::steady_clock::time_point start) {
+  ArenaCut ignored;
+  if (cut == nullptr) cut = &ignored;
+  if (plan.size_bytes <= bound) return plan;
   // The restarts' tables, as PlanArena's searches count them, per chain.
   const int chains = std::max(1, options.chains);
   int64_t cells = 2 * CountCoLivePairs(buffers);
@@ -164,11 +183,12 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   }
   const Clock::time_point end = std::min(After(start, options.seconds), limits.deadline);
   std::atomic<bool> stopped{false};
-  SharedBest best(buffers, *std::move(plan), bound);
+  SharedBest best(buffers, std::move(plan), bound);
   std::vector<std::function<void()>> tasks;
   for (int chain = 0; chain < chains; ++chain) {
-    tasks.push_back(
-        [&, chain] { RunChain(buffers, alignment, options, chains, chain, end, limits.cancelled, &stopped, &best); });
+    tasks.push_back([&, chain] {
+      RunChain(buffers, fixed, alignment, options, chains, chain, end, limits.cancelled, &stopped, &best);
+    });
   }
   RunAll(options.executor, tasks);
   // A bare instance's own clock ending the restarts is the normal case;

@@ -10,6 +10,7 @@
 #ifndef SERENITY_CORE_ARENA_INSTANCE_SEARCH_H_
 #define SERENITY_CORE_ARENA_INSTANCE_SEARCH_H_
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 
@@ -53,6 +54,20 @@ InstanceSearchOptions PlanArenaSearch();
 absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options, const ArenaLimits& limits = {},
                                             ArenaCut* cut = nullptr);
+
+// PlanArenaInstance's chains alone, from `plan` (a valid plan of `buffers`)
+// towards `bound` (a size no plan can beat): the static ranks at the bound,
+// then shuffled restarts below the best plan found, until a plan reaches
+// `bound`, a search proves the capacity just below the best impossible, or
+// `options.seconds` after `start` (or `limits`) run out. With `fixed` (one
+// entry per buffer, an offset to keep or -1; empty: none) the searches
+// place the free buffers around the fixed ones (PackAroundFixed), and `plan`
+// must keep them. Returns the best plan (`plan` itself when nothing beat
+// it); `cut` (may be null) as PlanArenaInstance's.
+ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+                          ArenaPlan plan, int64_t bound, const InstanceSearchOptions& options,
+                          const ArenaLimits& limits, ArenaCut* cut,
+                          std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
 
 }  // namespace serenity
 
