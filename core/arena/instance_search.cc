@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "core/arena/lowest_first.h"
 #include "core/arena/offset_search.h"
 
 namespace serenity {
@@ -29,10 +32,60 @@ constexpr double kStaticShare = 0.12;
 // failures; measured against halving the step (bench/RESULTS.md).
 constexpr int64_t kRestartNodes = 1000;
 constexpr int kGapDivisor = 4;
+// Above this many buffers an instance is large: the lowest-first placements
+// (lowest_first.h) come first, and PlanArena's placements run only when
+// their estimated time fits the instance's time (at 10^5 random buffers one
+// placement scans for about 25 s; bench/arena_scaling.sh).
+constexpr size_t kLargeInstance = 1000;
+constexpr int kArenaPlacements = 10;  // PlanArena's orders times fits
 
 Clock::time_point After(Clock::time_point start, double seconds) {
   if (!std::isfinite(seconds) || seconds > 1e6) return Clock::time_point::max();
   return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
+}
+
+// A large instance's start: lowest-first placements (lowest_first.h), one
+// per chain as tasks on `executor`, first under the two ranks that did best
+// on large instances (TAW and TWA; WAT ended 2-5% above them at 10^5 and
+// 10^6 buffers), then with shuffled ranks (their results scatter by a few
+// percent) in rounds while a round's time fits before `deadline`; and
+// PlanArena's placements when their estimated time fits the instance's
+// time. The smallest plan.
+absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                            const InstanceSearchOptions& options, const ArenaLimits& limits,
+                                            Clock::time_point deadline, ArenaCut* cut) {
+  const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
+  const int chains = std::max(1, options.chains);
+  Executor* executor = chains > 1 ? options.executor : nullptr;
+  const OffsetRank ranks[] = {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea};
+  std::optional<ArenaPlan> best;
+  for (int64_t round = 0;; ++round) {
+    const Clock::time_point round_start = Clock::now();
+    const int tasks_in_round = round == 0 ? std::max(chains, 2) : chains;
+    std::vector<absl::StatusOr<ArenaPlan>> plans(tasks_in_round, absl::UnknownError("not run"));
+    std::vector<std::function<void()>> tasks;
+    for (int t = 0; t < tasks_in_round; ++t) {
+      const uint64_t seed = round == 0 && t < 2 ? 0 : static_cast<uint64_t>(round * tasks_in_round + t + 1);
+      tasks.push_back([&, t, seed] { plans[t] = PlanArenaLowestFirst(buffers, alignment, ranks[t % 2], seed); });
+    }
+    RunAll(executor, tasks);
+    for (absl::StatusOr<ArenaPlan>& plan : plans) {
+      if (!plan.ok()) return plan.status();
+      if (!best.has_value() || plan->size_bytes < best->size_bytes) best = *std::move(plan);
+    }
+    const Clock::time_point now = Clock::now();
+    if (best->size_bytes <= bound || now + (now - round_start) > std::min(deadline, limits.deadline) ||
+        (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed))) {
+      break;
+    }
+  }
+  if (best->size_bytes > bound && kArenaPlacements * EstimatePlacementSeconds(buffers) <= options.seconds) {
+    absl::StatusOr<ArenaPlan> placed =
+        PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
+    if (!placed.ok()) return placed;
+    if (placed->size_bytes < best->size_bytes) best = *std::move(placed);
+  }
+  return *std::move(best);
 }
 
 // The best plan of all chains, and a lower bound on the optimum (raised
@@ -154,7 +207,9 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   // By default the greedy placements only: the chains' static ranks search
   // further.
   absl::StatusOr<ArenaPlan> plan =
-      PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
+      buffers.size() > kLargeInstance
+          ? PlanLargeInstance(buffers, alignment, options, limits, After(start, options.seconds), cut)
+          : PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
   if (!plan.ok()) return plan;
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
@@ -170,10 +225,15 @@ ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<cons
   // The restarts' tables, as PlanArena's searches count them, per chain.
   const int chains = std::max(1, options.chains);
   int64_t cells = 2 * CountCoLivePairs(buffers);
-  {
+  if (cells <= kMaxArenaSearchCells) {
     const TimeSections sections = SplitIntoSections(buffers);
     for (const auto& [first, end] : sections.spans) cells += end - first;
     cells += sections.count;
+  }
+  if (cells > kMaxArenaSearchCells) {  // as PlanArena's searches
+    cut->reason = "size_limit";
+    cut->used = "greedy placement";
+    return plan;
   }
   MemoryCharge charge(limits.memory);
   if (!charge.TryAdd(chains * (8 * cells + 64 * static_cast<int64_t>(buffers.size())))) {

@@ -207,7 +207,9 @@ TEST(OffsetSearchTest, ExactAroundFixedBuffers) {
     ArenaPlan plan{optimum, alignment, offsets};
     ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << "trial " << trial << ": " << VerifyArena(buffers, plan);
     for (size_t i = 0; i < buffers.size(); ++i) {
-      if (fixed[i] >= 0) ASSERT_EQ(offsets[i], fixed[i]) << "trial " << trial << " buffer " << i;
+      if (fixed[i] >= 0) {
+        ASSERT_EQ(offsets[i], fixed[i]) << "trial " << trial << " buffer " << i;
+      }
       if (fixed[i] < 0 && buffers[i].size > 0) {
         for (size_t j = 0; j < buffers.size(); ++j) {
           below_fixed += fixed[j] > offsets[i] && buffers[j].first_step <= buffers[i].last_step &&
