@@ -11,15 +11,16 @@
 # Usage: bench/arena_scaling.sh [SIZES] [GRAPHS]
 #   SIZES: N:TIME_LIMIT pairs (default
 #     1000:0.9,10000:0.9,100000:0.9,100000:4,1000000:0.9,1000000:50);
-#   GRAPHS: FAMILY:OPS pairs (default train:20000,gpt:20000,layered:100000;
-#     "none" for none).
+#   GRAPHS: FAMILY:OPS:TIME_LIMIT triples (default
+#     train:20000:0.9,train:20000:30,gpt:20000:0.9,layered:100000:0.9; "none"
+#     for none).
 # Env: ARENA_SCALING_DIR keeps the instances there (made once, else a
 # temporary directory); ARENA_SCALING_TIMEOUT (default 600) seconds per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENT=${SERENITY_BUILD_DIR:-build}/client/serenity-client
 SIZES=${1:-1000:0.9,10000:0.9,100000:0.9,100000:4,1000000:0.9,1000000:50}
-GRAPHS=${2:-train:20000,gpt:20000,layered:100000}
+GRAPHS=${2:-train:20000:0.9,train:20000:30,gpt:20000:0.9,layered:100000:0.9}
 TIMEOUT=${ARENA_SCALING_TIMEOUT:-600}
 dir=${ARENA_SCALING_DIR:-$(mktemp -d)}
 mkdir -p "$dir"
@@ -61,9 +62,11 @@ for pair in ${SIZES//,/ }; do
   row "random_${n}" "$f" "$limit"
 done
 [ "$GRAPHS" = none ] && exit 0
-for pair in ${GRAPHS//,/ }; do
-  family=${pair%%:*}
-  ops=${pair#*:}
+for triple in ${GRAPHS//,/ }; do
+  family=${triple%%:*}
+  rest=${triple#*:}
+  ops=${rest%%:*}
+  limit=${rest#*:}
   f="$dir/${family}_${ops}.csv"
   if [ ! -s "$f" ]; then
     /usr/bin/python3 bench/make_long_graphs.py "$family" --ops "$ops" -o "$out/graph.pbtxt" 2>/dev/null
@@ -71,5 +74,5 @@ for pair in ${GRAPHS//,/ }; do
     /usr/bin/python3 bench/make_arena_instances.py from-plan "$out/plan.json" -o "$f" 2>/dev/null
     rm -f "$out/graph.pbtxt" "$out/plan.json"
   fi
-  row "${family}_${ops} schedule" "$f" 0.9
+  row "${family}_${ops} schedule" "$f" "$limit"
 done

@@ -8,7 +8,6 @@
 #include <iterator>
 #include <limits>
 #include <mutex>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -44,21 +43,26 @@ Clock::time_point After(Clock::time_point start, double seconds) {
   return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
 }
 
-// A large instance's start: lowest-first placements (lowest_first.h), one
-// per chain as tasks on `executor`, first under the two ranks that did best
-// on large instances (TAW and TWA; WAT ended 2-5% above them at 10^5 and
-// 10^6 buffers), then with shuffled ranks (their results scatter by a few
-// percent) in rounds while a round's time fits before `deadline`; and
+// A large instance's start: PlanArenaFast's placement, then lowest-first
+// placements (lowest_first.h), one per chain as tasks on `executor`, first
+// under the two ranks that did best on large instances (TAW and TWA; WAT
+// ended 2-5% above them at 10^5 and 10^6 buffers), then with shuffled ranks
+// (their results scatter by a few percent) in rounds while a round's time
+// fits before `deadline` (a placement still running then is dropped); and
 // PlanArena's placements when their estimated time fits the instance's
 // time. The smallest plan.
 absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options, const ArenaLimits& limits,
                                             Clock::time_point deadline, ArenaCut* cut) {
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
+  absl::StatusOr<ArenaPlan> fast = PlanArenaFast(buffers, alignment);  // n log n: always affordable
+  if (!fast.ok() || fast->size_bytes <= bound) return fast;
+  ArenaPlan best = *std::move(fast);
   const int chains = std::max(1, options.chains);
   Executor* executor = chains > 1 ? options.executor : nullptr;
+  ArenaLimits placement_limits = limits;
+  placement_limits.deadline = std::min(deadline, limits.deadline);
   const OffsetRank ranks[] = {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea};
-  std::optional<ArenaPlan> best;
   for (int64_t round = 0;; ++round) {
     const Clock::time_point round_start = Clock::now();
     const int tasks_in_round = round == 0 ? std::max(chains, 2) : chains;
@@ -66,26 +70,34 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
     std::vector<std::function<void()>> tasks;
     for (int t = 0; t < tasks_in_round; ++t) {
       const uint64_t seed = round == 0 && t < 2 ? 0 : static_cast<uint64_t>(round * tasks_in_round + t + 1);
-      tasks.push_back([&, t, seed] { plans[t] = PlanArenaLowestFirst(buffers, alignment, ranks[t % 2], seed); });
+      tasks.push_back(
+          [&, t, seed] { plans[t] = PlanArenaLowestFirst(buffers, alignment, ranks[t % 2], seed, placement_limits); });
     }
     RunAll(executor, tasks);
+    bool stopped = false;
     for (absl::StatusOr<ArenaPlan>& plan : plans) {
+      if (absl::IsDeadlineExceeded(plan.status()) || absl::IsCancelled(plan.status())) {
+        stopped = true;
+        continue;
+      }
       if (!plan.ok()) return plan.status();
-      if (!best.has_value() || plan->size_bytes < best->size_bytes) best = *std::move(plan);
+      if (plan->size_bytes < best.size_bytes) best = *std::move(plan);
     }
     const Clock::time_point now = Clock::now();
-    if (best->size_bytes <= bound || now + (now - round_start) > std::min(deadline, limits.deadline) ||
-        (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed))) {
+    // No second round without a finite time: it would not end short of the
+    // bound.
+    if (stopped || best.size_bytes <= bound || !std::isfinite(options.seconds) ||
+        now + (now - round_start) > placement_limits.deadline) {
       break;
     }
   }
-  if (best->size_bytes > bound && kArenaPlacements * EstimatePlacementSeconds(buffers) <= options.seconds) {
+  if (best.size_bytes > bound && kArenaPlacements * EstimatePlacementSeconds(buffers) <= options.seconds) {
     absl::StatusOr<ArenaPlan> placed =
         PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
     if (!placed.ok()) return placed;
-    if (placed->size_bytes < best->size_bytes) best = *std::move(placed);
+    if (placed->size_bytes < best.size_bytes) best = *std::move(placed);
   }
-  return *std::move(best);
+  return best;
 }
 
 // The best plan of all chains, and a lower bound on the optimum (raised
@@ -195,6 +207,7 @@ InstanceSearchOptions PlanArenaSearch() {
   options.static_nodes = 0;
   options.max_restarts = 16;
   options.start_with_searches = true;
+  options.lowest_first_when_large = false;
   return options;
 }
 
@@ -207,7 +220,7 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   // By default the greedy placements only: the chains' static ranks search
   // further.
   absl::StatusOr<ArenaPlan> plan =
-      buffers.size() > kLargeInstance
+      options.lowest_first_when_large && buffers.size() > kLargeInstance
           ? PlanLargeInstance(buffers, alignment, options, limits, After(start, options.seconds), cut)
           : PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
   if (!plan.ok()) return plan;

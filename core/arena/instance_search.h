@@ -36,6 +36,11 @@ struct InstanceSearchOptions {
   // Start from PlanArena(buffers, alignment)'s plan, its one pass of searches
   // included, instead of its greedy placements alone.
   bool start_with_searches = false;
+  // Above 1,000 buffers, start from lowest-first placements
+  // (lowest_first.h) instead of PlanArena's when those do not fit the time
+  // (bare instances; PlanArenaSearch leaves it off, so every plan's arena
+  // is PlanArena's as before).
+  bool lowest_first_when_large = true;
 };
 
 // What every plan's arena gets (core/planner.cc): PlanArena's plan, then,
@@ -48,6 +53,13 @@ InstanceSearchOptions PlanArenaSearch();
 // a search proved the capacity just below it impossible. With a finite `seconds` the result depends on the machine's
 // speed and load. Errors as PlanArena. Anchored buffers (Concat slices) are
 // placed with their anchor as one piece.
+// With options.lowest_first_when_large, above 1,000 buffers the start is
+// the best of PlanArenaFast's placement and lowest-first placements
+// (lowest_first.h: TAW and TWA, then shuffled ranks in rounds, one per
+// chain, while a round fits in `seconds`; a placement still running at the
+// deadline is dropped), and PlanArena's when ten of its placements are
+// estimated to fit in `seconds`. The restarts are skipped when their tables
+// would exceed kMaxArenaSearchCells (`cut`: size_limit).
 // Within `limits` (arena_planner.h): PlanArena gets them, the restarts stop
 // at the deadline or on cancellation, and their tables are charged to the
 // account (skipped when it refuses); `cut` (may be null) says what was cut.

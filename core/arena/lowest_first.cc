@@ -1,6 +1,7 @@
 #include "core/arena/lowest_first.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <queue>
 #include <random>
@@ -86,7 +87,7 @@ class StaticMaxTree {
 }  // namespace
 
 absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
-                                               OffsetRank rank, uint64_t shuffle_seed) {
+                                               OffsetRank rank, uint64_t shuffle_seed, const ArenaLimits& limits) {
   absl::Status valid = ValidateArenaBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
   const size_t n = buffers.size();
@@ -165,7 +166,15 @@ absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buf
   for (size_t r = 0; r < ranked.size(); ++r) start.emplace_back(0, static_cast<int64_t>(r));
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue(std::greater<Entry>(), std::move(start));
   RaiseMaxTree ends(sections);
-  while (!queue.empty()) {
+  for (int64_t steps = 1; !queue.empty(); ++steps) {
+    if ((steps & 4095) == 0) {
+      if (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) {
+        return absl::CancelledError("the lowest-first placement was cancelled");
+      }
+      if (std::chrono::steady_clock::now() >= limits.deadline) {
+        return absl::DeadlineExceededError("the lowest-first placement ran out of time");
+      }
+    }
     const auto [lowest, r] = queue.top();
     queue.pop();
     const Block& b = blocks[ranked[static_cast<size_t>(r)]];

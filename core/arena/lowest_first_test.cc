@@ -1,5 +1,7 @@
 #include "core/arena/lowest_first.h"
 
+#include <atomic>
+#include <chrono>
 #include <random>
 #include <vector>
 
@@ -77,6 +79,22 @@ TEST(LowestFirstTest, ThousandsOfBuffersNearTheBound) {
   const int64_t bound = ArenaLowerBound(buffers);
   EXPECT_LE(plan->size_bytes, bound * 108 / 100);
   EXPECT_LT(plan->size_bytes, greedy->size_bytes);
+}
+
+// A deadline already past, or a set cancel flag, stops it.
+TEST(LowestFirstTest, StopsAtTheDeadlineOrOnCancel) {
+  std::vector<ArenaBuffer> buffers;
+  for (int i = 0; i < 20000; ++i) buffers.push_back({64, i % 500, i % 500 + 10});
+  ArenaLimits limits;
+  limits.deadline = std::chrono::steady_clock::now();
+  EXPECT_EQ(PlanArenaLowestFirst(buffers, 1, OffsetRank::kTotalAreaWidth, 0, limits).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  const std::atomic<bool> cancelled{true};
+  limits = ArenaLimits();
+  limits.cancelled = &cancelled;
+  EXPECT_EQ(PlanArenaLowestFirst(buffers, 1, OffsetRank::kTotalAreaWidth, 0, limits).status().code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_TRUE(PlanArenaLowestFirst(buffers, 1, OffsetRank::kTotalAreaWidth).ok());
 }
 
 TEST(LowestFirstTest, RefusesBadInput) {
