@@ -91,11 +91,22 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
       break;
     }
   }
-  if (best.size_bytes > bound && kArenaPlacements * EstimatePlacementSeconds(buffers) <= options.seconds) {
-    absl::StatusOr<ArenaPlan> placed =
-        PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
+  const double seconds_left =
+      std::chrono::duration<double>(placement_limits.deadline - std::min(placement_limits.deadline, Clock::now()))
+          .count();
+  if (best.size_bytes > bound && kArenaPlacements * EstimatePlacementSeconds(buffers) <= seconds_left) {
+    // Within the instance's time: a cut by its own clock is no cut.
+    ArenaCut placed_cut;
+    absl::StatusOr<ArenaPlan> placed = PlanArena(
+        buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, placement_limits, &placed_cut);
     if (!placed.ok()) return placed;
     if (placed->size_bytes < best.size_bytes) best = *std::move(placed);
+    if (!placed_cut.reason.empty() &&
+        (Clock::now() >= limits.deadline ||
+         (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) ||
+         placed_cut.reason == "memory_limit")) {
+      *cut = placed_cut;
+    }
   }
   return best;
 }

@@ -268,8 +268,7 @@ class OffsetSearch {
   // by any unplaced buffer.
   bool Place(size_t i, int64_t at, bool* split) {
     if constexpr (kFixed) {  // i counts at its offset from now on
-      AddToBands(i, lowest_[i], -1);
-      AddToBands(i, at, 1);
+      MoveInBands(i, lowest_[i], at);
     }
     offset_[i] = at;
     witness_marks_.push_back(witness_trail_.size());
@@ -292,8 +291,7 @@ class OffsetSearch {
       }
       lowest_trail_.push_back({j, lowest_[j]});
       if constexpr (kFixed) {
-        AddToBands(j, lowest_[j], -1);
-        AddToBands(j, lowest, 1);
+        MoveInBands(j, lowest_[j], lowest);
       }
       lowest_[j] = lowest;
     }
@@ -317,15 +315,13 @@ class OffsetSearch {
 
   void Unplace(size_t i, size_t lowest_mark) {
     if constexpr (kFixed) {
-      AddToBands(i, offset_[i], -1);
-      AddToBands(i, lowest_[i], 1);
+      MoveInBands(i, offset_[i], lowest_[i]);
     }
     offset_[i] = -1;
     while (lowest_trail_.size() > lowest_mark) {
       if constexpr (kFixed) {
         const size_t j = lowest_trail_.back().first;
-        AddToBands(j, lowest_[j], -1);
-        AddToBands(j, lowest_trail_.back().second, 1);
+        MoveInBands(j, lowest_[j], lowest_trail_.back().second);
       }
       lowest_[lowest_trail_.back().first] = lowest_trail_.back().second;
       lowest_trail_.pop_back();
@@ -408,19 +404,30 @@ class OffsetSearch {
       }
       fixed_bytes_[s] = above;
     }
-    for (size_t j : open_) AddToBands(j, lowest_[j], 1);
+    for (size_t j : open_) MoveInBands(j, -1, lowest_[j]);
+    for (const auto& taken : section_fixed_) {
+      for (const auto& interval : taken) fixed_tops_.push_back(interval.second);
+    }
+    std::sort(fixed_tops_.begin(), fixed_tops_.end());
+    fixed_tops_.erase(std::unique(fixed_tops_.begin(), fixed_tops_.end()), fixed_tops_.end());
   }
 
-  // Counts buffer j, at or above `at` (its lowest offset while unplaced,
-  // its offset once placed), in the bands of its sections: the bytes of
-  // each section's buffers that lie above the top of a fixed interval
-  // there. Those must fit in the room above that top less the fixed bytes
-  // higher up; band_overflows_ counts the bands that do not.
-  void AddToBands(size_t j, int64_t at, int sign) {
-    const int64_t bytes = sign * buffers_[j].size;
+  // Moves buffer j, in the bands of its sections, from `from` to `to` (its
+  // lowest offset while unplaced, its offset once placed; -1: not counted):
+  // each band holds the bytes of a section's buffers that lie above the top
+  // of a fixed interval there, which must fit in the room above that top
+  // less the fixed bytes higher up; band_overflows_ counts the bands that
+  // do not. Only the tops between `from` and `to` change, and most moves
+  // cross none (fixed_tops_ says).
+  void MoveInBands(size_t j, int64_t from, int64_t to) {
+    const int64_t low = std::min(from, to), high = std::max(from, to);
+    const auto next_top = std::upper_bound(fixed_tops_.begin(), fixed_tops_.end(), low);
+    if (!fixed_tops_.empty() && (next_top == fixed_tops_.end() || *next_top > high)) return;
+    const int64_t bytes = to > from ? buffers_[j].size : -buffers_[j].size;
     for (int s = span_[j].first; s < span_[j].second; ++s) {
       const std::vector<std::pair<int64_t, int64_t>>& taken = section_fixed_[s];
-      for (size_t k = 0; k < taken.size() && taken[k].second <= at; ++k) {
+      for (size_t k = 0; k < taken.size() && taken[k].second <= high; ++k) {
+        if (taken[k].second <= low) continue;
         const bool over = band_bytes_[s][k] > band_room_[s][k];
         band_bytes_[s][k] += bytes;
         band_overflows_ += static_cast<int>(band_bytes_[s][k] > band_room_[s][k]) - static_cast<int>(over);
@@ -582,10 +589,11 @@ class OffsetSearch {
   int64_t fixed_end_ = 0;
   std::vector<int64_t> fixed_bytes_;  // per section
   // Per section and fixed interval (SetUpFixed): the bytes above its top
-  // (AddToBands) and the room there.
+  // (MoveInBands) and the room there.
   std::vector<std::vector<int64_t>> band_bytes_;
   std::vector<std::vector<int64_t>> band_room_;
   int band_overflows_ = 0;
+  std::vector<int64_t> fixed_tops_;  // every fixed interval's top, sorted, distinct
   int64_t nodes_ = 0;
   int64_t steps_ = 0;
   bool gave_up_ = false;
