@@ -10,7 +10,7 @@
 # the max RSS of the whole client run.
 # Usage: bench/arena_scaling.sh [SIZES] [GRAPHS]
 #   SIZES: N:TIME_LIMIT pairs (default
-#     1000:0.9,10000:0.9,100000:0.9,100000:4,1000000:0.9,1000000:50);
+#     1000:0.9,10000:0.9,100000:0.9,100000:4,1000000:0.9,1000000:55);
 #   GRAPHS: FAMILY:OPS:TIME_LIMIT triples (default
 #     train:20000:0.9,train:20000:30,gpt:20000:0.9,layered:100000:0.9; "none"
 #     for none).
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENT=${SERENITY_BUILD_DIR:-build}/client/serenity-client
-SIZES=${1:-1000:0.9,10000:0.9,100000:0.9,100000:4,1000000:0.9,1000000:50}
+SIZES=${1:-1000:0.9,10000:0.9,100000:0.9,100000:4,1000000:0.9,1000000:55}
 GRAPHS=${2:-train:20000:0.9,train:20000:30,gpt:20000:0.9,layered:100000:0.9}
 TIMEOUT=${ARENA_SCALING_TIMEOUT:-600}
 dir=${ARENA_SCALING_DIR:-$(mktemp -d)}
