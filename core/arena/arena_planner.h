@@ -113,6 +113,10 @@ int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
 // is 1 or some buffer is anchored (slices sit unaligned).
 int64_t AlignedArenaLowerBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
 
+// OK when the planners below accept `buffers` and `alignment`; otherwise
+// the error they give (as PlanArenaGreedyBySize's).
+absl::Status ValidateArenaBuffers(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
+
 // TensorFlow-Lite-style greedy planning: buffers in decreasing size (ties by
 // first step, then input position); each goes into the lowest-waste gap
 // (best fit) between the already placed buffers whose lifetimes overlap it,

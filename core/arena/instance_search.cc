@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <utility>
 #include <vector>
 
+#include "core/arena/lowest_first.h"
 #include "core/arena/offset_search.h"
 
 namespace serenity {
@@ -29,10 +31,84 @@ constexpr double kStaticShare = 0.12;
 // failures; measured against halving the step (bench/RESULTS.md).
 constexpr int64_t kRestartNodes = 1000;
 constexpr int kGapDivisor = 4;
+// Above this many buffers an instance is large: the lowest-first placements
+// (lowest_first.h) come first, and PlanArena's placements run only when
+// their estimated time fits the instance's time (at 10^5 random buffers one
+// placement scans for about 25 s; bench/arena_scaling.sh).
+constexpr size_t kLargeInstance = 1000;
+constexpr int kArenaPlacements = 10;  // PlanArena's orders times fits
 
 Clock::time_point After(Clock::time_point start, double seconds) {
   if (!std::isfinite(seconds) || seconds > 1e6) return Clock::time_point::max();
   return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
+}
+
+// A large instance's start: PlanArenaFast's placement, then lowest-first
+// placements (lowest_first.h), one per chain as tasks on `executor`, first
+// under the two ranks that did best on large instances (TAW and TWA; WAT
+// ended 2-5% above them at 10^5 and 10^6 buffers), then with shuffled ranks
+// (their results scatter by a few percent) in rounds while a round's time
+// fits before `deadline` (a placement still running then is dropped); and
+// PlanArena's placements when their estimated time fits the instance's
+// time. The smallest plan.
+absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                            const InstanceSearchOptions& options, const ArenaLimits& limits,
+                                            Clock::time_point deadline, ArenaCut* cut) {
+  const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
+  absl::StatusOr<ArenaPlan> fast = PlanArenaFast(buffers, alignment);  // n log n: always affordable
+  if (!fast.ok() || fast->size_bytes <= bound) return fast;
+  ArenaPlan best = *std::move(fast);
+  const int chains = std::max(1, options.chains);
+  Executor* executor = chains > 1 ? options.executor : nullptr;
+  ArenaLimits placement_limits = limits;
+  placement_limits.deadline = std::min(deadline, limits.deadline);
+  const OffsetRank ranks[] = {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea};
+  for (int64_t round = 0;; ++round) {
+    const Clock::time_point round_start = Clock::now();
+    const int tasks_in_round = round == 0 ? std::max(chains, 2) : chains;
+    std::vector<absl::StatusOr<ArenaPlan>> plans(tasks_in_round, absl::UnknownError("not run"));
+    std::vector<std::function<void()>> tasks;
+    for (int t = 0; t < tasks_in_round; ++t) {
+      const uint64_t seed = round == 0 && t < 2 ? 0 : static_cast<uint64_t>(round * tasks_in_round + t + 1);
+      tasks.push_back(
+          [&, t, seed] { plans[t] = PlanArenaLowestFirst(buffers, alignment, ranks[t % 2], seed, placement_limits); });
+    }
+    RunAll(executor, tasks);
+    bool stopped = false;
+    for (absl::StatusOr<ArenaPlan>& plan : plans) {
+      if (absl::IsDeadlineExceeded(plan.status()) || absl::IsCancelled(plan.status())) {
+        stopped = true;
+        continue;
+      }
+      if (!plan.ok()) return plan.status();
+      if (plan->size_bytes < best.size_bytes) best = *std::move(plan);
+    }
+    const Clock::time_point now = Clock::now();
+    // No second round without a finite time: it would not end short of the
+    // bound.
+    if (stopped || best.size_bytes <= bound || !std::isfinite(options.seconds) ||
+        now + (now - round_start) > placement_limits.deadline) {
+      break;
+    }
+  }
+  const double seconds_left =
+      std::chrono::duration<double>(placement_limits.deadline - std::min(placement_limits.deadline, Clock::now()))
+          .count();
+  if (best.size_bytes > bound && kArenaPlacements * EstimatePlacementSeconds(buffers) <= seconds_left) {
+    // Within the instance's time: a cut by its own clock is no cut.
+    ArenaCut placed_cut;
+    absl::StatusOr<ArenaPlan> placed = PlanArena(
+        buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, placement_limits, &placed_cut);
+    if (!placed.ok()) return placed;
+    if (placed->size_bytes < best.size_bytes) best = *std::move(placed);
+    if (!placed_cut.reason.empty() &&
+        (Clock::now() >= limits.deadline ||
+         (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) ||
+         placed_cut.reason == "memory_limit")) {
+      *cut = placed_cut;
+    }
+  }
+  return best;
 }
 
 // The best plan of all chains, and a lower bound on the optimum (raised
@@ -86,9 +162,9 @@ class SharedBest {
 };
 
 // One chain: its static rank(s) at the floor, then shuffled restarts.
-void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const InstanceSearchOptions& options,
-              int chains, int chain, Clock::time_point end, const std::atomic<bool>* cancelled,
-              std::atomic<bool>* stopped, SharedBest* best) {
+void RunChain(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+              const InstanceSearchOptions& options, int chains, int chain, Clock::time_point end,
+              const std::atomic<bool>* cancelled, std::atomic<bool>* stopped, SharedBest* best) {
   const OffsetRank statics[] = {OffsetRank::kTotalWidthArea, OffsetRank::kTotalAreaWidth, OffsetRank::kWidthAreaTotal};
   const int static_attempts = chains == 1 ? 2 : 1;
   for (int a = 0; a < static_attempts && options.static_nodes > 0 && !best->done()->load(); ++a) {
@@ -99,7 +175,7 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
     search.cancel = best->done();
     const int64_t capacity = best->floor();
     std::vector<int64_t> offsets;
-    const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, search, &offsets);
+    const PackingResult result = PackAroundFixed(buffers, fixed, alignment, capacity, search, &offsets);
     if (result == PackingResult::kPacked) best->Offer(std::move(offsets));
     if (result == PackingResult::kImpossible) best->Refuted(capacity);
   }
@@ -110,15 +186,25 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, int64_t alignment, const In
       return;
     }
     const int64_t size = best->size(), floor = best->floor();
-    const int64_t capacity = std::max(floor, size - std::max(alignment, (size - floor) / kGapDivisor));
+    // Around fixed buffers a search packs far more often at the floor, where
+    // the sections' room prunes hardest, than a little above it
+    // (bench/RESULTS.md): three restarts in four aim there.
+    const bool at_floor = !fixed.empty() && restart % 4 != 3;
+    const int64_t capacity =
+        at_floor ? floor : std::max(floor, size - std::max(alignment, (size - floor) / kGapDivisor));
     OffsetSearchOptions search;
-    search.rank = (restart + chain) % 2 == 0 ? OffsetRank::kTotalWidthArea : OffsetRank::kWidthAreaTotal;
+    // Around fixed buffers, all three ranks in turn: on the pinned family
+    // (bench/pinned_arena.sh) each instance packed at the floor under one
+    // rank only (K under WAT, C and H under TAW, the others under TWA).
+    search.rank = fixed.empty()
+                      ? ((restart + chain) % 2 == 0 ? OffsetRank::kTotalWidthArea : OffsetRank::kWidthAreaTotal)
+                      : statics[(restart + chain) % 3];
     search.max_nodes = kRestartNodes;
     search.deadline = end;
     search.shuffle_seed = (static_cast<uint64_t>(chain) + 1) << 32 | static_cast<uint64_t>(restart + 1);
     search.cancel = best->done();
     std::vector<int64_t> offsets;
-    const PackingResult result = PackByLowestOffsets(buffers, alignment, capacity, search, &offsets);
+    const PackingResult result = PackAroundFixed(buffers, fixed, alignment, capacity, search, &offsets);
     if (result == PackingResult::kPacked) best->Offer(std::move(offsets));
     if (result == PackingResult::kImpossible) best->Refuted(capacity);
   }
@@ -132,6 +218,7 @@ InstanceSearchOptions PlanArenaSearch() {
   options.static_nodes = 0;
   options.max_restarts = 16;
   options.start_with_searches = true;
+  options.lowest_first_when_large = false;
   return options;
 }
 
@@ -144,17 +231,33 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   // By default the greedy placements only: the chains' static ranks search
   // further.
   absl::StatusOr<ArenaPlan> plan =
-      PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
+      options.lowest_first_when_large && buffers.size() > kLargeInstance
+          ? PlanLargeInstance(buffers, alignment, options, limits, After(start, options.seconds), cut)
+          : PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
   if (!plan.ok()) return plan;
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
+  return SearchBelowPlan(buffers, {}, alignment, *std::move(plan), bound, options, limits, cut, start);
+}
+
+ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+                          ArenaPlan plan, int64_t bound, const InstanceSearchOptions& options,
+                          const ArenaLimits& limits, ArenaCut* cut, std::chrono::steady_clock::time_point start) {
+  ArenaCut ignored;
+  if (cut == nullptr) cut = &ignored;
+  if (plan.size_bytes <= bound) return plan;
   // The restarts' tables, as PlanArena's searches count them, per chain.
   const int chains = std::max(1, options.chains);
   int64_t cells = 2 * CountCoLivePairs(buffers);
-  {
+  if (cells <= kMaxArenaSearchCells) {
     const TimeSections sections = SplitIntoSections(buffers);
     for (const auto& [first, end] : sections.spans) cells += end - first;
     cells += sections.count;
+  }
+  if (cells > kMaxArenaSearchCells) {  // as PlanArena's searches
+    cut->reason = "size_limit";
+    cut->used = "greedy placement";
+    return plan;
   }
   MemoryCharge charge(limits.memory);
   if (!charge.TryAdd(chains * (8 * cells + 64 * static_cast<int64_t>(buffers.size())))) {
@@ -164,11 +267,12 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   }
   const Clock::time_point end = std::min(After(start, options.seconds), limits.deadline);
   std::atomic<bool> stopped{false};
-  SharedBest best(buffers, *std::move(plan), bound);
+  SharedBest best(buffers, std::move(plan), bound);
   std::vector<std::function<void()>> tasks;
   for (int chain = 0; chain < chains; ++chain) {
-    tasks.push_back(
-        [&, chain] { RunChain(buffers, alignment, options, chains, chain, end, limits.cancelled, &stopped, &best); });
+    tasks.push_back([&, chain] {
+      RunChain(buffers, fixed, alignment, options, chains, chain, end, limits.cancelled, &stopped, &best);
+    });
   }
   RunAll(options.executor, tasks);
   // A bare instance's own clock ending the restarts is the normal case;

@@ -10,6 +10,7 @@
 #ifndef SERENITY_CORE_ARENA_INSTANCE_SEARCH_H_
 #define SERENITY_CORE_ARENA_INSTANCE_SEARCH_H_
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 
@@ -35,6 +36,11 @@ struct InstanceSearchOptions {
   // Start from PlanArena(buffers, alignment)'s plan, its one pass of searches
   // included, instead of its greedy placements alone.
   bool start_with_searches = false;
+  // Above 1,000 buffers, start from lowest-first placements
+  // (lowest_first.h) instead of PlanArena's when those do not fit the time
+  // (bare instances; PlanArenaSearch leaves it off, so every plan's arena
+  // is PlanArena's as before).
+  bool lowest_first_when_large = true;
 };
 
 // What every plan's arena gets (core/planner.cc): PlanArena's plan, then,
@@ -47,12 +53,33 @@ InstanceSearchOptions PlanArenaSearch();
 // a search proved the capacity just below it impossible. With a finite `seconds` the result depends on the machine's
 // speed and load. Errors as PlanArena. Anchored buffers (Concat slices) are
 // placed with their anchor as one piece.
+// With options.lowest_first_when_large, above 1,000 buffers the start is
+// the best of PlanArenaFast's placement and lowest-first placements
+// (lowest_first.h: TAW and TWA, then shuffled ranks in rounds, one per
+// chain, while a round fits in `seconds`; a placement still running at the
+// deadline is dropped), and PlanArena's when ten of its placements are
+// estimated to fit in `seconds`. The restarts are skipped when their tables
+// would exceed kMaxArenaSearchCells (`cut`: size_limit).
 // Within `limits` (arena_planner.h): PlanArena gets them, the restarts stop
 // at the deadline or on cancellation, and their tables are charged to the
 // account (skipped when it refuses); `cut` (may be null) says what was cut.
 absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options, const ArenaLimits& limits = {},
                                             ArenaCut* cut = nullptr);
+
+// PlanArenaInstance's chains alone, from `plan` (a valid plan of `buffers`)
+// towards `bound` (a size no plan can beat): the static ranks at the bound,
+// then shuffled restarts below the best plan found, until a plan reaches
+// `bound`, a search proves the capacity just below the best impossible, or
+// `options.seconds` after `start` (or `limits`) run out. With `fixed` (one
+// entry per buffer, an offset to keep or -1; empty: none) the searches
+// place the free buffers around the fixed ones (PackAroundFixed), and `plan`
+// must keep them. Returns the best plan (`plan` itself when nothing beat
+// it); `cut` (may be null) as PlanArenaInstance's.
+ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+                          ArenaPlan plan, int64_t bound, const InstanceSearchOptions& options,
+                          const ArenaLimits& limits, ArenaCut* cut,
+                          std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
 
 }  // namespace serenity
 

@@ -92,5 +92,36 @@ TEST(InstanceSearchTest, AnchoredBuffersAndErrors) {
   EXPECT_EQ(PlanArenaInstance(buffers, 0, InstanceSearchOptions()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A bare instance of thousands of buffers starts from lowest-first
+// placements: valid, never above PlanArenaFast's, at the bound here (a
+// schedule-like instance), on two chains; with no time at all the fast
+// placement still gives a valid plan. PlanArenaSearch (every plan's arena)
+// keeps PlanArena's start.
+TEST(InstanceSearchTest, LargeInstancesStartLowestFirst) {
+  std::mt19937 rng(5);
+  std::vector<ArenaBuffer> buffers;
+  for (int i = 0; i < 5000; ++i) {
+    const int first = static_cast<int>(rng() % 5000);
+    buffers.push_back({64 * static_cast<int64_t>(1 + rng() % 100), first, first + static_cast<int>(rng() % 3)});
+  }
+  ThreadPool pool(2);
+  InstanceSearchOptions options;
+  options.chains = 2;
+  options.executor = &pool;
+  options.seconds = 5;
+  absl::StatusOr<ArenaPlan> fast = PlanArenaFast(buffers, 64);
+  ASSERT_TRUE(fast.ok());
+  absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(buffers, 64, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
+  EXPECT_LE(plan->size_bytes, fast->size_bytes);
+  EXPECT_EQ(plan->size_bytes, AlignedArenaLowerBound(buffers, 64));
+  options.seconds = 0;
+  plan = PlanArenaInstance(buffers, 64, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyArena(buffers, *plan).ok());
+  EXPECT_FALSE(PlanArenaSearch().lowest_first_when_large);
+}
+
 }  // namespace
 }  // namespace serenity

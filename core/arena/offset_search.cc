@@ -8,10 +8,14 @@
 namespace serenity {
 namespace {
 
+// kFixed: some buffers are fixed (PackAroundFixed); without, none of that
+// bookkeeping runs.
+template <bool kFixed>
 class OffsetSearch {
  public:
-  OffsetSearch(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
-               const OffsetSearchOptions& options)
+  // `fixed`: empty, or one entry per buffer, its offset or -1 (free).
+  OffsetSearch(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+               int64_t capacity, const OffsetSearchOptions& options)
       : buffers_(buffers),
         alignment_(alignment),
         capacity_(capacity),
@@ -33,7 +37,14 @@ class OffsetSearch {
     lowest_.assign(n, 0);
     extent_.resize(n);
     for (size_t i = 0; i < n; ++i) extent_[i] = buffers[i].size;
+    std::vector<size_t> pinned;
     for (size_t i = 0; i < n; ++i) {
+      if (!fixed.empty() && fixed[i] >= 0) {  // kept where it is
+        offset_[i] = fixed[i];
+        fixed_end_ = std::max(fixed_end_, fixed[i] + buffers[i].size);
+        if (buffers[i].size > 0) pinned.push_back(i);
+        continue;
+      }
       if (buffers[i].size == 0) {
         offset_[i] = 0;
         continue;
@@ -45,8 +56,14 @@ class OffsetSearch {
         if (s + 1 < span_[i].second) ++crossing_[s];
       }
     }
-    for (int s = 0; s < sections; ++s) {  // every lowest offset starts at 0
-      if (Headroom(s) >= 0 && !section_buffers_[s].empty()) witness_[s] = section_buffers_[s].front();
+    if (kFixed) SetUpFixed(pinned, sections);
+    for (int s = 0; s < sections; ++s) {  // every lowest offset starts at 0 (fixed buffers aside)
+      for (size_t k : section_buffers_[s]) {
+        if (lowest_[k] <= Headroom(s)) {
+          witness_[s] = k;
+          break;
+        }
+      }
     }
     overlaps_ = OverlappingBuffers(buffers, open_);
     // Groups: an anchor carries its anchored buffers (of non-zero size) at
@@ -83,7 +100,9 @@ class OffsetSearch {
     std::vector<std::tuple<double, double, double>> key(buffers_.size());
     for (size_t i : group) {
       int64_t busiest = 0;
-      for (int s = span_[i].first; s < span_[i].second; ++s) busiest = std::max(busiest, unplaced_bytes_[s]);
+      for (int s = span_[i].first; s < span_[i].second; ++s) {
+        busiest = std::max(busiest, unplaced_bytes_[s] + (kFixed ? fixed_bytes_[s] : 0));
+      }
       const double w = static_cast<double>(int64_t{buffers_[i].last_step} - buffers_[i].first_step + 1);
       const double area = static_cast<double>(buffers_[i].size) * w;  // in double: may not fit 64 bits
       const double t = static_cast<double>(busiest);
@@ -111,8 +130,9 @@ class OffsetSearch {
   }
 
   PackingResult Run(std::vector<int64_t>* offsets) {
-    for (int64_t bytes : unplaced_bytes_) {
-      if (bytes > capacity_) return PackingResult::kImpossible;
+    if (kFixed && (fixed_end_ > capacity_ || band_overflows_ > 0)) return PackingResult::kImpossible;
+    for (int s = 0; s < static_cast<int>(unplaced_bytes_.size()); ++s) {
+      if (Headroom(s) < 0) return PackingResult::kImpossible;
     }
     solution_ = offset_;  // zero-size buffers at 0
     if (SolveRange(0, static_cast<int>(unplaced_bytes_.size()))) {
@@ -247,6 +267,9 @@ class OffsetSearch {
   // Sets `*split` when a boundary inside its lifetime is no longer crossed
   // by any unplaced buffer.
   bool Place(size_t i, int64_t at, bool* split) {
+    if constexpr (kFixed) {  // i counts at its offset from now on
+      MoveInBands(i, lowest_[i], at);
+    }
     offset_[i] = at;
     witness_marks_.push_back(witness_trail_.size());
     // Its unplaced neighbours now start above it. Outside its lifetime, a
@@ -258,15 +281,19 @@ class OffsetSearch {
       if (offset_[j] >= 0) continue;
       hatless = false;
       if (lowest_[j] >= raised) continue;
+      const int64_t lowest = kFixed ? ClearOfFixed(j, raised) : raised;
       for (int s = span_[j].first; s < span_[j].second; ++s) {
         if (s >= span_[i].first && s < span_[i].second) {  // handled below
           s = span_[i].second - 1;
           continue;
         }
-        if (witness_[s] == j && raised > Headroom(s)) stale_.push_back(s);
+        if (witness_[s] == j && lowest > Headroom(s)) stale_.push_back(s);
       }
       lowest_trail_.push_back({j, lowest_[j]});
-      lowest_[j] = raised;
+      if constexpr (kFixed) {
+        MoveInBands(j, lowest_[j], lowest);
+      }
+      lowest_[j] = lowest;
     }
     for (int s : stale_) FindWitness(s);
     // Within its lifetime every unplaced buffer now starts at `raised` or
@@ -275,9 +302,11 @@ class OffsetSearch {
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       unplaced_bytes_[s] -= buffers_[i].size;
       if (s + 1 < span_[i].second && --crossing_[s] == 0) *split = true;
+      // (Around fixed buffers the witness's lowest offset may have risen
+      // further than `raised`.)
       if (raised > Headroom(s)) {
         if (witness_[s] != kNone) SetWitness(s, kNone);
-      } else if (witness_[s] == i || witness_[s] == kNone) {
+      } else if (witness_[s] == i || witness_[s] == kNone || (kFixed && lowest_[witness_[s]] > Headroom(s))) {
         FindWitness(s);
       }
     }
@@ -285,8 +314,15 @@ class OffsetSearch {
   }
 
   void Unplace(size_t i, size_t lowest_mark) {
+    if constexpr (kFixed) {
+      MoveInBands(i, offset_[i], lowest_[i]);
+    }
     offset_[i] = -1;
     while (lowest_trail_.size() > lowest_mark) {
+      if constexpr (kFixed) {
+        const size_t j = lowest_trail_.back().first;
+        MoveInBands(j, lowest_[j], lowest_trail_.back().second);
+      }
       lowest_[lowest_trail_.back().first] = lowest_trail_.back().second;
       lowest_trail_.pop_back();
     }
@@ -302,8 +338,114 @@ class OffsetSearch {
   }
 
   // The highest offset from which section s's unplaced bytes still fit
-  // under the capacity (negative when they cannot fit at all).
-  int64_t Headroom(int s) const { return capacity_ - unplaced_bytes_[s]; }
+  // under the capacity (negative when they cannot fit at all), around the
+  // fixed buffers live there: the highest x with x + (fixed bytes above x)
+  // + (unplaced bytes) <= capacity.
+  int64_t Headroom(int s) const {
+    const int64_t top = capacity_ - unplaced_bytes_[s];
+    if (!kFixed || section_fixed_[s].empty()) return top;
+    // From the highest gap down: above interval k, x + suffix <= top.
+    const std::vector<std::pair<int64_t, int64_t>>& taken = section_fixed_[s];
+    int64_t suffix = 0;
+    for (size_t k = taken.size(); k-- > 0;) {
+      if (top - suffix >= taken[k].second) {
+        return k + 1 < taken.size() ? std::min(taken[k + 1].first, top - suffix) : top - suffix;
+      }
+      suffix += taken[k].second - taken[k].first;
+    }
+    return std::min(taken.front().first, top - suffix);  // below them all (negative: nowhere)
+  }
+
+  // Fixed buffers: each free buffer's co-live fixed ones (obstacles, by
+  // offset) and each section's fixed bytes (merged intervals, by offset).
+  // Free buffers start at their lowest offsets clear of them.
+  void SetUpFixed(const std::vector<size_t>& pinned, int sections) {
+    std::vector<size_t> all = open_;
+    all.insert(all.end(), pinned.begin(), pinned.end());
+    std::sort(all.begin(), all.end());
+    const std::vector<std::vector<size_t>> co_live = OverlappingBuffers(buffers_, all);
+    obstacles_.resize(buffers_.size());
+    for (size_t j : open_) {
+      for (size_t f : co_live[j]) {
+        if (offset_[f] >= 0) obstacles_[j].push_back({offset_[f], offset_[f] + buffers_[f].size});
+      }
+      std::sort(obstacles_[j].begin(), obstacles_[j].end());
+      lowest_[j] = ClearOfFixed(j, 0);
+    }
+    section_fixed_.resize(sections);
+    for (size_t f : pinned) {
+      for (int s = span_[f].first; s < span_[f].second; ++s) {
+        section_fixed_[s].push_back({offset_[f], offset_[f] + buffers_[f].size});
+      }
+    }
+    for (auto& taken : section_fixed_) {
+      std::sort(taken.begin(), taken.end());
+      size_t merged = 0;
+      for (size_t k = 0; k < taken.size(); ++k) {
+        if (merged > 0 && taken[k].first <= taken[merged - 1].second) {
+          taken[merged - 1].second = std::max(taken[merged - 1].second, taken[k].second);
+        } else {
+          taken[merged++] = taken[k];
+        }
+      }
+      taken.resize(merged);
+    }
+    fixed_bytes_.assign(sections, 0);
+    band_bytes_.resize(sections);
+    band_room_.resize(sections);
+    for (int s = 0; s < sections; ++s) {
+      const std::vector<std::pair<int64_t, int64_t>>& taken = section_fixed_[s];
+      band_bytes_[s].assign(taken.size(), 0);
+      band_room_[s].assign(taken.size(), 0);
+      int64_t above = 0;
+      for (size_t k = taken.size(); k-- > 0;) {
+        band_room_[s][k] = capacity_ - taken[k].second - above;
+        above += taken[k].second - taken[k].first;
+      }
+      fixed_bytes_[s] = above;
+    }
+    for (size_t j : open_) MoveInBands(j, -1, lowest_[j]);
+    for (const auto& taken : section_fixed_) {
+      for (const auto& interval : taken) fixed_tops_.push_back(interval.second);
+    }
+    std::sort(fixed_tops_.begin(), fixed_tops_.end());
+    fixed_tops_.erase(std::unique(fixed_tops_.begin(), fixed_tops_.end()), fixed_tops_.end());
+  }
+
+  // Moves buffer j, in the bands of its sections, from `from` to `to` (its
+  // lowest offset while unplaced, its offset once placed; -1: not counted):
+  // each band holds the bytes of a section's buffers that lie above the top
+  // of a fixed interval there, which must fit in the room above that top
+  // less the fixed bytes higher up; band_overflows_ counts the bands that
+  // do not. Only the tops between `from` and `to` change, and most moves
+  // cross none (fixed_tops_ says).
+  void MoveInBands(size_t j, int64_t from, int64_t to) {
+    const int64_t low = std::min(from, to), high = std::max(from, to);
+    const auto next_top = std::upper_bound(fixed_tops_.begin(), fixed_tops_.end(), low);
+    if (!fixed_tops_.empty() && (next_top == fixed_tops_.end() || *next_top > high)) return;
+    const int64_t bytes = to > from ? buffers_[j].size : -buffers_[j].size;
+    for (int s = span_[j].first; s < span_[j].second; ++s) {
+      const std::vector<std::pair<int64_t, int64_t>>& taken = section_fixed_[s];
+      for (size_t k = 0; k < taken.size() && taken[k].second <= high; ++k) {
+        if (taken[k].second <= low) continue;
+        const bool over = band_bytes_[s][k] > band_room_[s][k];
+        band_bytes_[s][k] += bytes;
+        band_overflows_ += static_cast<int>(band_bytes_[s][k] > band_room_[s][k]) - static_cast<int>(over);
+      }
+    }
+  }
+
+  // The lowest aligned offset at or above `from` where buffer j meets none
+  // of its fixed neighbours.
+  int64_t ClearOfFixed(size_t j, int64_t from) const {
+    int64_t at = AlignUp(from, alignment_);
+    for (const auto& [start, end] : obstacles_[j]) {
+      if (end <= at) continue;
+      if (start >= at + buffers_[j].size) break;
+      at = AlignUp(end, alignment_);
+    }
+    return at;
+  }
 
   // Some unplaced buffer of section s whose lowest offset is within its
   // headroom, or kNone.
@@ -398,6 +540,7 @@ class OffsetSearch {
   }
 
   bool SectionsFit(int lo, int hi, int64_t at) const {
+    if (kFixed && band_overflows_ > 0) return false;
     for (int s = lo; s < hi; ++s) {
       if (SectionFails(s, at)) return false;
     }
@@ -440,6 +583,17 @@ class OffsetSearch {
   std::vector<int64_t> extent_;
   bool any_group_ = false;
   std::vector<size_t> member_marks_;
+  // Fixed buffers (SetUpFixed, kFixed only).
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> obstacles_;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> section_fixed_;
+  int64_t fixed_end_ = 0;
+  std::vector<int64_t> fixed_bytes_;  // per section
+  // Per section and fixed interval (SetUpFixed): the bytes above its top
+  // (MoveInBands) and the room there.
+  std::vector<std::vector<int64_t>> band_bytes_;
+  std::vector<std::vector<int64_t>> band_room_;
+  int band_overflows_ = 0;
+  std::vector<int64_t> fixed_tops_;  // every fixed interval's top, sorted, distinct
   int64_t nodes_ = 0;
   int64_t steps_ = 0;
   bool gave_up_ = false;
@@ -458,7 +612,21 @@ PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t
       return PackingResult::kGaveUp;
     }
   }
-  OffsetSearch search(buffers, alignment, capacity, options);
+  OffsetSearch<false> search(buffers, {}, alignment, capacity, options);
+  return search.Run(offsets);
+}
+
+PackingResult PackAroundFixed(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+                              int64_t capacity, const OffsetSearchOptions& options, std::vector<int64_t>* offsets) {
+  if (std::all_of(fixed.begin(), fixed.end(), [](int64_t f) { return f == -1; }) &&
+      (fixed.empty() || fixed.size() == buffers.size())) {
+    return PackByLowestOffsets(buffers, alignment, capacity, options, offsets);
+  }
+  if (fixed.size() != buffers.size()) return PackingResult::kGaveUp;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].anchor != -1 || fixed[i] < -1) return PackingResult::kGaveUp;
+  }
+  OffsetSearch<true> search(buffers, fixed, alignment, capacity, options);
   return search.Run(offsets);
 }
 

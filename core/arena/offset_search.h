@@ -57,6 +57,19 @@ struct OffsetSearchOptions {
 PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
                                   const OffsetSearchOptions& options, std::vector<int64_t>* offsets);
 
+// PackByLowestOffsets around fixed buffers: `fixed` holds one entry per
+// buffer, the offset it must keep, or -1 for a buffer the search places
+// (empty: none fixed). The fixed buffers are obstacles: each free buffer's
+// lowest offset is the lowest aligned one at or above its placed
+// neighbours' ends that meets no co-live fixed buffer, and a section's room
+// leaves out the fixed bytes live there. Still exhaustive: kImpossible means
+// no packing keeps the fixed offsets (kImpossible at once when a fixed
+// buffer ends above `capacity`). The fixed buffers are taken as given (the
+// caller checks that co-live ones do not overlap). kGaveUp when `fixed` has
+// another length, an entry below -1, or any buffer is anchored.
+PackingResult PackAroundFixed(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,
+                              int64_t capacity, const OffsetSearchOptions& options, std::vector<int64_t>* offsets);
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_ARENA_OFFSET_SEARCH_H_

@@ -126,6 +126,118 @@ TEST(OffsetSearchTest, GroupsArePlacedWholeAndNeverRefuted) {
   EXPECT_EQ(packed, 300);
 }
 
+// The least arena over every order of the free buffers, each placed
+// first-fit (lowest aligned offset clear of every co-live buffer placed so
+// far, the fixed ones placed first): the optimum with the fixed offsets
+// kept, as BruteForceArena's without them.
+int64_t BruteForceAroundFixed(const std::vector<ArenaBuffer>& buffers, const std::vector<int64_t>& fixed,
+                              int64_t alignment) {
+  std::vector<size_t> order;
+  int64_t fixed_size = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (fixed[i] < 0) order.push_back(i);
+    if (fixed[i] >= 0) fixed_size = std::max(fixed_size, fixed[i] + buffers[i].size);
+  }
+  int64_t best = INT64_MAX;
+  do {
+    std::vector<int64_t> offsets = fixed;
+    int64_t size = fixed_size;
+    for (size_t i : order) {
+      int64_t offset = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (size_t j = 0; j < buffers.size(); ++j) {
+          if (offsets[j] < 0 || buffers[j].last_step < buffers[i].first_step ||
+              buffers[i].last_step < buffers[j].first_step || buffers[i].size == 0 || buffers[j].size == 0) {
+            continue;
+          }
+          if (offset < offsets[j] + buffers[j].size && offsets[j] < offset + buffers[i].size) {
+            offset = AlignUp(offsets[j] + buffers[j].size, alignment);
+            moved = true;
+          }
+        }
+      }
+      offsets[i] = offset;
+      size = std::max(size, offset + buffers[i].size);
+    }
+    best = std::min(best, size);
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
+
+// Around fixed buffers the search is still exact on small instances: it
+// packs at the optimum (keeping every fixed offset, no overlap) and proves
+// the size below it impossible. The fixed offsets come from a random
+// packing, gaps included, so the free buffers must go around them.
+TEST(OffsetSearchTest, ExactAroundFixedBuffers) {
+  std::mt19937 rng(29);
+  const auto never = std::chrono::steady_clock::time_point::max();
+  int below_fixed = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const std::vector<ArenaBuffer> buffers = RandomSmallArenaInstance(2 + trial % 6, 0, rng);
+    const int64_t alignment = trial % 3 == 0 ? 4 : 1;
+    // A valid packing with random gaps: first-fit in input order, each
+    // buffer raised by a random aligned amount first.
+    std::vector<int64_t> packing(buffers.size(), -1);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      int64_t offset = alignment * std::uniform_int_distribution<int64_t>(0, 6)(rng);
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (size_t j = 0; j < i; ++j) {
+          if (buffers[j].last_step < buffers[i].first_step || buffers[i].last_step < buffers[j].first_step) continue;
+          if (offset < packing[j] + buffers[j].size && packing[j] < offset + buffers[i].size) {
+            offset = AlignUp(packing[j] + buffers[j].size, alignment);
+            moved = true;
+          }
+        }
+      }
+      packing[i] = offset;
+    }
+    std::vector<int64_t> fixed(buffers.size(), -1);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (rng() % 3 == 0) fixed[i] = packing[i];
+    }
+    const int64_t optimum = BruteForceAroundFixed(buffers, fixed, alignment);
+    const OffsetRank rank = static_cast<OffsetRank>(trial % 3);
+    const uint64_t seed = trial % 2 == 0 ? 0 : static_cast<uint64_t>(trial);
+    std::vector<int64_t> offsets;
+    ASSERT_EQ(PackAroundFixed(buffers, fixed, alignment, optimum, {rank, 1 << 20, never, seed}, &offsets),
+              PackingResult::kPacked)
+        << "trial " << trial;
+    ArenaPlan plan{optimum, alignment, offsets};
+    ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << "trial " << trial << ": " << VerifyArena(buffers, plan);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (fixed[i] >= 0) {
+        ASSERT_EQ(offsets[i], fixed[i]) << "trial " << trial << " buffer " << i;
+      }
+      if (fixed[i] < 0 && buffers[i].size > 0) {
+        for (size_t j = 0; j < buffers.size(); ++j) {
+          below_fixed += fixed[j] > offsets[i] && buffers[j].first_step <= buffers[i].last_step &&
+                         buffers[i].first_step <= buffers[j].last_step;
+        }
+      }
+    }
+    ASSERT_EQ(PackAroundFixed(buffers, fixed, alignment, optimum - 1, {rank, 1 << 20, never, seed}, &offsets),
+              PackingResult::kImpossible)
+        << "trial " << trial;
+  }
+  EXPECT_GT(below_fixed, 50);  // free buffers did go under fixed ones
+}
+
+// A fixed buffer above the capacity makes it impossible at once; a bad
+// `fixed` (wrong length, anchored buffers) gives up.
+TEST(OffsetSearchTest, FixedBeyondCapacityIsImpossible) {
+  const std::vector<ArenaBuffer> buffers = {{10, 0, 1}, {10, 2, 3}};
+  std::vector<int64_t> offsets;
+  EXPECT_EQ(PackAroundFixed(buffers, {20, -1}, 1, 29, {}, &offsets), PackingResult::kImpossible);
+  ASSERT_EQ(PackAroundFixed(buffers, {20, -1}, 1, 30, {}, &offsets), PackingResult::kPacked);
+  EXPECT_EQ(offsets, (std::vector<int64_t>{20, 0}));
+  EXPECT_EQ(PackAroundFixed(buffers, {20}, 1, 30, {}, &offsets), PackingResult::kGaveUp);
+  std::vector<ArenaBuffer> anchored = buffers;
+  anchored[1].anchor = 0;
+  EXPECT_EQ(PackAroundFixed(anchored, {20, -1}, 1, 30, {}, &offsets), PackingResult::kGaveUp);
+}
+
 // A set cancel flag stops the search at once, as a limit does.
 TEST(OffsetSearchTest, CancelFlagGivesUp) {
   absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance("F");

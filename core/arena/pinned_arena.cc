@@ -1,8 +1,8 @@
 #include "core/arena/pinned_arena.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
-#include <limits>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -123,6 +123,7 @@ ArenaPlan BestPlacementAround(absl::Span<const ArenaBuffer> buffers, absl::Span<
 absl::StatusOr<ArenaPlan> PlanArenaInstanceWithPinned(absl::Span<const ArenaBuffer> buffers,
                                                       absl::Span<const int64_t> pinned, int64_t alignment,
                                                       const InstanceSearchOptions& options, const ArenaLimits& limits) {
+  const auto start = std::chrono::steady_clock::now();
   const bool any_pinned = std::any_of(pinned.begin(), pinned.end(), [](int64_t p) { return p != -1; });
   if (!any_pinned && (pinned.empty() || pinned.size() == buffers.size())) {
     return PlanArenaInstance(buffers, alignment, options, limits);
@@ -139,29 +140,12 @@ absl::StatusOr<ArenaPlan> PlanArenaInstanceWithPinned(absl::Span<const ArenaBuff
   }
   RETURN_IF_ERROR(CheckPinned(buffers, pinned, alignment, co_live));
   ArenaPlan best = BestPlacementAround(buffers, pinned, alignment, co_live);
-
-  // The searches, with the pinned buffers as one group anchored to a
-  // zero-size buffer live throughout: their result counts when the group
-  // sits at offset 0.
-  std::vector<ArenaBuffer> grouped(buffers.begin(), buffers.end());
-  ArenaBuffer anchor;
-  anchor.first_step = std::numeric_limits<int32_t>::max();
-  anchor.last_step = 0;
+  // Nothing fits below the live bytes of any step or the highest pinned end.
+  int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   for (size_t i = 0; i < buffers.size(); ++i) {
-    anchor.first_step = std::min(anchor.first_step, buffers[i].first_step);
-    anchor.last_step = std::max(anchor.last_step, buffers[i].last_step);
-    if (pinned[i] >= 0) {
-      grouped[i].anchor = static_cast<int32_t>(buffers.size());
-      grouped[i].offset_from_anchor = pinned[i];
-    }
+    if (pinned[i] >= 0) bound = std::max(bound, pinned[i] + buffers[i].size);
   }
-  grouped.push_back(anchor);
-  absl::StatusOr<ArenaPlan> searched = PlanArenaInstance(grouped, alignment, options, limits);
-  if (searched.ok() && searched->offsets.back() == 0 && searched->size_bytes < best.size_bytes) {
-    searched->offsets.pop_back();
-    best = std::move(searched).value();
-  }
-  return best;
+  return SearchBelowPlan(buffers, pinned, alignment, std::move(best), bound, options, limits, nullptr, start);
 }
 
 }  // namespace serenity

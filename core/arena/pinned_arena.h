@@ -17,11 +17,11 @@ namespace serenity {
 // offset the buffer must have, or -1 for a buffer the planner places (an
 // empty span: none pinned, exactly PlanArenaInstance). Pinned buffers keep
 // their offsets; the free ones get offsets, multiples of `alignment`, where
-// they meet no co-live buffer. Two candidates, the smaller kept:
-// PlanArenaInstance with the pinned buffers anchored to one zero-size
-// buffer spanning all steps (valid when that group lands at offset 0), and
-// greedy best-fit placements of the free buffers around the pinned ones (by
-// size, lifetime, size times lifetime, start; always valid).
+// they meet no co-live buffer. First greedy best-fit placements of the free
+// buffers around the pinned ones (by size, lifetime, size times lifetime,
+// start; the smallest kept), then, within `options`, SearchBelowPlan's
+// chains with the pinned buffers fixed (PackAroundFixed), towards the
+// larger of the aligned lower bound and the highest pinned end.
 // InvalidArgument, naming the buffers, when `pinned` has another length than
 // `buffers`, a pinned offset is below -1 or not a multiple of `alignment`,
 // a pinned buffer ends past 2^62, any buffer is anchored, or two pinned
