@@ -48,9 +48,9 @@ Clock::time_point After(Clock::time_point start, double seconds) {
 // under the two ranks that did best on large instances (TAW and TWA; WAT
 // ended 2-5% above them at 10^5 and 10^6 buffers), then with shuffled ranks
 // (their results scatter by a few percent) in rounds while a round's time
-// fits before `deadline` (a placement still running then is dropped); and
-// PlanArena's placements when their estimated time fits the instance's
-// time. The smallest plan.
+// fits before `deadline` (a placement still running then is dropped; none
+// starts once it is past); before them, PlanArena's placements when their
+// estimated time fits the instance's time. The smallest plan.
 absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options, const ArenaLimits& limits,
                                             Clock::time_point deadline, ArenaCut* cut) {
@@ -62,9 +62,31 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
   Executor* executor = chains > 1 ? options.executor : nullptr;
   ArenaLimits placement_limits = limits;
   placement_limits.deadline = std::min(deadline, limits.deadline);
+  // PlanArena's placements first, when ten of them fit the instance's time:
+  // they often reach the bound at once (they were the start before the
+  // lowest-first placements).
+  const double seconds_left =
+      std::chrono::duration<double>(placement_limits.deadline - std::min(placement_limits.deadline, Clock::now()))
+          .count();
+  if (kArenaPlacements * EstimatePlacementSeconds(buffers) <= seconds_left) {
+    // Within the instance's time: a cut by its own clock is no cut.
+    ArenaCut placed_cut;
+    absl::StatusOr<ArenaPlan> placed = PlanArena(
+        buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, placement_limits, &placed_cut);
+    if (!placed.ok()) return placed;
+    if (placed->size_bytes < best.size_bytes) best = *std::move(placed);
+    if (!placed_cut.reason.empty() &&
+        (Clock::now() >= limits.deadline ||
+         (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) ||
+         placed_cut.reason == "memory_limit")) {
+      *cut = placed_cut;
+    }
+    if (best.size_bytes <= bound) return best;
+  }
   const OffsetRank ranks[] = {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea};
   for (int64_t round = 0;; ++round) {
     const Clock::time_point round_start = Clock::now();
+    if (round_start >= placement_limits.deadline) break;  // no time: PlanArenaFast's (or PlanArena's) plan
     const int tasks_in_round = round == 0 ? std::max(chains, 2) : chains;
     std::vector<absl::StatusOr<ArenaPlan>> plans(tasks_in_round, absl::UnknownError("not run"));
     std::vector<std::function<void()>> tasks;
@@ -89,23 +111,6 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
     if (stopped || best.size_bytes <= bound || !std::isfinite(options.seconds) ||
         now + (now - round_start) > placement_limits.deadline) {
       break;
-    }
-  }
-  const double seconds_left =
-      std::chrono::duration<double>(placement_limits.deadline - std::min(placement_limits.deadline, Clock::now()))
-          .count();
-  if (best.size_bytes > bound && kArenaPlacements * EstimatePlacementSeconds(buffers) <= seconds_left) {
-    // Within the instance's time: a cut by its own clock is no cut.
-    ArenaCut placed_cut;
-    absl::StatusOr<ArenaPlan> placed = PlanArena(
-        buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, placement_limits, &placed_cut);
-    if (!placed.ok()) return placed;
-    if (placed->size_bytes < best.size_bytes) best = *std::move(placed);
-    if (!placed_cut.reason.empty() &&
-        (Clock::now() >= limits.deadline ||
-         (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) ||
-         placed_cut.reason == "memory_limit")) {
-      *cut = placed_cut;
     }
   }
   return best;

@@ -49,7 +49,9 @@ struct InstanceSearchOptions {
 InstanceSearchOptions PlanArenaSearch();
 
 // A valid plan never larger than PlanArena's greedy placements
-// (PlanArena(buffers, alignment, 0)); optimal when it is the lower bound or
+// (PlanArena(buffers, alignment, 0)) when they are run (always, but above
+// 1,000 buffers with lowest_first_when_large only when ten of them fit the
+// time); optimal when it is the lower bound or
 // a search proved the capacity just below it impossible. With a finite `seconds` the result depends on the machine's
 // speed and load. Errors as PlanArena. Anchored buffers (Concat slices) are
 // placed with their anchor as one piece.

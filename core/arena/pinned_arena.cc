@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -139,6 +140,20 @@ absl::StatusOr<ArenaPlan> PlanArenaInstanceWithPinned(absl::Span<const ArenaBuff
         absl::StrCat("the buffers share more than ", kMaxArenaSearchCells, " pairs of steps: too many to pin"));
   }
   RETURN_IF_ERROR(CheckPinned(buffers, pinned, alignment, co_live));
+  // No offset or end may pass 2^62: the free buffers, aligned, stacked on
+  // the highest pinned end (aligned) must stay below it.
+  RETURN_IF_ERROR(ValidateArenaBuffers(buffers, alignment));
+  int64_t top = 0, free_bytes = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (pinned[i] >= 0) {
+      top = std::max(top, pinned[i] + buffers[i].size);
+    } else {
+      free_bytes = SaturatingAdd(free_bytes, AlignUp(buffers[i].size, alignment));
+    }
+  }
+  if (SaturatingAdd(SaturatingAdd(top, alignment), free_bytes) > kMaxEnd) {
+    return absl::OutOfRangeError("the highest pinned end and the other buffers, aligned, need more than 2^62 bytes");
+  }
   ArenaPlan best = BestPlacementAround(buffers, pinned, alignment, co_live);
   // Nothing fits below the live bytes of any step or the highest pinned end.
   int64_t bound = AlignedArenaLowerBound(buffers, alignment);

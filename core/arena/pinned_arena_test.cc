@@ -142,6 +142,21 @@ TEST(PinnedArenaTest, RefusesOverlappingPinsAndMisalignedOnes) {
               HasSubstr("2 pinned offsets given for 3 buffers"));
 }
 
+// Sizes and offsets near 2^62 are refused before anything is placed (they
+// gave negative offsets and a size below the lower bound): a huge
+// alignment, and a free buffer stacked on a pin ending near 2^62.
+TEST(PinnedArenaTest, RefusesWhatWouldPass2To62Bytes) {
+  const int64_t huge = int64_t{1} << 62;
+  absl::StatusOr<ArenaPlan> plan = PlanArenaInstanceWithPinned(
+      std::vector<ArenaBuffer>{{1, 0, 9}, {1, 0, 9}, {1, 0, 9}}, {0, -1, -1}, huge, Repeatable());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kOutOfRange);
+  plan =
+      PlanArenaInstanceWithPinned(std::vector<ArenaBuffer>{{1, 0, 9}, {huge, 0, 9}}, {huge - 1, -1}, 1, Repeatable());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kOutOfRange);
+  plan = PlanArenaInstanceWithPinned(std::vector<ArenaBuffer>{{1, 0, 9}, {2, 0, 9}}, {huge - 2, -1}, 1, Repeatable());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kOutOfRange);
+}
+
 // Planning the CSV it writes pins every buffer where it is: the same offsets
 // and size come back.
 TEST(PinnedArenaTest, ReadingBackTheWrittenCsvGivesTheSamePlan) {
