@@ -404,12 +404,13 @@ class OffsetSearch {
       }
       fixed_bytes_[s] = above;
     }
-    for (size_t j : open_) MoveInBands(j, -1, lowest_[j]);
+    // The tops first: MoveInBands skips the moves that cross none.
     for (const auto& taken : section_fixed_) {
       for (const auto& interval : taken) fixed_tops_.push_back(interval.second);
     }
     std::sort(fixed_tops_.begin(), fixed_tops_.end());
     fixed_tops_.erase(std::unique(fixed_tops_.begin(), fixed_tops_.end()), fixed_tops_.end());
+    for (size_t j : open_) MoveInBands(j, -1, lowest_[j]);
   }
 
   // Moves buffer j, in the bands of its sections, from `from` to `to` (its
