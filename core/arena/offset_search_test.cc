@@ -126,45 +126,6 @@ TEST(OffsetSearchTest, GroupsArePlacedWholeAndNeverRefuted) {
   EXPECT_EQ(packed, 300);
 }
 
-// The least arena over every order of the free buffers, each placed
-// first-fit (lowest aligned offset clear of every co-live buffer placed so
-// far, the fixed ones placed first): the optimum with the fixed offsets
-// kept, as BruteForceArena's without them.
-int64_t BruteForceAroundFixed(const std::vector<ArenaBuffer>& buffers, const std::vector<int64_t>& fixed,
-                              int64_t alignment) {
-  std::vector<size_t> order;
-  int64_t fixed_size = 0;
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    if (fixed[i] < 0) order.push_back(i);
-    if (fixed[i] >= 0) fixed_size = std::max(fixed_size, fixed[i] + buffers[i].size);
-  }
-  int64_t best = INT64_MAX;
-  do {
-    std::vector<int64_t> offsets = fixed;
-    int64_t size = fixed_size;
-    for (size_t i : order) {
-      int64_t offset = 0;
-      for (bool moved = true; moved;) {
-        moved = false;
-        for (size_t j = 0; j < buffers.size(); ++j) {
-          if (offsets[j] < 0 || buffers[j].last_step < buffers[i].first_step ||
-              buffers[i].last_step < buffers[j].first_step || buffers[i].size == 0 || buffers[j].size == 0) {
-            continue;
-          }
-          if (offset < offsets[j] + buffers[j].size && offsets[j] < offset + buffers[i].size) {
-            offset = AlignUp(offsets[j] + buffers[j].size, alignment);
-            moved = true;
-          }
-        }
-      }
-      offsets[i] = offset;
-      size = std::max(size, offset + buffers[i].size);
-    }
-    best = std::min(best, size);
-  } while (std::next_permutation(order.begin(), order.end()));
-  return best;
-}
-
 // Around fixed buffers the search is still exact on small instances: it
 // packs at the optimum (keeping every fixed offset, no overlap) and proves
 // the size below it impossible. The fixed offsets come from a random
@@ -197,7 +158,7 @@ TEST(OffsetSearchTest, ExactAroundFixedBuffers) {
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (rng() % 3 == 0) fixed[i] = packing[i];
     }
-    const int64_t optimum = BruteForceAroundFixed(buffers, fixed, alignment);
+    const int64_t optimum = BruteForceArena(buffers, alignment, fixed);
     const OffsetRank rank = static_cast<OffsetRank>(trial % 3);
     const uint64_t seed = trial % 2 == 0 ? 0 : static_cast<uint64_t>(trial);
     std::vector<int64_t> offsets;

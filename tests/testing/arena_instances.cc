@@ -9,20 +9,25 @@
 
 namespace serenity::testing {
 
-int64_t BruteForceArena(const std::vector<ArenaBuffer>& buffers, int64_t alignment) {
-  std::vector<size_t> order(buffers.size());
-  std::iota(order.begin(), order.end(), 0);
+int64_t BruteForceArena(const std::vector<ArenaBuffer>& buffers, int64_t alignment, const std::vector<int64_t>& fixed) {
+  std::vector<int64_t> start = fixed.empty() ? std::vector<int64_t>(buffers.size(), -1) : fixed;
+  std::vector<size_t> order;
+  int64_t fixed_size = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (start[i] < 0) order.push_back(i);
+    if (start[i] >= 0) fixed_size = std::max(fixed_size, start[i] + buffers[i].size);
+  }
   int64_t best = INT64_MAX;
   do {
-    std::vector<int64_t> offsets(buffers.size(), -1);
-    int64_t size = 0;
+    std::vector<int64_t> offsets = start;
+    int64_t size = fixed_size;
     for (size_t i : order) {
       int64_t offset = 0;
       for (bool moved = true; moved;) {
         moved = false;
         for (size_t j = 0; j < buffers.size(); ++j) {
           if (offsets[j] < 0 || buffers[j].last_step < buffers[i].first_step ||
-              buffers[i].last_step < buffers[j].first_step) {
+              buffers[i].last_step < buffers[j].first_step || buffers[i].size == 0 || buffers[j].size == 0) {
             continue;
           }
           if (offset < offsets[j] + buffers[j].size && offsets[j] < offset + buffers[i].size) {

@@ -18,8 +18,12 @@ namespace serenity::testing {
 // each buffer placed first-fit: at the lowest multiple of `alignment` clear
 // of every placed buffer it shares a step with. Every packing whose buffers
 // rest on others or on zero is reached this way, so this is the optimum.
-// Factorial time: a handful of buffers only.
-int64_t BruteForceArena(const std::vector<ArenaBuffer>& buffers, int64_t alignment);
+// Factorial time: a handful of buffers only. With `fixed` (one entry per
+// buffer, -1: free), the buffers with an offset stay there and only the
+// free ones are ordered: the optimum with those offsets kept. Buffers of
+// size 0 meet nothing.
+int64_t BruteForceArena(const std::vector<ArenaBuffer>& buffers, int64_t alignment,
+                        const std::vector<int64_t>& fixed = {});
 
 // `n` buffers small enough for BruteForceArena: first step in 0..6, 0..4
 // steps more, size in min_size..12.
