@@ -385,6 +385,22 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
   return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, &colive);
 }
 
+std::vector<AnchoredBlock> AnchoredBlocks(absl::Span<const ArenaBuffer> buffers) {
+  const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
+  std::vector<AnchoredBlock> blocks;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].anchor >= 0) continue;
+    AnchoredBlock block{i, buffers[i].size, buffers[i].first_step, buffers[i].last_step};
+    for (size_t m : members[i]) {
+      block.extent = std::max(block.extent, buffers[m].offset_from_anchor + buffers[m].size);
+      block.first = std::min(block.first, buffers[m].first_step);
+      block.last = std::max(block.last, buffers[m].last_step);
+    }
+    if (block.extent > 0) blocks.push_back(block);
+  }
+  return blocks;
+}
+
 absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, int64_t alignment) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers, alignment);
@@ -393,25 +409,8 @@ absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, i
   ArenaPlan plan;
   plan.alignment = alignment;
   plan.offsets.assign(n, 0);
-  // Blocks: a free buffer alone, or an anchor with its group (extent: the
-  // highest end of a member above the anchor; lifetime: the union).
-  struct Block {
-    size_t head;
-    int64_t extent;
-    int32_t first, last;
-  };
   const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
-  std::vector<Block> blocks;
-  for (size_t i = 0; i < n; ++i) {
-    if (buffers[i].anchor >= 0) continue;
-    Block block{i, buffers[i].size, buffers[i].first_step, buffers[i].last_step};
-    for (size_t m : members[i]) {
-      block.extent = std::max(block.extent, buffers[m].offset_from_anchor + buffers[m].size);
-      block.first = std::min(block.first, buffers[m].first_step);
-      block.last = std::max(block.last, buffers[m].last_step);
-    }
-    if (block.extent > 0) blocks.push_back(block);
-  }
+  const std::vector<AnchoredBlock> blocks = AnchoredBlocks(buffers);
   std::vector<size_t> by_start(blocks.size());
   std::iota(by_start.begin(), by_start.end(), 0);
   std::stable_sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) {
@@ -450,7 +449,7 @@ absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, i
   };
   size_t freed = 0;
   for (size_t k : by_start) {
-    const Block& b = blocks[k];
+    const AnchoredBlock& b = blocks[k];
     for (; freed < by_end.size() && blocks[by_end[freed]].last < b.first; ++freed) {
       const size_t f = by_end[freed];
       give_back(at[f], at[f] + taken[f]);

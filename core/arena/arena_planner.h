@@ -104,6 +104,20 @@ double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers);
 // refuses them).
 std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers);
 
+// A free buffer alone, or an anchor with the buffers anchored to it, placed
+// as one piece: `extent`, the highest end of a member above the head's
+// offset; `first` and `last`, the union of their lifetimes (inclusive).
+struct AnchoredBlock {
+  size_t head;
+  int64_t extent;
+  int32_t first;
+  int32_t last;
+};
+
+// The blocks of `buffers` (valid for PlanArena) with a positive extent, in
+// the order of their heads; blocks of extent 0 sit at offset 0.
+std::vector<AnchoredBlock> AnchoredBlocks(absl::Span<const ArenaBuffer> buffers);
+
 // The largest number of bytes live at one step: no plan can be smaller.
 int64_t ArenaLowerBound(absl::Span<const ArenaBuffer> buffers);
 

@@ -96,16 +96,7 @@ absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buf
   plan.offsets.assign(n, 0);
   const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
   std::vector<Block> blocks;
-  for (size_t i = 0; i < n; ++i) {
-    if (buffers[i].anchor >= 0) continue;
-    Block block{i, buffers[i].size, buffers[i].first_step, buffers[i].last_step};
-    for (size_t m : members[i]) {
-      block.extent = std::max(block.extent, buffers[m].offset_from_anchor + buffers[m].size);
-      block.first = std::min(block.first, buffers[m].first_step);
-      block.last = std::max(block.last, buffers[m].last_step);
-    }
-    if (block.extent > 0) blocks.push_back(block);  // else at 0
-  }
+  for (const AnchoredBlock& b : AnchoredBlocks(buffers)) blocks.push_back({b.head, b.extent, b.first, b.last});
   // Time in sections: the runs of steps between the blocks' boundaries.
   std::vector<int64_t> bounds;
   bounds.reserve(2 * blocks.size());
