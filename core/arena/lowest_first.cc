@@ -13,11 +13,8 @@ namespace serenity {
 namespace {
 
 // A free buffer with its anchored ones: placed as one block.
-struct Block {
-  size_t head;
-  int64_t extent;  // highest end above the head's offset
-  int32_t first;   // steps, inclusive
-  int32_t last;
+// An anchored block (arena_planner.h) and the sections it lives in.
+struct Block : AnchoredBlock {
   int lo = 0;  // sections [lo, hi)
   int hi = 0;
 };
@@ -96,7 +93,7 @@ absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buf
   plan.offsets.assign(n, 0);
   const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
   std::vector<Block> blocks;
-  for (const AnchoredBlock& b : AnchoredBlocks(buffers)) blocks.push_back({b.head, b.extent, b.first, b.last});
+  for (const AnchoredBlock& b : AnchoredBlocks(buffers)) blocks.push_back({b});
   // Time in sections: the runs of steps between the blocks' boundaries.
   std::vector<int64_t> bounds;
   bounds.reserve(2 * blocks.size());

@@ -67,31 +67,48 @@ bool ShareAStep(const ArenaBuffer& a, const ArenaBuffer& b) {
 }
 
 // Time cut where any lifetime starts or ends (SplitIntoSections): buffer i
-// lives in sections [begin[i], end[i]); section k starts at step
+// lives in sections [begin(i), end(i)); section k starts at step
 // first_step[k] and lasts length[k] steps.
-struct Sections {
+class Sections {
+ public:
+  explicit Sections(absl::Span<const ArenaBuffer> buffers) : buffers_(buffers), cut_(SplitIntoSections(buffers)) {
+    // Every section starts where a lifetime starts or where one ended.
+    std::vector<int64_t> start(cut_.count + 1, 0);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      start[cut_.spans[i].first] = buffers[i].first_step;
+      start[cut_.spans[i].second] = int64_t{buffers[i].last_step} + 1;
+    }
+    for (int k = 0; k < cut_.count; ++k) {
+      first_step.push_back(start[k]);
+      length.push_back(start[k + 1] - start[k]);
+    }
+  }
+
+  size_t count() const { return length.size(); }
+  int begin(size_t i) const { return cut_.spans[i].first; }
+  int end(size_t i) const { return cut_.spans[i].second; }
+
+  // The bytes live in each section of the buffers `counted` accepts.
+  template <typename Counted>
+  std::vector<int64_t> LiveBytes(const Counted& counted) const {
+    std::vector<int64_t> live(count() + 1, 0);
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (!counted(i)) continue;
+      live[begin(i)] = SaturatingAdd(live[begin(i)], buffers_[i].size);
+      live[end(i)] -= buffers_[i].size;
+    }
+    for (size_t k = 1; k < live.size(); ++k) live[k] = SaturatingAdd(live[k], live[k - 1]);
+    live.pop_back();
+    return live;
+  }
+
   std::vector<int64_t> first_step;
   std::vector<int64_t> length;
-  std::vector<int> begin, end;
-};
 
-Sections SplitTime(absl::Span<const ArenaBuffer> buffers) {
-  const TimeSections cut = SplitIntoSections(buffers);
-  Sections s;
-  // Every section starts where a lifetime starts or where one ended.
-  std::vector<int64_t> start(cut.count + 1, 0);
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    start[cut.spans[i].first] = buffers[i].first_step;
-    start[cut.spans[i].second] = int64_t{buffers[i].last_step} + 1;
-    s.begin.push_back(cut.spans[i].first);
-    s.end.push_back(cut.spans[i].second);
-  }
-  for (int k = 0; k < cut.count; ++k) {
-    s.first_step.push_back(start[k]);
-    s.length.push_back(start[k + 1] - start[k]);
-  }
-  return s;
-}
+ private:
+  absl::Span<const ArenaBuffer> buffers_;
+  TimeSections cut_;
+};
 
 // Lowest offset, aligned, at which `size` bytes meet none of `busy`
 // ([offset, end) ranges, sorted by offset).
@@ -228,25 +245,20 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
     at_offsets.push_back(i);
   }
 
-  const Sections sections = SplitTime(buffers);
-  const size_t num_sections = sections.length.size();
+  const Sections sections(buffers);
+  const size_t num_sections = sections.count();
   // No placement helps when the bytes live at one step exceed every
   // capacity together.
   {
-    std::vector<int64_t> live(num_sections + 1, 0);
-    for (size_t i = 0; i < n; ++i) {
-      live[sections.begin[i]] = SaturatingAdd(live[sections.begin[i]], buffers[i].size);
-      live[sections.end[i]] -= buffers[i].size;
-    }
+    const std::vector<int64_t> live = sections.LiveBytes([](size_t) { return true; });
     int64_t total = 0;
     for (const MemorySpace& m : memories) total = SaturatingAdd(total, m.capacity_bytes);
-    int64_t running = 0;
     for (size_t k = 0; k < num_sections; ++k) {
-      running += live[k];
+      const int64_t running = live[k];
       if (running <= total) continue;
       size_t largest = n;  // the largest buffer live there, to name one
       for (size_t i = 0; i < n; ++i) {
-        if (sections.begin[i] <= static_cast<int>(k) && static_cast<int>(k) < sections.end[i] &&
+        if (sections.begin(i) <= static_cast<int>(k) && static_cast<int>(k) < sections.end(i) &&
             (largest == n || buffers[i].size > buffers[largest].size)) {
           largest = i;
         }
@@ -285,16 +297,11 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
     // The bound: at each section, the lesser of the capacity and what may
     // still come here.
     {
-      std::vector<int64_t> live(num_sections + 1, 0);
-      for (size_t i = 0; i < n; ++i) {
-        if (result.memory[i] >= 0 || (pin[i].memory >= 0 && pin[i].memory != m)) continue;
-        live[sections.begin[i]] = SaturatingAdd(live[sections.begin[i]], buffers[i].size);
-        live[sections.end[i]] -= buffers[i].size;
-      }
-      int64_t running = 0, bound = 0;
+      const std::vector<int64_t> live = sections.LiveBytes(
+          [&](size_t i) { return result.memory[i] < 0 && (pin[i].memory < 0 || pin[i].memory == m); });
+      int64_t bound = 0;
       for (size_t k = 0; k < num_sections; ++k) {
-        running += live[k];
-        bound = SaturatingAdd(bound, SaturatingMul(std::min(running, space.capacity_bytes), sections.length[k]));
+        bound = SaturatingAdd(bound, SaturatingMul(std::min(live[k], space.capacity_bytes), sections.length[k]));
       }
       result.uses[m].byte_steps_bound = bound;
     }
@@ -354,13 +361,13 @@ absl::StatusOr<MemoryAssignment> AssignMemories(absl::Span<const ArenaBuffer> bu
         SectionLoad load(num_sections);
         chosen = pinned_here;
         for (size_t i : pinned_here) {
-          load.Add(sections.begin[i], sections.end[i], AlignUp(buffers[i].size, space.alignment));
+          load.Add(sections.begin(i), sections.end(i), AlignUp(buffers[i].size, space.alignment));
         }
         for (size_t i : candidates) {
           const int64_t size = AlignUp(buffers[i].size, space.alignment);
-          if (SaturatingAdd(load.Max(sections.begin[i], sections.end[i]), size) > threshold) continue;
+          if (SaturatingAdd(load.Max(sections.begin(i), sections.end(i)), size) > threshold) continue;
           chosen.push_back(i);
-          load.Add(sections.begin[i], sections.end[i], size);
+          load.Add(sections.begin(i), sections.end(i), size);
         }
         if (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) {
           return absl::CancelledError("the call was cancelled");
