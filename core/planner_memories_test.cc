@@ -67,7 +67,7 @@ TEST(PlannerMemoriesTest, PlansOfRandomGraphsPassTheVerifier) {
       if (proto.memories(m).buffers_size() == 0 || proto.memories(m).buffers(0).size() == 0) continue;
       v1::Plan broken = proto;
       broken.mutable_memories(m)->mutable_buffers(0)->set_offset(proto.memories(m).capacity_bytes());
-      EXPECT_FALSE(testing::VerifyMemories(broken).ok()) << "trial " << trial;
+      EXPECT_FALSE(testing::VerifyMemories(g, broken).ok()) << "trial " << trial;
     }
   }
   EXPECT_GT(pinned, 10);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -475,10 +476,10 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan) {
   if (arena.size_bytes() < peak) {
     return absl::FailedPreconditionError(absl::StrCat("arena ", arena.size_bytes(), " below peak ", peak));
   }
-  return VerifyMemories(plan);
+  return VerifyMemories(graph, plan);
 }
 
-absl::Status VerifyMemories(const v1::Plan& plan) {
+absl::Status VerifyMemories(const Graph& graph, const v1::Plan& plan) {
   if (plan.memories_size() == 0) return absl::OkStatus();
   // Each arena row in exactly one memory, with the same kind, size and steps.
   std::map<std::pair<int, std::string>, int> placed;  // (kind, tensor) -> memory
@@ -487,9 +488,29 @@ absl::Status VerifyMemories(const v1::Plan& plan) {
     if (memory.alignment() < 1 || memory.capacity_bytes() < 1) {
       return absl::FailedPreconditionError(absl::StrCat("memory '", memory.name(), "' has no capacity or alignment"));
     }
-    int64_t byte_steps = 0, end = 0;
+    int64_t byte_steps = 0, end = 0, access = 0;
     for (int i = 0; i < memory.buffers_size(); ++i) {
       const v1::ArenaBuffer& a = memory.buffers(i);
+      // Access bytes from the graph: a workspace is written and read once;
+      // a weight read by each reader; a tensor written by its producer and
+      // by each non-view op writing into it, and read once by each op
+      // reading it or a tensor sharing it.
+      int64_t touches = 2;
+      if (a.kind() != v1::BUFFER_KIND_WORKSPACE) {
+        std::vector<std::string> names = {a.tensor()};
+        names.insert(names.end(), a.aliases().begin(), a.aliases().end());
+        std::set<OpId> readers;
+        int64_t writes = a.kind() == v1::BUFFER_KIND_WEIGHT ? 0 : 1;
+        for (const std::string& name : names) {
+          const std::optional<TensorId> t = graph.FindTensor(name);
+          if (!t.has_value()) return absl::FailedPreconditionError(absl::StrCat("no tensor '", name, "'"));
+          readers.insert(graph.tensor(*t).consumers.begin(), graph.tensor(*t).consumers.end());
+          const OpId producer = graph.tensor(*t).producer;
+          if (name != a.tensor() && producer != kNoOp && !IsView(graph.op(producer).type)) ++writes;
+        }
+        touches = writes + static_cast<int64_t>(readers.size());
+      }
+      access += a.size() * touches;
       if (!placed.emplace(std::make_pair(static_cast<int>(a.kind()), a.tensor()), m).second) {
         return absl::FailedPreconditionError(absl::StrCat("buffer '", a.tensor(), "' is placed twice"));
       }
@@ -511,9 +532,9 @@ absl::Status VerifyMemories(const v1::Plan& plan) {
       }
     }
     if (byte_steps != memory.byte_steps() || end != memory.arena_bytes() ||
-        memory.byte_steps() > memory.byte_steps_bound()) {
+        memory.byte_steps() > memory.byte_steps_bound() || access != memory.access_bytes()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("memory '", memory.name(), "' states the wrong byte-steps, arena or bound"));
+          absl::StrCat("memory '", memory.name(), "' states the wrong byte-steps, arena, bound or access bytes"));
     }
   }
   for (const v1::ArenaBuffer& a : plan.arena().buffers()) {

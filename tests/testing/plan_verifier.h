@@ -46,9 +46,11 @@ absl::Status VerifyPlan(const Graph& graph, const v1::Plan& plan);
 // exactly one memory with the same kind, size and steps; every offset there
 // is a non-negative multiple of the memory's alignment and ends within its
 // capacity; no two buffers of a memory live at a common step overlap; each
-// memory's byte_steps and arena_bytes equal its rows' and byte_steps <=
-// byte_steps_bound. Otherwise an error naming the first violation.
-absl::Status VerifyMemories(const v1::Plan& plan);
+// memory's byte_steps and arena_bytes equal its rows', byte_steps <=
+// byte_steps_bound, and its access_bytes equal the bytes its rows' ops
+// write and read, counted from `graph`. Otherwise an error naming the first
+// violation.
+absl::Status VerifyMemories(const Graph& graph, const v1::Plan& plan);
 
 }  // namespace serenity::testing
 
