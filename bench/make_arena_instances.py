@@ -16,6 +16,14 @@ Two sources:
                    step once N is large;
                  - size: log-uniform in [64 B, 1 MiB], rounded up to a
                    multiple of 64 bytes.
+  long-lived N N buffers with long lifetimes (seeded as random): each
+               starts at a step uniform in [0, --steps) (default 10 N) and
+               lives a number of steps uniform in [1, --max-life) (default
+               4 N), 64 to 4,032 bytes (multiples of 64). Thousands of time
+               sections, each buffer across hundreds: with pins
+               (make_pinned_instances.py) the instance that took seconds past
+               its time limit before the pinned search's setup stopped at the
+               deadline.
   from-plan J  The arena buffers of a plan, as `serenity-client plan MODEL
                --local --json` prints it (J is that JSON, `-` for stdin):
                each buffer of the plan's arena is live from its first_step
@@ -25,6 +33,7 @@ Two sources:
 
 Usage:
   bench/make_arena_instances.py random 100000 [--seed 1] -o random_100k.csv
+  bench/make_arena_instances.py long-lived 2000 --steps 20000 --max-life 8000 -o long.csv
   bench/make_arena_instances.py from-plan plan.json -o graph.csv
 
 Standard library only (Debian's /usr/bin/python3).
@@ -61,6 +70,15 @@ def random_instance(n, seed, out):
         out.write(f"{i},{lower},{upper},{size}\n")
 
 
+def long_lived_instance(n, seed, steps, max_life, out):
+    rng = random.Random(seed)
+    out.write("id,lower,upper,size\n")
+    for i in range(n):
+        lower = rng.randrange(0, steps)
+        length = rng.randrange(1, max_life)
+        out.write(f"{i},{lower},{lower + length},{rng.randrange(1, 64) * 64}\n")
+
+
 def plan_instance(path, out):
     plan = json.load(sys.stdin if path == "-" else open(path))
     buffers = plan.get("arena", {}).get("buffers", [])
@@ -83,6 +101,12 @@ def main():
     r.add_argument("n", type=int)
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("-o", "--out", default="-")
+    g = sub.add_parser("long-lived", help="N random buffers with long lifetimes")
+    g.add_argument("n", type=int)
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--steps", type=int, default=0, help="default 10 N")
+    g.add_argument("--max-life", type=int, default=0, help="default 4 N")
+    g.add_argument("-o", "--out", default="-")
     p = sub.add_parser("from-plan", help="the arena buffers of a serenity-client plan --json")
     p.add_argument("plan")
     p.add_argument("-o", "--out", default="-")
@@ -92,6 +116,14 @@ def main():
         if args.n < 1:
             sys.exit("N must be at least 1")
         random_instance(args.n, args.seed, out)
+    elif args.source == "long-lived":
+        if args.n < 1:
+            sys.exit("N must be at least 1")
+        steps = args.steps or 10 * args.n
+        max_life = args.max_life or 4 * args.n
+        if steps < 1 or max_life < 2:
+            sys.exit("--steps must be at least 1 and --max-life at least 2")
+        long_lived_instance(args.n, args.seed, steps, max_life, out)
     else:
         plan_instance(args.plan, out)
     out.close()

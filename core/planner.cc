@@ -18,6 +18,7 @@
 #include "core/schedule/divide_and_conquer.h"
 #include "core/schedule/reference_search.h"
 #include "core/schedule/signature_dp.h"
+#include "core/util/deadline.h"
 #include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 
@@ -103,11 +104,6 @@ constexpr CertificateInfo kCertificates[] = {
 const char* CertificateName(Certificate certificate) { return kCertificates[static_cast<size_t>(certificate)].name; }
 
 namespace {
-
-Clock::time_point After(Clock::time_point start, double seconds) {
-  if (!(seconds < 1e9)) return Clock::time_point::max();
-  return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
-}
 
 double SecondsLeft(Clock::time_point end) {
   if (end == Clock::time_point::max()) return 1e18;
@@ -238,7 +234,7 @@ class PhaseTimer {
 // The end of a job that started at `start`: the earlier of the caller's
 // deadline and the time limit plus the finishing time.
 Clock::time_point JobEnd(Clock::time_point start, const PlanOptions& options) {
-  return std::min(options.deadline, After(start, options.time_limit_seconds + options.finish_seconds));
+  return std::min(options.deadline, TimeAfter(start, options.time_limit_seconds + options.finish_seconds));
 }
 
 // How an algorithm finds the order.
@@ -285,7 +281,7 @@ class PlanRun {
         end_(JobEnd(start_, options)),
         // The search's end: finish_seconds before the job's, at most the
         // time limit after the start.
-        search_end_(std::min(After(start_, time_limit_),
+        search_end_(std::min(TimeAfter(start_, time_limit_),
                              end_ == Clock::time_point::max()
                                  ? end_
                                  : end_ - std::chrono::duration_cast<Clock::duration>(
@@ -354,7 +350,7 @@ class PlanRun {
       // the time limit (fallback "baselines").
       ASSIGN_OR_RETURN(
           BaselineReport report,
-          BaselineOrders(buffers_, options_, std::min(search_end_, After(start_, time_limit_ / 2)), fall_back_));
+          BaselineOrders(buffers_, options_, std::min(search_end_, TimeAfter(start_, time_limit_ / 2)), fall_back_));
       plan_.baselines = std::move(report.baselines);
     }
     const Algorithm algorithm = options_.algorithm;
@@ -473,7 +469,7 @@ class PlanRun {
       ArenaLimits limits;
       limits.cancelled = options_.cancelled;
       limits.memory = options_.memory;
-      limits.deadline = end_ == Clock::time_point::max() ? end_ : After(Clock::now(), SecondsLeft(end_) / 2);
+      limits.deadline = end_ == Clock::time_point::max() ? end_ : TimeAfter(Clock::now(), SecondsLeft(end_) / 2);
       ArenaCut cut;
       ASSIGN_OR_RETURN(plan_.arena, PlanProfileArena(plan_.profile, options_.alignment,
                                                      [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
@@ -653,7 +649,7 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Sani
   };
   ASSIGN_OR_RETURN(
       BaselineReport report,
-      BaselineOrders(buffers, options, std::min(end, After(start, options.time_limit_seconds / 2)), fall_back));
+      BaselineOrders(buffers, options, std::min(end, TimeAfter(start, options.time_limit_seconds / 2)), fall_back));
   if (!options.score_only) {
     RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back));
     if (!options.onchip_bytes.empty()) {

@@ -13,6 +13,7 @@
 
 #include "core/arena/lowest_first.h"
 #include "core/arena/offset_search.h"
+#include "core/util/deadline.h"
 
 namespace serenity {
 namespace {
@@ -37,11 +38,6 @@ constexpr int kGapDivisor = 4;
 // placement scans for about 25 s; bench/arena_scaling.sh).
 constexpr size_t kLargeInstance = 1000;
 constexpr int kArenaPlacements = 10;  // PlanArena's orders times fits
-
-Clock::time_point After(Clock::time_point start, double seconds) {
-  if (!std::isfinite(seconds) || seconds > 1e6) return Clock::time_point::max();
-  return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
-}
 
 // A large instance's start: PlanArenaFast's placement, then lowest-first
 // placements (lowest_first.h), one per chain as tasks on `executor`, first
@@ -176,7 +172,7 @@ void RunChain(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> f
     OffsetSearchOptions search;
     search.rank = statics[(chain + a) % 3];
     search.max_nodes = options.static_nodes;
-    search.deadline = std::min(end, After(Clock::now(), kStaticShare * options.seconds));
+    search.deadline = std::min(end, TimeAfter(Clock::now(), kStaticShare * options.seconds));
     search.cancel = best->done();
     const int64_t capacity = best->floor();
     std::vector<int64_t> offsets;
@@ -237,7 +233,7 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   // further.
   absl::StatusOr<ArenaPlan> plan =
       options.lowest_first_when_large && buffers.size() > kLargeInstance
-          ? PlanLargeInstance(buffers, alignment, options, limits, After(start, options.seconds), cut)
+          ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
           : PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
   if (!plan.ok()) return plan;
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
@@ -254,9 +250,14 @@ ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<cons
   // The restarts' tables, as PlanArena's searches count them, per chain.
   const int chains = std::max(1, options.chains);
   int64_t cells = 2 * CountCoLivePairs(buffers);
+  int64_t fixed_cells = 0;  // a fixed buffer's sections: its interval and band there (32 bytes)
   if (cells <= kMaxArenaSearchCells) {
     const TimeSections sections = SplitIntoSections(buffers);
-    for (const auto& [first, end] : sections.spans) cells += end - first;
+    for (size_t i = 0; i < sections.spans.size(); ++i) {
+      const int64_t span = sections.spans[i].second - sections.spans[i].first;
+      cells += span;
+      if (!fixed.empty() && fixed[i] >= 0) fixed_cells += span;
+    }
     cells += sections.count;
   }
   if (cells > kMaxArenaSearchCells) {  // as PlanArena's searches
@@ -265,12 +266,12 @@ ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<cons
     return plan;
   }
   MemoryCharge charge(limits.memory);
-  if (!charge.TryAdd(chains * (8 * cells + 64 * static_cast<int64_t>(buffers.size())))) {
+  if (!charge.TryAdd(chains * (8 * cells + 32 * fixed_cells + 64 * static_cast<int64_t>(buffers.size())))) {
     cut->reason = "memory_limit";
     cut->used = "greedy placement";
     return plan;
   }
-  const Clock::time_point end = std::min(After(start, options.seconds), limits.deadline);
+  const Clock::time_point end = std::min(TimeAfter(start, options.seconds), limits.deadline);
   std::atomic<bool> stopped{false};
   SharedBest best(buffers, std::move(plan), bound);
   std::vector<std::function<void()>> tasks;

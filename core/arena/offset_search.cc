@@ -8,6 +8,9 @@
 namespace serenity {
 namespace {
 
+// GivingUp's clock read by work: about a millisecond of neighbours and bands.
+constexpr int64_t kWorkPerClockRead = int64_t{1} << 20;
+
 // kFixed: some buffers are fixed (PackAroundFixed); without, none of that
 // bookkeeping runs.
 template <bool kFixed>
@@ -56,7 +59,14 @@ class OffsetSearch {
         if (s + 1 < span_[i].second) ++crossing_[s];
       }
     }
-    if (kFixed) SetUpFixed(pinned, sections);
+    if (kFixed) {
+      // Around many long-lived fixed buffers the setup alone can take a
+      // while: it stops at the deadline (Run then gives up).
+      if (OutOfTime() || !SetUpFixed(pinned, sections)) {
+        gave_up_ = true;
+        return;
+      }
+    }
     for (int s = 0; s < sections; ++s) {  // every lowest offset starts at 0 (fixed buffers aside)
       for (size_t k : section_buffers_[s]) {
         if (lowest_[k] <= Headroom(s)) {
@@ -66,6 +76,10 @@ class OffsetSearch {
       }
     }
     overlaps_ = OverlappingBuffers(buffers, open_);
+    if (OutOfTime()) {
+      gave_up_ = true;
+      return;
+    }
     // Groups: an anchor carries its anchored buffers (of non-zero size) at
     // fixed distances; the group is placed as one piece when the anchor is,
     // and its lifetime is the union of its members'.
@@ -130,6 +144,7 @@ class OffsetSearch {
   }
 
   PackingResult Run(std::vector<int64_t>* offsets) {
+    if (gave_up_) return PackingResult::kGaveUp;  // the setup ran out of time
     if (kFixed && (fixed_end_ > capacity_ || band_overflows_ > 0)) return PackingResult::kImpossible;
     for (int s = 0; s < static_cast<int>(unplaced_bytes_.size()); ++s) {
       if (Headroom(s) < 0) return PackingResult::kImpossible;
@@ -190,6 +205,7 @@ class OffsetSearch {
   // offsets are in solution_.
   bool Explore(int lo, int hi, int64_t last_offset, int64_t last_rank) {
     if (++nodes_ > max_nodes_) gave_up_ = true;
+    work_ += 2 * static_cast<int64_t>(open_.size());
     if (GivingUp()) return false;
     int64_t lowest_end = INT64_MAX;
     bool any = false;
@@ -226,6 +242,7 @@ class OffsetSearch {
       if (at != checked_at) {
         checked_at = at;
         FailingSections(lo, hi, at, &failing_first, &failing_last);
+        work_ += hi - lo;
       }
       if (failing_last >= 0 && (group_span_[i].first > failing_first || group_span_[i].second <= failing_last)) {
         if (GroupHatless(i)) return false;
@@ -245,7 +262,12 @@ class OffsetSearch {
         }
       }
       bool found = false;
+      work_ += hi - lo;
       if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
+      // Given up: the search ends here and nothing reads its state again,
+      // so it is not restored (undoing hundreds of placements around fixed
+      // buffers took longer than the search's last millisecond).
+      if (gave_up_ && !found) return false;
       if (!members_[i].empty()) {
         for (int s = group_span_[i].first; s + 1 < group_span_[i].second; ++s) ++crossing_[s];
       }
@@ -277,6 +299,7 @@ class OffsetSearch {
     bool hatless = true;
     const int64_t raised = AlignUp(at + buffers_[i].size, alignment_);
     stale_.clear();
+    work_ += static_cast<int64_t>(overlaps_[i].size());
     for (size_t j : overlaps_[i]) {
       if (offset_[j] >= 0) continue;
       hatless = false;
@@ -358,13 +381,15 @@ class OffsetSearch {
 
   // Fixed buffers: each free buffer's co-live fixed ones (obstacles, by
   // offset) and each section's fixed bytes (merged intervals, by offset).
-  // Free buffers start at their lowest offsets clear of them.
-  void SetUpFixed(const std::vector<size_t>& pinned, int sections) {
+  // Free buffers start at their lowest offsets clear of them. False when
+  // the deadline passed first.
+  bool SetUpFixed(const std::vector<size_t>& pinned, int sections) {
     std::vector<size_t> all = open_;
     all.insert(all.end(), pinned.begin(), pinned.end());
     std::sort(all.begin(), all.end());
     const std::vector<std::vector<size_t>> co_live = OverlappingBuffers(buffers_, all);
     obstacles_.resize(buffers_.size());
+    if (OutOfTime()) return false;
     for (size_t j : open_) {
       for (size_t f : co_live[j]) {
         if (offset_[f] >= 0) obstacles_[j].push_back({offset_[f], offset_[f] + buffers_[f].size});
@@ -372,6 +397,7 @@ class OffsetSearch {
       std::sort(obstacles_[j].begin(), obstacles_[j].end());
       lowest_[j] = ClearOfFixed(j, 0);
     }
+    if (OutOfTime()) return false;
     section_fixed_.resize(sections);
     for (size_t f : pinned) {
       for (int s = span_[f].first; s < span_[f].second; ++s) {
@@ -393,14 +419,28 @@ class OffsetSearch {
     fixed_bytes_.assign(sections, 0);
     band_bytes_.resize(sections);
     band_room_.resize(sections);
+    // Each band starts with the bytes of the section's free buffers whose
+    // lowest offsets are at or above its top: one sweep per section down
+    // the tops (MoveInBands per buffer would cost its span times the bands).
+    std::vector<std::pair<int64_t, int64_t>> lowest;  // (lowest offset, bytes) of a section's free buffers
     for (int s = 0; s < sections; ++s) {
+      if ((s & 255) == 0 && OutOfTime()) return false;
       const std::vector<std::pair<int64_t, int64_t>>& taken = section_fixed_[s];
       band_bytes_[s].assign(taken.size(), 0);
       band_room_[s].assign(taken.size(), 0);
-      int64_t above = 0;
+      lowest.clear();
+      if (!taken.empty()) {
+        for (size_t j : section_buffers_[s]) lowest.push_back({lowest_[j], buffers_[j].size});
+        std::sort(lowest.begin(), lowest.end());
+      }
+      int64_t above = 0, bytes = 0;
+      size_t next = lowest.size();  // lowest[next..] are at or above the current top
       for (size_t k = taken.size(); k-- > 0;) {
         band_room_[s][k] = capacity_ - taken[k].second - above;
         above += taken[k].second - taken[k].first;
+        while (next > 0 && lowest[next - 1].first >= taken[k].second) bytes += lowest[--next].second;
+        band_bytes_[s][k] = bytes;
+        if (bytes > band_room_[s][k]) ++band_overflows_;
       }
       fixed_bytes_[s] = above;
     }
@@ -410,7 +450,7 @@ class OffsetSearch {
     }
     std::sort(fixed_tops_.begin(), fixed_tops_.end());
     fixed_tops_.erase(std::unique(fixed_tops_.begin(), fixed_tops_.end()), fixed_tops_.end());
-    for (size_t j : open_) MoveInBands(j, -1, lowest_[j]);
+    return true;
   }
 
   // Moves buffer j, in the bands of its sections, from `from` to `to` (its
@@ -425,9 +465,11 @@ class OffsetSearch {
     const auto next_top = std::upper_bound(fixed_tops_.begin(), fixed_tops_.end(), low);
     if (!fixed_tops_.empty() && (next_top == fixed_tops_.end() || *next_top > high)) return;
     const int64_t bytes = to > from ? buffers_[j].size : -buffers_[j].size;
+    work_ += span_[j].second - span_[j].first;
     for (int s = span_[j].first; s < span_[j].second; ++s) {
       const std::vector<std::pair<int64_t, int64_t>>& taken = section_fixed_[s];
       for (size_t k = 0; k < taken.size() && taken[k].second <= high; ++k) {
+        ++work_;
         if (taken[k].second <= low) continue;
         const bool over = band_bytes_[s][k] > band_room_[s][k];
         band_bytes_[s][k] += bytes;
@@ -480,8 +522,15 @@ class OffsetSearch {
   // node or a candidate tried), not every 256 nodes: one node can place
   // hundreds of buffers (a Concat's slices) per candidate, and 256 of them
   // ran for seconds past the deadline (fuzz_graph_structure).
+  // Around fixed buffers one step can also move hundreds of neighbours
+  // through thousands of bands, or check thousands of sections: the clock
+  // is read as well once work_ (the buffers, bands and sections visited
+  // since) reaches kWorkPerClockRead.
   bool GivingUp() {
-    if (!gave_up_ && (++steps_ & 63) == 0 && OutOfTime()) gave_up_ = true;
+    if (!gave_up_ && ((++steps_ & 63) == 0 || work_ >= kWorkPerClockRead)) {
+      work_ = 0;
+      if (OutOfTime()) gave_up_ = true;
+    }
     return gave_up_;
   }
 
@@ -597,6 +646,7 @@ class OffsetSearch {
   std::vector<int64_t> fixed_tops_;  // every fixed interval's top, sorted, distinct
   int64_t nodes_ = 0;
   int64_t steps_ = 0;
+  int64_t work_ = 0;
   bool gave_up_ = false;
 };
 

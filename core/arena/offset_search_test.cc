@@ -199,6 +199,21 @@ TEST(OffsetSearchTest, FixedBeyondCapacityIsImpossible) {
   EXPECT_EQ(PackAroundFixed(anchored, {20, -1}, 1, 30, {}, &offsets), PackingResult::kGaveUp);
 }
 
+// A deadline that has passed gives up before the search places anything,
+// with fixed buffers or without: the setup around many long-lived fixed
+// buffers can itself take a while, so it does not start past the deadline.
+TEST(OffsetSearchTest, PassedDeadlineGivesUpBeforeSearching) {
+  const std::vector<ArenaBuffer> buffers = {{10, 0, 1}, {10, 2, 3}};
+  OffsetSearchOptions passed;
+  passed.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  std::vector<int64_t> offsets;
+  EXPECT_EQ(PackAroundFixed(buffers, {20, -1}, 1, 30, passed, &offsets), PackingResult::kGaveUp);
+  EXPECT_EQ(PackByLowestOffsets(buffers, 1, 10, passed, &offsets), PackingResult::kGaveUp);
+  // The same searches with time pack.
+  EXPECT_EQ(PackAroundFixed(buffers, {20, -1}, 1, 30, {}, &offsets), PackingResult::kPacked);
+  EXPECT_EQ(PackByLowestOffsets(buffers, 1, 10, {}, &offsets), PackingResult::kPacked);
+}
+
 // A set cancel flag stops the search at once, as a limit does.
 TEST(OffsetSearchTest, CancelFlagGivesUp) {
   absl::StatusOr<ArenaInstance> instance = testing::ReadChallengingInstance("F");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/deadline.h"
 #include "core/util/saturating.h"
 #include "core/util/status_macros.h"
 
@@ -86,8 +87,11 @@ ArenaPlan PlaceAround(absl::Span<const ArenaBuffer> buffers, absl::Span<const in
   return plan;
 }
 
+// The best of PlaceAround's orders; the first always, the others while
+// `end` has not passed.
 ArenaPlan BestPlacementAround(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> pinned,
-                              int64_t alignment, const std::vector<std::vector<size_t>>& co_live) {
+                              int64_t alignment, const std::vector<std::vector<size_t>>& co_live,
+                              std::chrono::steady_clock::time_point end) {
   std::vector<size_t> free;
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (pinned[i] < 0) free.push_back(i);
@@ -111,6 +115,7 @@ ArenaPlan BestPlacementAround(absl::Span<const ArenaBuffer> buffers, absl::Span<
   ArenaPlan best;
   best.size_bytes = -1;
   for (const auto& key : keys) {
+    if (best.size_bytes >= 0 && std::chrono::steady_clock::now() >= end) break;
     std::vector<size_t> order = free;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
     ArenaPlan plan = PlaceAround(buffers, pinned, alignment, co_live, order);
@@ -154,7 +159,8 @@ absl::StatusOr<ArenaPlan> PlanArenaInstanceWithPinned(absl::Span<const ArenaBuff
   if (SaturatingAdd(SaturatingAdd(top, alignment), free_bytes) > kMaxEnd) {
     return absl::OutOfRangeError("the highest pinned end and the other buffers, aligned, need more than 2^62 bytes");
   }
-  ArenaPlan best = BestPlacementAround(buffers, pinned, alignment, co_live);
+  ArenaPlan best = BestPlacementAround(buffers, pinned, alignment, co_live,
+                                       std::min(TimeAfter(start, options.seconds), limits.deadline));
   // Nothing fits below the live bytes of any step or the highest pinned end.
   int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   for (size_t i = 0; i < buffers.size(); ++i) {
