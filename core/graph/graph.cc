@@ -1,8 +1,10 @@
 #include "core/graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/dtype.h"
@@ -122,7 +124,26 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     if (os.macs < 0) {
       return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has negative macs ", os.macs));
     }
+    absl::flat_hash_set<absl::string_view> alternative_names;
+    for (const Primitive& alternative : os.alternatives) {
+      const std::string what = absl::StrCat("op '", os.name, "' alternative '", alternative.name, "'");
+      if (alternative.name.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has an alternative without a name"));
+      }
+      if (!alternative_names.insert(alternative.name).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", os.name, "' has two alternatives named '", alternative.name, "'"));
+      }
+      if (!std::isfinite(alternative.time_us) || alternative.time_us < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " has time_us ", alternative.time_us, ": it must be finite and not negative"));
+      }
+      if (alternative.workspace_bytes < 0 || alternative.weight_bytes < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(what, " has negative bytes"));
+      }
+    }
     Op op;
+    op.alternatives = std::move(os.alternatives);
     op.name = std::move(os.name);
     op.type = std::move(os.type);
     op.workspace_bytes = os.workspace_bytes;
@@ -244,6 +265,14 @@ std::optional<OpId> Graph::FindOp(absl::string_view name) const {
   auto it = op_index_.find(name);
   if (it == op_index_.end()) return std::nullopt;
   return it->second;
+}
+
+Graph Graph::WithWorkspaces(const std::vector<int64_t>& workspace_bytes) const {
+  Graph out = *this;
+  for (size_t u = 0; u < out.ops_.size() && u < workspace_bytes.size(); ++u) {
+    out.ops_[u].workspace_bytes = workspace_bytes[u];
+  }
+  return out;
 }
 
 absl::Status CheckOrder(const Graph& graph, const std::vector<OpId>& order) {

@@ -38,6 +38,18 @@ struct TensorSpec {
   bool has_bytes = false;
 };
 
+// One way to run an op (issue 19): a kernel such as direct, im2col + GEMM or
+// Winograd, with its own time and its own workspace, a buffer live only
+// while the op runs. `layout` and `weight_bytes` (its transformed weights)
+// are reported, not modelled yet.
+struct Primitive {
+  std::string name;
+  double time_us = 0;
+  int64_t workspace_bytes = 0;
+  std::string layout;
+  int64_t weight_bytes = 0;
+};
+
 // Input description of one op. Inputs and outputs are tensor names; an empty
 // input name (an omitted optional ONNX input) is ignored.
 struct OpSpec {
@@ -47,6 +59,9 @@ struct OpSpec {
   std::vector<std::string> outputs;
   int64_t workspace_bytes = 0;  // temporary buffer live only while the op runs
   int64_t macs = 0;             // multiply-accumulates, informational
+  // Ways to run it (empty: one, with workspace_bytes and no time). A plan
+  // that asks for time picks one; the others ignore them.
+  std::vector<Primitive> alternatives;
 };
 
 // Input description of a whole graph. Every tensor an op touches must be
@@ -79,8 +94,9 @@ struct Op {
   std::vector<TensorId> outputs;
   int64_t workspace_bytes = 0;
   int64_t macs = 0;
-  std::vector<OpId> predecessors;  // distinct, ascending
-  std::vector<OpId> successors;    // distinct, ascending
+  std::vector<Primitive> alternatives;  // as OpSpec's
+  std::vector<OpId> predecessors;       // distinct, ascending
+  std::vector<OpId> successors;         // distinct, ascending
 };
 
 class Graph {
@@ -91,7 +107,9 @@ class Graph {
   // consumed tensor that is neither produced, a graph input nor a weight; a
   // produced graph input; a cycle (the message lists the ops on it); a
   // negative dim (also when the size is given), an unsized dtype, a negative
-  // given size (`has_bytes`), a negative workspace or MAC count. OutOfRange
+  // given size (`has_bytes`), a negative workspace or MAC count; an
+  // alternative with an empty or repeated name (per op), a time that is
+  // negative or not finite, or negative bytes. OutOfRange
   // for sizes that overflow 64 bits (one tensor, or all buffers together).
   static absl::StatusOr<Graph> Build(GraphSpec spec);
 
@@ -112,6 +130,10 @@ class Graph {
 
   std::optional<TensorId> FindTensor(absl::string_view name) const;
   std::optional<OpId> FindOp(absl::string_view name) const;
+
+  // This graph with op u's workspace set to workspace_bytes[u] (one entry
+  // per op, none negative: the caller's choice of primitives).
+  Graph WithWorkspaces(const std::vector<int64_t>& workspace_bytes) const;
 
  private:
   Graph() = default;

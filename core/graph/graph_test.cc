@@ -1,5 +1,7 @@
 #include "core/graph/graph.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -10,7 +12,7 @@ using ::testing::HasSubstr;
 
 TensorSpec T(const std::string& name, int64_t bytes) { return {name, {}, 1, bytes, false}; }
 OpSpec O(const std::string& name, std::vector<std::string> in, std::vector<std::string> out) {
-  return {name, "Op", std::move(in), std::move(out), 0, 0};
+  return {name, "Op", std::move(in), std::move(out), 0, 0, {}};
 }
 
 GraphSpec Diamond() {
@@ -195,6 +197,35 @@ TEST(GraphTest, RejectsNegativeWorkspaceAndMacsNamingTheOp) {
   absl::StatusOr<Graph> g = Graph::Build(s);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->total_macs(), 5);
+}
+
+// Alternatives (issue 19) are kept as given; bad ones are refused naming
+// the op and the alternative.
+TEST(GraphTest, KeepsAlternativesAndRefusesBadOnes) {
+  GraphSpec spec = Diamond();
+  spec.ops[1].alternatives = {{"direct", 30, 0, "nchw", 0}, {"winograd", 10.5, 64, "nchw", 100}};
+  absl::StatusOr<Graph> g = Graph::Build(spec);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->op(1).alternatives.size(), 2u);
+  EXPECT_EQ(g->op(1).alternatives[1].name, "winograd");
+  EXPECT_EQ(g->op(1).alternatives[1].time_us, 10.5);
+  EXPECT_EQ(g->op(1).alternatives[1].workspace_bytes, 64);
+  const Graph chosen = g->WithWorkspaces({0, 64, 7, 0});
+  EXPECT_EQ(chosen.op(1).workspace_bytes, 64);
+  EXPECT_EQ(chosen.op(2).workspace_bytes, 7);
+  EXPECT_EQ(g->op(1).workspace_bytes, 0);
+
+  const auto refused = [&](std::vector<Primitive> alternatives) {
+    GraphSpec bad = Diamond();
+    bad.ops[2].alternatives = std::move(alternatives);
+    return std::string(Graph::Build(bad).status().message());
+  };
+  EXPECT_THAT(refused({{"", 1, 0, "", 0}}), HasSubstr("op 'c' has an alternative without a name"));
+  EXPECT_THAT(refused({{"a", 1, 0, "", 0}, {"a", 2, 0, "", 0}}), HasSubstr("op 'c' has two alternatives named 'a'"));
+  EXPECT_THAT(refused({{"a", -1, 0, "", 0}}), HasSubstr("op 'c' alternative 'a' has time_us -1"));
+  EXPECT_THAT(refused({{"a", std::nan(""), 0, "", 0}}), HasSubstr("must be finite"));
+  EXPECT_THAT(refused({{"a", 1, -5, "", 0}}), HasSubstr("op 'c' alternative 'a' has negative bytes"));
+  EXPECT_THAT(refused({{"a", 1, 0, "", -5}}), HasSubstr("negative bytes"));
 }
 
 }  // namespace

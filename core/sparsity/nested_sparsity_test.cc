@@ -22,7 +22,7 @@ TEST(WeightMatricesOfTest, RowsAreTheFirstDimensionColsTheRest) {
                   {"b", {4}, 1, -1, true},
                   {"s", {}, 10, -1, true},  // float16 scalar
                   {"y", {1, 4, 3, 3}}};
-  spec.ops = {{"conv", "Conv", {"x", "w", "b", "s"}, {"y"}}};
+  spec.ops = {{"conv", "Conv", {"x", "w", "b", "s"}, {"y"}, 0, 0, {}}};
   spec.inputs = {"x"};
   spec.outputs = {"y"};
   absl::StatusOr<Graph> graph = Graph::Build(spec);
@@ -45,7 +45,7 @@ TEST(WeightMatricesOfTest, FewerBytesThanElementsIsOneOpaqueElement) {
   GraphSpec spec;
   // int4-like: 8 elements in 4 given bytes.
   spec.tensors = {{"x", {2}}, {"w", {2, 4}, 1, 4, true}, {"y", {2}}};
-  spec.ops = {{"op", "MatMul", {"x", "w"}, {"y"}}};
+  spec.ops = {{"op", "MatMul", {"x", "w"}, {"y"}, 0, 0, {}}};
   spec.inputs = {"x"};
   spec.outputs = {"y"};
   absl::StatusOr<Graph> graph = Graph::Build(spec);

@@ -1,0 +1,78 @@
+// Primitive selection under a memory budget (issue 19): one alternative per
+// op (graph.h's Primitive: a kernel with its own time and workspace) and an
+// order, minimising the total time subject to every step fitting a budget.
+//
+// The time of a plan is the sum of its chosen primitives' times, whatever
+// the order; the order decides which choices fit, since a primitive's
+// workspace is live only during its op's step, on top of the bytes live
+// there. So for a given order the fastest primitive whose workspace fits
+// each step is best (SelectForOrder), and the exact search is a shortest
+// path over the sets of ops run (the scheduler's zero-indegree sets): from a
+// set, running op v costs the time of v's fastest primitive that fits. It is
+// searched by A* with, as the estimate of what is left, the sum over the ops
+// not run of the fastest primitive that fits beside the op's own inputs and
+// outputs (a lower bound: consistent, so the first complete set taken is
+// optimal). One exact rule prunes: a ready op that does not raise the live
+// bytes and whose primitive that fits now is as fast as its estimate (the
+// fastest it can be anywhere) runs at once (moving it to the front of any
+// completion lowers or keeps every later step, so every later choice still
+// fits). An op without alternatives runs with its workspace_bytes
+// in no time.
+#ifndef SERENITY_CORE_SCHEDULE_TIME_SEARCH_H_
+#define SERENITY_CORE_SCHEDULE_TIME_SEARCH_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/memory/buffer_model.h"
+#include "core/schedule/budget_search.h"
+
+namespace serenity {
+
+// An order and a choice per op.
+struct PrimitiveSelection {
+  std::vector<OpId> order;
+  // Per op (by OpId): the index of its chosen alternative, -1 for an op
+  // without alternatives.
+  std::vector<int> choice;
+  double time_us = 0;
+  // Per op: the workspace it runs with (the chosen alternative's, or the
+  // op's own workspace_bytes).
+  std::vector<int64_t> workspace_bytes;
+};
+
+// The fastest alternative of every op that fits `budget` at its step of
+// `order` (ties: the smaller workspace, then the first listed); nullopt when
+// some op has none that fits (or, without alternatives, its step does not
+// fit). `order` must be a valid order of buffers.graph().
+std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
+                                                 int64_t budget);
+
+// The least-workspace alternative of every op (ties: the faster): what
+// every budget must allow at least.
+std::vector<int64_t> LeastWorkspaces(const Graph& graph);
+
+struct TimeSearchResult {
+  // False when the search proved that no order and choice fits the budget
+  // (then `selection` is empty); true when one was found. When the search
+  // stopped on a limit before finding one, `feasible` is false and
+  // `proven` false.
+  bool feasible = false;
+  bool proven = false;  // feasible: the time is optimal; not feasible: none fits
+  PrimitiveSelection selection;
+  double lower_bound_us = 0;  // no plan within the budget is faster
+  int64_t states = 0;         // sets of ops expanded
+  bool hit_limit = false;     // time, state cap or cancellation stopped it
+};
+
+// Minimises the total time within `budget` from `start_order` (a valid
+// order: its SelectForOrder, when it fits, is the first plan found) within
+// `limits` (time_limit_seconds, max_states, cancelled; the other fields are
+// not read).
+TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId>& start_order, int64_t budget,
+                              const SearchOptions& limits);
+
+}  // namespace serenity
+
+#endif  // SERENITY_CORE_SCHEDULE_TIME_SEARCH_H_

@@ -1,0 +1,200 @@
+#include "core/schedule/time_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/memory/simulator.h"
+#include "core/schedule/baselines.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+using testing::TestGraph;
+
+constexpr double kNone = std::numeric_limits<double>::infinity();
+
+// Every topological order of `graph`, by backtracking.
+void ForEachOrder(const Graph& graph, const std::function<void(const std::vector<OpId>&)>& visit) {
+  const int n = graph.num_ops();
+  std::vector<int> indegree(n);
+  for (OpId u = 0; u < n; ++u) indegree[u] = static_cast<int>(graph.op(u).predecessors.size());
+  std::vector<OpId> order;
+  std::vector<bool> done(n, false);
+  std::function<void()> extend = [&] {
+    if (static_cast<int>(order.size()) == n) {
+      visit(order);
+      return;
+    }
+    for (OpId u = 0; u < n; ++u) {
+      if (done[u] || indegree[u] > 0) continue;
+      done[u] = true;
+      order.push_back(u);
+      for (OpId s : graph.op(u).successors) --indegree[s];
+      extend();
+      for (OpId s : graph.op(u).successors) ++indegree[s];
+      order.pop_back();
+      done[u] = false;
+    }
+  };
+  extend();
+}
+
+// The least total time over every order and every choice of alternatives
+// whose simulated peak (the graph rebuilt with the chosen workspaces) fits
+// `budget`; kNone when none does. Independent of the search: every choice
+// vector is enumerated and each plan simulated.
+double BruteForceTime(const Graph& graph, const MemoryModel& model, int64_t budget) {
+  const int n = graph.num_ops();
+  std::vector<int> choice(n, 0);
+  double best = kNone;
+  std::function<void(int)> choose = [&](int u) {
+    if (u == n) {
+      std::vector<int64_t> workspace(n);
+      double time = 0;
+      for (OpId v = 0; v < n; ++v) {
+        const Op& op = graph.op(v);
+        workspace[v] = op.alternatives.empty() ? op.workspace_bytes : op.alternatives[choice[v]].workspace_bytes;
+        time += op.alternatives.empty() ? 0 : op.alternatives[choice[v]].time_us;
+      }
+      if (time >= best) return;
+      const Graph chosen = graph.WithWorkspaces(workspace);
+      const BufferModel buffers(chosen, model);
+      bool fits = false;
+      ForEachOrder(chosen, [&](const std::vector<OpId>& order) {
+        if (!fits && Simulate(buffers, order)->peak_bytes <= budget) fits = true;
+      });
+      if (fits) best = time;
+      return;
+    }
+    const int alternatives = std::max<int>(1, static_cast<int>(graph.op(u).alternatives.size()));
+    for (choice[u] = 0; choice[u] < alternatives; ++choice[u]) choose(u + 1);
+  };
+  choose(0);
+  return best;
+}
+
+// Random alternatives on some ops: 1-3 each, times 1-50 us, workspaces
+// 0-120 bytes (the faster ones tend to need more).
+Graph WithRandomAlternatives(GraphSpec spec, std::mt19937& rng) {
+  for (OpSpec& op : spec.ops) {
+    if (rng() % 3 == 0) continue;
+    const int count = 1 + static_cast<int>(rng() % 3);
+    for (int a = 0; a < count; ++a) {
+      Primitive p;
+      p.name = "p" + std::to_string(a);
+      p.time_us = 1 + static_cast<double>(rng() % 50);
+      p.workspace_bytes = static_cast<int64_t>(rng() % 121);
+      op.alternatives.push_back(p);
+    }
+  }
+  return *Graph::Build(std::move(spec));
+}
+
+// The plan found is valid (a topological order whose simulated peak, with
+// the chosen workspaces, fits the budget; its time is the sum of its
+// choices) and its time is the brute-force optimum; when nothing fits, the
+// brute force agrees.
+TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
+  std::mt19937 rng(19);
+  int feasible = 0, infeasible = 0, below_start = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    const Graph graph = WithRandomAlternatives(testing::RandomDag(3 + trial % 5, rng), rng);
+    MemoryModel model;
+    model.in_place = trial % 4 == 1;
+    model.alias_views = trial % 4 == 2;
+    const BufferModel buffers(graph, model);
+    // Budgets from tight to loose around the least-workspace peak.
+    const Graph least = graph.WithWorkspaces(LeastWorkspaces(graph));
+    const BufferModel least_buffers(least, model);
+    int64_t floor = std::numeric_limits<int64_t>::max();
+    ForEachOrder(least, [&](const std::vector<OpId>& order) {
+      floor = std::min(floor, Simulate(least_buffers, order)->peak_bytes);
+    });
+    const int64_t budget = floor - 5 + static_cast<int64_t>(rng() % 140);
+    const std::vector<OpId> start = FileOrder(graph);
+    const TimeSearchResult result = MinimizeTime(buffers, start, budget, SearchOptions());
+    const double expected = BruteForceTime(graph, model, budget);
+    ASSERT_TRUE(result.proven) << "trial " << trial;
+    if (expected == kNone) {
+      EXPECT_FALSE(result.feasible) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(result.feasible) << "trial " << trial << ": brute force found " << expected;
+    ++feasible;
+    EXPECT_NEAR(result.selection.time_us, expected, 1e-9) << "trial " << trial;
+    EXPECT_NEAR(result.lower_bound_us, expected, 1e-9) << "trial " << trial;
+    ASSERT_TRUE(IsTopologicalOrder(graph, result.selection.order)) << "trial " << trial;
+    double time = 0;
+    for (OpId u = 0; u < graph.num_ops(); ++u) {
+      const int c = result.selection.choice[u];
+      const Op& op = graph.op(u);
+      ASSERT_EQ(c < 0, op.alternatives.empty()) << "trial " << trial;
+      time += c < 0 ? 0 : op.alternatives[c].time_us;
+      EXPECT_EQ(result.selection.workspace_bytes[u], c < 0 ? op.workspace_bytes : op.alternatives[c].workspace_bytes);
+    }
+    EXPECT_NEAR(time, result.selection.time_us, 1e-9) << "trial " << trial;
+    const Graph chosen = graph.WithWorkspaces(result.selection.workspace_bytes);
+    EXPECT_LE(Simulate(BufferModel(chosen, model), result.selection.order)->peak_bytes, budget) << "trial " << trial;
+    std::optional<PrimitiveSelection> from_start = SelectForOrder(buffers, start, budget);
+    if (!from_start.has_value() || from_start->time_us > expected + 1e-9) ++below_start;
+  }
+  // The budgets span infeasible, tight (the file order is not enough) and loose.
+  EXPECT_GT(infeasible, 20);
+  EXPECT_GT(feasible, 500);
+  EXPECT_GT(below_start, 100);
+}
+
+// By hand: two branches from one input, each with a fast primitive that
+// needs 60 bytes of workspace and a slow one that needs none. Budget 230:
+// the input (100) and a branch output (50) are live when the first branch
+// runs (100 + 50 + 60 = 210 fits), and the second branch runs beside the
+// input and the first output (100 + 50 + 50 + 60 = 260: too much), unless
+// the first output is consumed first. The best order runs a, its reader c,
+// then b, so both a and b are fast.
+TEST(TimeSearchTest, OrderLetsBothFastPrimitivesFit) {
+  TestGraph t;
+  t.Input("x", 100)
+      .Op("a", "Conv", {"x"}, {{"ya", 50}})
+      .Op("b", "Conv", {"x"}, {{"yb", 50}})
+      .Op("c", "Relu", {"ya"}, {{"za", 10}})
+      .Op("d", "Add", {"za", "yb"}, {{"out", 10}})
+      .Output("out");
+  GraphSpec spec = t.spec();
+  for (OpSpec& op : spec.ops) {
+    if (op.name == "a" || op.name == "b") {
+      op.alternatives = {{"winograd", 10, 60, "", 0}, {"direct", 30, 0, "", 0}};
+    }
+  }
+  const Graph graph = *Graph::Build(spec);
+  const BufferModel buffers(graph, MemoryModel());
+  // File order a, b, c, d: b runs beside x, ya: 100 + 50 + 50 + 60 > 230.
+  std::optional<PrimitiveSelection> file = SelectForOrder(buffers, {0, 1, 2, 3}, 230);
+  ASSERT_TRUE(file.has_value());
+  EXPECT_EQ(file->time_us, 40);
+  EXPECT_EQ(graph.op(1).alternatives[file->choice[1]].name, "direct");
+  const TimeSearchResult result = MinimizeTime(buffers, {0, 1, 2, 3}, 230, SearchOptions());
+  ASSERT_TRUE(result.feasible);
+  EXPECT_TRUE(result.proven);
+  EXPECT_EQ(result.selection.time_us, 20);
+  EXPECT_EQ(result.selection.order, (std::vector<OpId>{0, 2, 1, 3}));
+  // Budget 160, the least peak (c runs beside x, ya and za): no room for
+  // any workspace, both direct.
+  const TimeSearchResult tight = MinimizeTime(buffers, {0, 1, 2, 3}, 160, SearchOptions());
+  ASSERT_TRUE(tight.feasible);
+  EXPECT_TRUE(tight.proven);
+  EXPECT_EQ(tight.selection.time_us, 60);
+  // Budget 159: nothing fits.
+  const TimeSearchResult none = MinimizeTime(buffers, {0, 1, 2, 3}, 159, SearchOptions());
+  EXPECT_FALSE(none.feasible);
+  EXPECT_TRUE(none.proven);
+}
+
+}  // namespace
+}  // namespace serenity
