@@ -12,6 +12,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/unknown_field_set.h"
+#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
 namespace serenity {
@@ -141,6 +142,21 @@ absl::Status ReadWorkspaceFile(const std::string& path, v1::PlanOptions& options
     }
     (*options.mutable_workspace_bytes())[name] = value.get<int64_t>();
   }
+  return absl::OkStatus();
+}
+
+absl::Status ReadPrimitivesFile(const std::string& path, v1::PlanOptions& options) {
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  v1::PrimitiveSet set;
+  const google::protobuf::util::Status parsed = google::protobuf::util::JsonStringToMessage(*bytes, &set);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path,
+                                                   "' is not a primitives file ({\"ops\": [{\"op\": NAME, "
+                                                   "\"alternatives\": [...]}]}): ",
+                                                   parsed.message().as_string()));
+  }
+  for (v1::OpPrimitives& entry : *set.mutable_ops()) *options.add_primitives() = std::move(entry);
   return absl::OkStatus();
 }
 

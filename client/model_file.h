@@ -48,6 +48,12 @@ absl::StatusOr<v1::PlanRequest> ModelFromBytes(std::string bytes, ModelFormat fo
 // `options.workspace_bytes`.
 absl::Status ReadWorkspaceFile(const std::string& path, v1::PlanOptions& options);
 
+// Reads a JSON serenity.v1.PrimitiveSet, {"ops": [{"op": NAME,
+// "alternatives": [{"name": ..., "time_us": ..., "workspace_bytes": ...},
+// ...]}, ...]}, into `options.primitives` (docs/primitives.md);
+// InvalidArgument naming the file and the problem.
+absl::Status ReadPrimitivesFile(const std::string& path, v1::PlanOptions& options);
+
 // Reads a JSON list of op indices or of op names into `order`.
 absl::Status ReadOrderFile(const std::string& path, v1::GivenOrder& order);
 

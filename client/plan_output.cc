@@ -102,6 +102,23 @@ std::string PlanSummary(const v1::Plan& plan) {
                     EnumShortName(r.certificate_without()), ")\n");
     if (r.sites_found() == 0 && r.notes_size() > 0) absl::StrAppend(&out, "             ", r.notes(0), "\n");
   }
+  if (plan.has_time()) {  // primitive selection (issue 19)
+    const v1::TimeReport& t = plan.time();
+    absl::StrAppend(
+        &out, absl::StrFormat("time         %.3f us (%s, lower bound %.3f us) of %d ops' primitives; "
+                              "fastest everywhere %.3f us, least workspace everywhere %.3f us\n",
+                              t.time_us(), EnumShortName(t.certificate()), t.lower_bound_us(), t.primitives_size(),
+                              t.fastest_everywhere_us(), t.least_workspace_everywhere_us()));
+    constexpr int kShown = 8;
+    for (int i = 0; i < t.primitives_size() && i < kShown; ++i) {
+      const v1::ChosenPrimitive& c = t.primitives(i);
+      absl::StrAppend(&out, absl::StrFormat("             %s: %s (%.3f us, %s bytes of workspace)\n", c.op(), c.name(),
+                                            c.time_us(), WithCommas(c.workspace_bytes())));
+    }
+    if (t.primitives_size() > kShown) {
+      absl::StrAppend(&out, "             ... ", t.primitives_size() - kShown, " more (--json lists them all)\n");
+    }
+  }
   if (plan.memory_budget_bytes() > 0) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()),
                     " bytes: ", plan.feasible() ? "fits, " : "DOES NOT FIT, ", WithCommas(plan.headroom_bytes()),

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "client/model_file.h"
 #include "common/byte_size.h"
+#include "core/util/status_macros.h"
 
 namespace serenity {
 
@@ -56,8 +57,13 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
   flag_set.AddInt("max-states", &flags->max_states, "N",
                   "Most search states one search may remember (its memory cap; ~30-50 bytes each).");
   flag_set.AddString("objective", &flags->objective, "NAME",
-                     "min_peak, or fit: stop at the first order that fits --budget (the minimum\n"
-                     "when none fits).");
+                     "min_peak, fit: stop at the first order that fits --budget (the minimum\n"
+                     "when none fits), or time: one primitive per op and the order, the least\n"
+                     "total time within --budget (see --primitives, docs/primitives.md).");
+  flag_set.AddString("primitives", &flags->primitives_file, "FILE",
+                     "JSON {\"ops\": [{\"op\": NAME, \"alternatives\": [{\"name\", \"time_us\",\n"
+                     "\"workspace_bytes\"}, ...]}]}: ways to run each op named (replacing its\n"
+                     "workspace); read with --objective time only.");
 }
 
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
@@ -129,6 +135,7 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
       p->set_offset(*offset);
     }
   }
+  if (!flags.primitives_file.empty()) RETURN_IF_ERROR(ReadPrimitivesFile(flags.primitives_file, options));
   if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
   return absl::OkStatus();
 }

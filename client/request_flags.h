@@ -23,6 +23,7 @@ struct RequestFlags {
   int64_t budget = 0;
   std::vector<std::string> dims;
   std::string workspace_file;
+  std::string primitives_file;
   double time_limit = 0;
   std::string algorithm = "auto";
   std::string objective = "min_peak";

@@ -45,6 +45,7 @@ struct ObjectiveInfo {
 const ObjectiveInfo kObjectives[] = {
     {Objective::kMinPeak, "min_peak"},
     {Objective::kFit, "fit"},
+    {Objective::kTime, "time"},
 };
 
 const AlgorithmInfo& Info(Algorithm algorithm) { return kAlgorithms[static_cast<size_t>(algorithm)]; }
@@ -83,8 +84,10 @@ absl::StatusOr<Objective> ParseObjective(absl::string_view name) {
     if (name == info.name) return info.objective;
     names.push_back(info.name);
   }
+  const std::string last = names.back();
+  names.pop_back();
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown objective '", name, "'; choose ", absl::StrJoin(names, " or ")));
+      absl::StrCat("unknown objective '", name, "'; choose ", absl::StrJoin(names, ", "), " or ", last));
 }
 
 const char* RewriteFormName(RewriteForm form) { return form == RewriteForm::kAccumulate ? "accumulate" : "standard"; }
@@ -134,6 +137,28 @@ absl::Status ValidateMemories(const PlanOptions& options) {
   return absl::OkStatus();
 }
 
+// Objective time (issue 19): what it needs and what it does not combine
+// with yet.
+absl::Status ValidateTimeObjective(const PlanOptions& options) {
+  if (!options.memories.empty()) {
+    return absl::InvalidArgumentError("objective time cannot be combined with memories yet");
+  }
+  if (options.memory_budget_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        "objective time needs a memory budget (--budget): the least time is that of the fastest primitive "
+        "everywhere otherwise");
+  }
+  if (options.rewrite) return absl::InvalidArgumentError("objective time cannot be combined with rewrite yet");
+  if (!options.levels.empty() || !options.switch_points.empty()) {
+    return absl::InvalidArgumentError("objective time cannot be combined with sparsity levels yet");
+  }
+  if (options.algorithm != Algorithm::kAuto) {
+    return absl::InvalidArgumentError(absl::StrCat("objective time runs its own search: algorithm '",
+                                                   AlgorithmName(options.algorithm), "' does not apply"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidatePlanOptions(const PlanOptions& options) {
@@ -141,6 +166,7 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
   if (options.objective == Objective::kFit && options.memory_budget_bytes <= 0) {
     return absl::InvalidArgumentError("objective fit needs a memory budget");
   }
+  if (options.objective == Objective::kTime) RETURN_IF_ERROR(ValidateTimeObjective(options));
   if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
   if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");
   for (int64_t onchip : options.onchip_bytes) {

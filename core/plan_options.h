@@ -74,10 +74,12 @@ const std::vector<std::string>& PlanAlgorithms();
 std::optional<Baseline> AlgorithmBaseline(Algorithm algorithm);
 
 // kMinPeak: the smallest peak; kFit: the first order found whose peak fits
-// the memory budget (the minimum when none fits).
-enum class Objective { kMinPeak, kFit };
+// the memory budget (the minimum when none fits); kTime: one alternative
+// per op (graph.h's Primitive) and the order, the least total time within
+// the memory budget (core/primitive_plan.h).
+enum class Objective { kMinPeak, kFit, kTime };
 
-// "min_peak" or "fit".
+// "min_peak", "fit" or "time".
 const char* ObjectiveName(Objective objective);
 
 // The objective named `name`; InvalidArgument listing the choices otherwise.

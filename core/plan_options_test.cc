@@ -53,11 +53,13 @@ TEST(PlanOptionsTest, BaselineAlgorithmsNameTheirBaseline) {
 TEST(PlanOptionsTest, ObjectiveNamesRoundTrip) {
   EXPECT_EQ(*ParseObjective("min_peak"), Objective::kMinPeak);
   EXPECT_EQ(*ParseObjective("fit"), Objective::kFit);
+  EXPECT_EQ(*ParseObjective("time"), Objective::kTime);
   EXPECT_STREQ(ObjectiveName(Objective::kMinPeak), "min_peak");
   EXPECT_STREQ(ObjectiveName(Objective::kFit), "fit");
+  EXPECT_STREQ(ObjectiveName(Objective::kTime), "time");
   absl::StatusOr<Objective> fastest = ParseObjective("fastest");
   EXPECT_EQ(fastest.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(fastest.status().message(), "unknown objective 'fastest'; choose min_peak or fit");
+  EXPECT_EQ(fastest.status().message(), "unknown objective 'fastest'; choose min_peak, fit or time");
 }
 
 // Sanitizing checks what ValidatePlanOptions checks and the given order

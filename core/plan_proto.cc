@@ -3,11 +3,17 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
+
+Primitive PrimitiveFromProto(const v1::Primitive& p) {
+  return {p.name(), p.time_us(), p.workspace_bytes(), p.layout(), p.weight_bytes()};
+}
 
 GraphSpec GraphSpecFromProto(const v1::Graph& graph) {
   GraphSpec spec;
@@ -30,6 +36,7 @@ GraphSpec GraphSpecFromProto(const v1::Graph& graph) {
     os.outputs.assign(o.outputs().begin(), o.outputs().end());
     os.workspace_bytes = o.workspace_bytes();
     os.macs = o.macs();
+    for (const v1::Primitive& p : o.alternatives()) os.alternatives.push_back(PrimitiveFromProto(p));
     spec.ops.push_back(std::move(os));
   }
   spec.inputs.assign(graph.inputs().begin(), graph.inputs().end());
@@ -56,6 +63,14 @@ v1::Graph GraphSpecToProto(const GraphSpec& spec) {
     for (const std::string& out : o.outputs) op->add_outputs(out);
     op->set_workspace_bytes(o.workspace_bytes);
     op->set_macs(o.macs);
+    for (const Primitive& p : o.alternatives) {
+      v1::Primitive* alternative = op->add_alternatives();
+      alternative->set_name(p.name);
+      alternative->set_time_us(p.time_us);
+      alternative->set_workspace_bytes(p.workspace_bytes);
+      alternative->set_layout(p.layout);
+      alternative->set_weight_bytes(p.weight_bytes);
+    }
   }
   for (const std::string& in : spec.inputs) g.add_inputs(in);
   for (const std::string& out : spec.outputs) g.add_outputs(out);
@@ -127,6 +142,35 @@ OnnxImportOptions OnnxImportOptionsFromProto(const v1::PlanOptions& options) {
   return import;
 }
 
+namespace {
+
+// Replaces the alternatives of the ops options.primitives names.
+absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
+  if (options.primitives().empty()) return absl::OkStatus();
+  if (options.objective() != "time") {
+    return absl::InvalidArgumentError(
+        "primitives (--primitives) are read only with objective time (--objective time --budget BYTES)");
+  }
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t i = 0; i < spec->ops.size(); ++i) index.emplace(spec->ops[i].name, i);
+  absl::flat_hash_set<std::string> seen;
+  for (const v1::OpPrimitives& entry : options.primitives()) {
+    auto it = index.find(entry.op());
+    if (it == index.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("primitives name op '", entry.op(), "', which the graph has not"));
+    }
+    if (!seen.insert(entry.op()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("primitives name op '", entry.op(), "' twice"));
+    }
+    std::vector<Primitive>& alternatives = spec->ops[it->second].alternatives;
+    alternatives.clear();
+    for (const v1::Primitive& p : entry.alternatives()) alternatives.push_back(PrimitiveFromProto(p));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
   switch (request.model_case()) {
     case v1::PlanRequest::kGraph: {
@@ -136,12 +180,14 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
       }
       GraphSpec spec = GraphSpecFromProto(request.graph());
       if (!request.model_name().empty()) spec.name = request.model_name();
+      RETURN_IF_ERROR(ApplyPrimitives(request.options(), &spec));
       return Graph::Build(std::move(spec));
     }
     case v1::PlanRequest::kOnnxModel: {
       ASSIGN_OR_RETURN(GraphSpec spec,
                        OnnxToGraphSpec(request.onnx_model(), OnnxImportOptionsFromProto(request.options())));
       if (!request.model_name().empty()) spec.name = request.model_name();
+      RETURN_IF_ERROR(ApplyPrimitives(request.options(), &spec));
       return Graph::Build(std::move(spec));
     }
     case v1::PlanRequest::MODEL_NOT_SET:

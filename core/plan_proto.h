@@ -11,6 +11,9 @@
 
 namespace serenity {
 
+// A Primitive message as the graph's Primitive.
+Primitive PrimitiveFromProto(const v1::Primitive& p);
+
 // Copies a Graph message into a GraphSpec (validated later by Graph::Build).
 GraphSpec GraphSpecFromProto(const v1::Graph& graph);
 
@@ -29,8 +32,10 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
 OnnxImportOptions OnnxImportOptionsFromProto(const v1::PlanOptions& options);
 
 // Builds the Graph a request carries (Graph message or ONNX bytes, with the
-// request's dim values and workspace bytes). InvalidArgument naming the
-// problem for every bad input.
+// request's dim values and workspace bytes, and its options.primitives
+// replacing the alternatives of the ops they name). InvalidArgument naming
+// the problem for every bad input: also primitives without objective
+// "time", naming an op the graph has not, or naming one twice.
 absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
 
 // Sets `plan`'s budget fields (memory_budget_bytes, feasible,

@@ -20,9 +20,12 @@
 namespace serenity {
 namespace {
 
-// Requests whose plans the cache cannot hold (see Answer): rewritten, or
-// placed in several memories.
-bool Uncached(const v1::PlanOptions& options) { return options.rewrite() || options.memories_size() > 0; }
+// Requests whose plans the cache cannot hold (see Answer): rewritten,
+// placed in several memories, or choosing primitives (the cache's key
+// leaves out the alternatives).
+bool Uncached(const v1::PlanOptions& options) {
+  return options.rewrite() || options.memories_size() > 0 || options.objective() == "time";
+}
 
 double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

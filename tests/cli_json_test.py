@@ -276,6 +276,48 @@ class CliJsonTest(unittest.TestCase):
         self.assertEqual(line["error"]["code"], "INVALID_ARGUMENT")
         self.assertIn("pinned to memory 'dram', which is not given", line["error"]["message"])
 
+    # --- primitive selection (issue 19) --------------------------------------
+
+    PRIMITIVES = {"ops": [{"op": "a", "alternatives": [
+        {"name": "winograd", "time_us": 10, "workspace_bytes": 6000},
+        {"name": "direct", "time_us": 30, "workspace_bytes": 0}]}]}
+
+    def test_plan_objective_time(self):
+        primitives = self.write("primitives.json", json.dumps(self.PRIMITIVES))
+        # a's step holds x and t1 (5,120 bytes) beside its workspace.
+        for where in (["--local"], ["--server", self.server_address()]):
+            for budget, name, time_us in (("12000", "winograd", 10), ("10000", "direct", 30)):
+                r = self.run_client("plan", self.diamond, *where, "--json", "--objective", "time", "--budget", budget,
+                                    "--primitives", primitives)
+                (line,) = parse_lines(r.stdout)
+                self.check(line, "plan_line")
+                self.assertEqual(list(line), self.plan_keys(line))
+                self.assertTrue(line["feasible"])
+                self.assertEqual(line["time"]["time_us"], time_us)
+                self.assertEqual(line["time"]["certificate"], "optimal")
+                self.assertEqual([(p["op"], p["name"]) for p in line["time"]["primitives"]], [("a", name)])
+                self.assertEqual(line["stats"]["algorithm"], "time")
+                if where[0] == "--server":
+                    self.assertEqual(line["stats"]["cache"], "miss")
+        # Below the least peak: feasible false, with the least-workspace choice.
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--objective", "time", "--budget", "9000",
+                            "--primitives", primitives)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "plan_line")
+        self.assertFalse(line["feasible"])
+        self.assertEqual(line["peak_bytes"], 9216)
+        self.assertEqual(line["time"]["primitives"][0]["name"], "direct")
+        # Primitives are read only with objective time; a bad file is named.
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--primitives", primitives, expect=1)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "error_line")
+        self.assertIn("read only with objective time", line["error"]["message"])
+        bad = self.write("bad_primitives.json", '{"ops": [{"op": "a", "alternatives": [{"nme": "x"}]}]}')
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--objective", "time", "--budget", "9000",
+                            "--primitives", bad, expect=2)  # a usage error, as a bad --workspace file
+        self.assertIn("is not a primitives file", r.stderr)
+        self.assertIn("nme: Cannot find field", r.stderr)
+
     # --- nested sparse models (issue 20) -------------------------------------
 
     LEVELS = {"levels": [{"name": "full", "density": {"w": 1}, "time_us": 100},

@@ -11,6 +11,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "core/graph/reachability.h"
+#include "core/memory/closure_bound.h"
+#include "core/schedule/baselines.h"
+#include "core/schedule/partition.h"
+#include "core/util/deadline.h"
+#include "core/util/memory_account.h"
 
 namespace serenity {
 namespace {
@@ -96,45 +102,48 @@ std::vector<int64_t> LeastWorkspaces(const Graph& graph) {
   return out;
 }
 
-TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId>& start_order, int64_t budget,
-                              const SearchOptions& limits) {
-  const Graph& graph = buffers.graph();
-  const int n = graph.num_ops();
-  const Clock::time_point deadline = limits.time_limit_seconds > 0 && limits.time_limit_seconds < 1e9
-                                         ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                              std::chrono::duration<double>(limits.time_limit_seconds))
-                                         : Clock::time_point::max();
-  TimeSearchResult result;
+namespace {
 
-  // The estimate: per op, the fastest alternative that fits beside what is
-  // surely live at its step (the buffers it reads or the ones it makes,
-  // whichever is more, and the resident bytes).
-  std::vector<double> fastest(n, 0);
-  double estimate = 0;
-  for (OpId u = 0; u < n; ++u) {
-    int64_t reads = 0, made = 0;
-    for (BufferId b : buffers.reads(u)) reads += buffers.buffers()[b].bytes;
-    for (BufferId b : buffers.allocates(u)) made += buffers.buffers()[b].bytes;
-    FastestThatFits(graph.op(u), budget - buffers.resident_bytes() - std::max(reads, made), &fastest[u]);
-    if (fastest[u] == kInfinity) {  // u fits at no step
-      result.proven = true;
-      return result;
-    }
-    estimate += fastest[u];
-  }
-  result.lower_bound_us = estimate;
-  // The first plan: the start order's.
+// One segment's search (partition.h): its ops run after every op before it,
+// whose state `before` holds; `estimate` per op as MinimizeTime's.
+struct SegmentResult {
+  bool feasible = false;
+  bool proven = false;
+  std::vector<OpId> order;
+  std::vector<int> choice;  // parallel to order
+  double time = 0;
+  double lower_bound = 0;
+  int64_t states = 0;
+  bool hit_limit = false;
+};
+
+SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& before, const std::vector<OpId>& ops,
+                            const std::vector<double>& estimate, int64_t budget, std::optional<SegmentResult> start,
+                            Clock::time_point deadline, const SearchOptions& limits, MemoryCharge* charge) {
+  const Graph& graph = buffers.graph();
+  const int m = static_cast<int>(ops.size());
+  double total_estimate = 0;
+  for (OpId u : ops) total_estimate += estimate[u];
+  SegmentResult result;
+  result.lower_bound = total_estimate;
   double best = kInfinity;
-  if (std::optional<PrimitiveSelection> start = SelectForOrder(buffers, start_order, budget)) {
-    best = start->time_us;
-    result.selection = *std::move(start);
-    result.feasible = true;
+  if (start.has_value()) {
+    result = *std::move(start);
+    result.lower_bound = total_estimate;
+    result.proven = false;
+    result.states = 0;
+    result.hit_limit = false;
+    best = result.time;
   }
-  if (best <= estimate) {  // the start order meets the bound
+  if (best <= total_estimate) {  // the start meets the bound
     result.proven = true;
-    result.lower_bound_us = best;
+    result.lower_bound = best;
     return result;
   }
+  // Local indices: bit i of a set is ops[i].
+  absl::flat_hash_map<OpId, int> local;
+  for (int i = 0; i < m; ++i) local.emplace(ops[i], i);
+  const size_t words = (static_cast<size_t>(m) + 63) / 64;
 
   // A*: nodes in the order made; open ones by (time + estimate, deeper
   // first). A set reached again at no less time is not pushed.
@@ -142,36 +151,40 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   absl::flat_hash_map<OpSet, double> best_time;    // per set: the least time it was reached at
   using Entry = std::tuple<double, int, int32_t>;  // (f, -depth, node)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> open;
-  const size_t words = (static_cast<size_t>(n) + 63) / 64;
-  nodes.push_back({-1, kNoOp, -1, 0, estimate, 0});
-  open.push({estimate, 0, 0});
+  nodes.push_back({-1, kNoOp, -1, 0, total_estimate, 0});
+  open.push({total_estimate, 0, 0});
   OpSet set(words);
   std::vector<OpId> path;
-  std::vector<int> indegree(n);
   int32_t goal = -1;
   bool stopped = false;
   while (!open.empty()) {
     const auto [f, negative_depth, index] = open.top();
     if (f >= best) break;  // nothing open can beat the plan found
-    if ((result.states & 255) == 0 && (Clock::now() >= deadline || Cancelled(limits) ||
-                                       (limits.max_states > 0 && result.states >= limits.max_states))) {
-      stopped = true;
-      break;
+    if ((result.states & 255) == 0) {
+      // Each set kept: its bits, its map slot, its node and queue entry.
+      const int64_t held = static_cast<int64_t>(best_time.size()) * static_cast<int64_t>(8 * words + 48) +
+                           static_cast<int64_t>(nodes.size()) * static_cast<int64_t>(sizeof(Node) + sizeof(Entry));
+      if (Clock::now() >= deadline || Cancelled(limits) ||
+          (limits.max_states > 0 && result.states >= limits.max_states) || !charge->TryResize(held)) {
+        stopped = true;
+        break;
+      }
     }
     open.pop();
     const Node node = nodes[index];
-    // The set and the tracker after it: replay the path from the root.
+    // The set and the tracker after it: replay the path from the segment's
+    // start.
     path.clear();
     for (int32_t at = index; nodes[at].parent >= 0; at = nodes[at].parent) path.push_back(nodes[at].op);
     std::fill(set.begin(), set.end(), 0);
-    MemoryTracker tracker(buffers);
+    MemoryTracker tracker = before;
     for (auto it = path.rbegin(); it != path.rend(); ++it) {
       tracker.Run(*it);
-      Add(&set, *it);
+      Add(&set, local.at(*it));
     }
     auto seen = best_time.find(set);
     if (seen != best_time.end() && seen->second < node.time) continue;  // reached faster since
-    if (node.depth == n) {
+    if (node.depth == m) {
       goal = index;
       best = node.time;
       break;
@@ -185,10 +198,14 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
     };
     std::vector<Move> moves;
     int forced = -1;  // the index in moves of an op that runs at once
-    for (OpId u = 0; u < n; ++u) {
-      if (Has(set, u)) continue;
+    for (int i = 0; i < m; ++i) {
+      const OpId u = ops[i];
+      if (Has(set, i)) continue;
       bool ready = true;
-      for (OpId p : graph.op(u).predecessors) ready = ready && Has(set, p);
+      for (OpId p : graph.op(u).predecessors) {
+        auto it = local.find(p);
+        ready = ready && (it == local.end() || Has(set, it->second));  // outside: an earlier segment's
+      }
       if (!ready) continue;
       const Op& op = graph.op(u);
       const int64_t without = tracker.StepBytes(u) - op.workspace_bytes;
@@ -196,9 +213,9 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
       const int choice = FastestThatFits(op, budget - without, &time);
       if (time == kInfinity) continue;
       moves.push_back({u, choice, time});
-      // Its time here is the least it can have anywhere (fastest[u] is a
+      // Its time here is the least it can have anywhere (estimate[u] is a
       // bound), and running it raises nothing: it runs at once.
-      if (forced < 0 && time == fastest[u] && tracker.BytesAfter(u) <= tracker.live_bytes()) {
+      if (forced < 0 && time == estimate[u] && tracker.BytesAfter(u) <= tracker.live_bytes()) {
         forced = static_cast<int>(moves.size()) - 1;
       }
     }
@@ -208,9 +225,9 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
     }
     for (const Move& move : moves) {
       OpSet next = set;
-      Add(&next, move.op);
+      Add(&next, local.at(move.op));
       const double time = node.time + move.time;
-      const double rest = node.rest - fastest[move.op];
+      const double rest = node.rest - estimate[move.op];
       if (time + rest >= best) continue;
       auto [it, inserted] = best_time.try_emplace(std::move(next), time);
       if (!inserted) {
@@ -222,17 +239,15 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
     }
   }
   if (goal >= 0) {
-    PrimitiveSelection found;
-    found.choice.assign(n, -1);
-    found.workspace_bytes.assign(n, 0);
+    result.order.clear();
+    result.choice.clear();
     for (int32_t at = goal; nodes[at].parent >= 0; at = nodes[at].parent) {
-      found.order.push_back(nodes[at].op);
-      found.choice[nodes[at].op] = nodes[at].choice;
+      result.order.push_back(nodes[at].op);
+      result.choice.push_back(nodes[at].choice);
     }
-    std::reverse(found.order.begin(), found.order.end());
-    for (OpId u = 0; u < n; ++u) found.workspace_bytes[u] = WorkspaceOf(graph.op(u), found.choice[u]);
-    found.time_us = nodes[goal].time;
-    result.selection = std::move(found);
+    std::reverse(result.order.begin(), result.order.end());
+    std::reverse(result.choice.begin(), result.choice.end());
+    result.time = nodes[goal].time;
     result.feasible = true;
   }
   result.hit_limit = stopped;
@@ -240,11 +255,209 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
     // Exhausted (or every open set at or above the plan found): optimal,
     // or nothing fits.
     result.proven = true;
-    result.lower_bound_us = result.feasible ? best : estimate;
+    result.lower_bound = result.feasible ? best : total_estimate;
   } else {
-    result.lower_bound_us = std::max(estimate, open.empty() ? estimate : std::get<0>(open.top()));
-    if (result.feasible) result.lower_bound_us = std::min(result.lower_bound_us, best);
+    result.lower_bound = std::max(total_estimate, open.empty() ? total_estimate : std::get<0>(open.top()));
+    if (result.feasible) result.lower_bound = std::min(result.lower_bound, best);
   }
+  return result;
+}
+
+}  // namespace
+
+std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers, int64_t budget,
+                                                     const SearchOptions& limits) {
+  const Graph& graph = buffers.graph();
+  const int n = graph.num_ops();
+  const Clock::time_point deadline =
+      limits.time_limit_seconds > 0 ? TimeAfter(Clock::now(), limits.time_limit_seconds) : Clock::time_point::max();
+  // Per op the alternative aimed at: the fastest first (ties: the smaller
+  // workspace).
+  std::vector<int> target(n, -1);
+  for (OpId u = 0; u < n; ++u) {
+    double time = 0;
+    target[u] = FastestThatFits(graph.op(u), std::numeric_limits<int64_t>::max(), &time);
+  }
+  std::vector<OpId> order = FileOrder(graph);
+  while (Clock::now() < deadline && !Cancelled(limits)) {
+    std::vector<int64_t> workspace(n);
+    for (OpId u = 0; u < n; ++u) workspace[u] = WorkspaceOf(graph.op(u), target[u]);
+    const Graph aimed = graph.WithWorkspaces(workspace);
+    const BufferModel aimed_buffers(aimed, buffers.model());
+    SearchOptions search = limits;
+    search.time_limit_seconds = deadline == Clock::time_point::max()
+                                    ? 0
+                                    : std::max(1e-3, std::chrono::duration<double>(deadline - Clock::now()).count());
+    const MinimizeResult best = MinimizePeak(aimed_buffers, GreedyOrder(aimed_buffers), 0, search, budget);
+    order = best.order;
+    if (best.peak_bytes <= budget) return SelectForOrder(buffers, order, budget);
+    // The steps above the budget: of their ops, the one whose next smaller
+    // workspace costs the least time per byte saved steps down to it.
+    MemoryTracker tracker(aimed_buffers);
+    OpId pick = kNoOp;
+    int pick_to = -1;
+    double pick_rate = kInfinity;
+    for (OpId u : order) {
+      if (tracker.Run(u) <= budget) continue;
+      const Op& op = graph.op(u);
+      const int from = target[u];
+      if (from < 0) continue;
+      const int64_t bytes = op.alternatives[from].workspace_bytes;
+      for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
+        const Primitive& p = op.alternatives[a];
+        if (p.workspace_bytes >= bytes) continue;
+        const double rate =
+            (p.time_us - op.alternatives[from].time_us) / static_cast<double>(bytes - p.workspace_bytes);
+        if (rate < pick_rate) {
+          pick = u;
+          pick_to = a;
+          pick_rate = rate;
+        }
+      }
+    }
+    if (pick == kNoOp) return std::nullopt;  // nothing over the budget can shrink
+    target[pick] = pick_to;
+  }
+  return std::nullopt;
+}
+
+TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId>& start_order, int64_t budget,
+                              const SearchOptions& limits) {
+  const Graph& graph = buffers.graph();
+  const int n = graph.num_ops();
+  const Clock::time_point deadline = limits.time_limit_seconds > 0 && limits.time_limit_seconds < 1e9
+                                         ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                              std::chrono::duration<double>(limits.time_limit_seconds))
+                                         : Clock::time_point::max();
+  TimeSearchResult result;
+
+  // The estimate: per op, the fastest alternative that fits beside what is
+  // surely live at its step in every order: the closure bound
+  // (closure_bound.h) of the graph with no workspace on the ops that choose
+  // one.
+  std::vector<int64_t> without(n);
+  for (OpId u = 0; u < n; ++u) without[u] = graph.op(u).alternatives.empty() ? graph.op(u).workspace_bytes : 0;
+  const Graph bare = graph.WithWorkspaces(without);
+  const BufferModel bare_buffers(bare, buffers.model());
+  // (A tenth of the time at most: the ops it does not reach keep a weaker
+  // bound.)
+  const Clock::time_point bound_end =
+      deadline == Clock::time_point::max() ? deadline : TimeAfter(Clock::now(), 0.1 * limits.time_limit_seconds);
+  const std::vector<int64_t> surely_live = ClosureStepLowerBounds(bare_buffers, Reachability(bare), bound_end);
+  std::vector<double> estimate(n, 0);
+  double total_estimate = 0;
+  for (OpId u = 0; u < n; ++u) {
+    FastestThatFits(graph.op(u), budget - (surely_live[u] - without[u]), &estimate[u]);
+    if (estimate[u] == kInfinity) {  // u fits at no step
+      result.proven = true;
+      return result;
+    }
+    total_estimate += estimate[u];
+  }
+  result.lower_bound_us = total_estimate;
+  // The first plans: the start order's, and the primitives' side's
+  // (DowngradeUntilFits, a fifth of the time); each segment starts from the
+  // faster of the two there.
+  std::vector<PrimitiveSelection> starts;
+  if (std::optional<PrimitiveSelection> s = SelectForOrder(buffers, start_order, budget)) starts.push_back(*s);
+  {
+    SearchOptions downgrade = limits;
+    // (No deadline: none for it either.)
+    downgrade.time_limit_seconds =
+        deadline == Clock::time_point::max()
+            ? 0
+            : std::max(1e-6, 0.2 * std::chrono::duration<double>(deadline - Clock::now()).count());
+    if (std::optional<PrimitiveSelection> s = DowngradeUntilFits(buffers, budget, downgrade)) starts.push_back(*s);
+  }
+
+  // Segment by segment (partition.h): every order runs them one after the
+  // other, and the bytes live while one runs depend on the earlier ops as a
+  // set, so the least time is the sum of each segment's least time.
+  PrimitiveSelection found;
+  found.choice.assign(n, -1);
+  found.workspace_bytes.assign(n, 0);
+  MemoryTracker before(buffers);  // after the segments searched so far
+  MemoryCharge charge(limits.memory);
+  std::vector<std::vector<int>> positions;
+  for (const PrimitiveSelection& start : starts) {
+    positions.emplace_back(n, 0);
+    for (int i = 0; i < n; ++i) positions.back()[start.order[i]] = i;
+  }
+  double lower_bound = 0;
+  bool all_proven = true;
+  // Time: each segment gets a share of what is left by its ops; a second
+  // pass gives what the first left to the segments it did not prove.
+  const std::vector<std::vector<OpId>> segments = SplitAtCutPoints(graph);
+  std::vector<SegmentResult> solved(segments.size());
+  std::vector<std::pair<size_t, MemoryTracker>> unproven;  // (segment, the state before it)
+  const auto share = [&](int64_t ops, int64_t of) {
+    const Clock::time_point now = Clock::now();
+    if (deadline == Clock::time_point::max() || now >= deadline) return deadline;
+    return now + std::chrono::duration_cast<Clock::duration>((deadline - now) * (static_cast<double>(ops) / of));
+  };
+  int64_t ops_left = n;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    const std::vector<OpId>& ops = segments[k];
+    std::optional<SegmentResult> from_start;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      // Every order runs the segment contiguously.
+      SegmentResult s;
+      s.feasible = true;
+      s.order = ops;
+      const std::vector<int>& position = positions[i];
+      std::sort(s.order.begin(), s.order.end(), [&](OpId a, OpId b) { return position[a] < position[b]; });
+      for (OpId u : s.order) {
+        s.choice.push_back(starts[i].choice[u]);
+        s.time += s.choice.back() < 0 ? 0 : graph.op(u).alternatives[s.choice.back()].time_us;
+      }
+      if (!from_start.has_value() || s.time < from_start->time) from_start = std::move(s);
+    }
+    const int64_t m = static_cast<int64_t>(ops.size());
+    SegmentResult segment = SearchSegment(buffers, before, ops, estimate, budget, std::move(from_start),
+                                          share(m, ops_left), limits, &charge);
+    ops_left -= m;
+    result.states += segment.states;
+    result.hit_limit = result.hit_limit || segment.hit_limit;
+    if (!segment.feasible) {
+      // Nothing fits this segment (proven), or the search stopped before
+      // finding a plan for it and the start order has none.
+      result.feasible = false;
+      result.proven = segment.proven;
+      result.selection = PrimitiveSelection();
+      result.lower_bound_us = total_estimate;
+      return result;
+    }
+    if (!segment.proven) unproven.emplace_back(k, before);
+    for (OpId u : segment.order) before.Run(u);
+    solved[k] = std::move(segment);
+  }
+  int64_t unproven_ops = 0;
+  for (const auto& [k, state] : unproven) unproven_ops += static_cast<int64_t>(segments[k].size());
+  for (const auto& [k, state] : unproven) {
+    if (Clock::now() >= deadline || Cancelled(limits)) break;
+    const int64_t m = static_cast<int64_t>(segments[k].size());
+    SegmentResult again = SearchSegment(buffers, state, segments[k], estimate, budget, solved[k],
+                                        share(m, unproven_ops), limits, &charge);
+    unproven_ops -= m;
+    result.states += again.states;
+    again.lower_bound = std::max(again.lower_bound, solved[k].lower_bound);
+    if (again.feasible && (again.time < solved[k].time || again.proven)) solved[k] = std::move(again);
+  }
+  for (SegmentResult& segment : solved) {
+    all_proven = all_proven && segment.proven;
+    lower_bound += segment.lower_bound;
+    for (size_t i = 0; i < segment.order.size(); ++i) {
+      const OpId u = segment.order[i];
+      found.order.push_back(u);
+      found.choice[u] = segment.choice[i];
+      found.workspace_bytes[u] = WorkspaceOf(graph.op(u), segment.choice[i]);
+      found.time_us += segment.choice[i] < 0 ? 0 : graph.op(u).alternatives[segment.choice[i]].time_us;
+    }
+  }
+  result.feasible = true;
+  result.proven = all_proven;
+  result.selection = std::move(found);
+  result.lower_bound_us = all_proven ? result.selection.time_us : std::min(lower_bound, result.selection.time_us);
   return result;
 }
 

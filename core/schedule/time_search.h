@@ -53,6 +53,15 @@ std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, con
 // every budget must allow at least.
 std::vector<int64_t> LeastWorkspaces(const Graph& graph);
 
+// A plan from the primitives' side: every op aims at its fastest
+// alternative; while the least peak with the aimed workspaces
+// (MinimizePeak, stopping at the budget) exceeds the budget, the op over
+// the budget whose next smaller workspace costs the least time per byte
+// steps down to it; then SelectForOrder on the order found. nullopt when
+// nothing over the budget can shrink or `limits`' time runs out first.
+std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers, int64_t budget,
+                                                     const SearchOptions& limits);
+
 struct TimeSearchResult {
   // False when the search proved that no order and choice fits the budget
   // (then `selection` is empty); true when one was found. When the search
@@ -68,8 +77,8 @@ struct TimeSearchResult {
 
 // Minimises the total time within `budget` from `start_order` (a valid
 // order: its SelectForOrder, when it fits, is the first plan found) within
-// `limits` (time_limit_seconds, max_states, cancelled; the other fields are
-// not read).
+// `limits` (time_limit_seconds, max_states, cancelled, and memory: the
+// sets it keeps are charged there; the other fields are not read).
 TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId>& start_order, int64_t budget,
                               const SearchOptions& limits);
 

@@ -10,6 +10,7 @@
 #include "core/memory/simulator.h"
 #include "core/schedule/baselines.h"
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/test_graph.h"
 
 namespace serenity {
@@ -18,66 +19,6 @@ namespace {
 using testing::TestGraph;
 
 constexpr double kNone = std::numeric_limits<double>::infinity();
-
-// Every topological order of `graph`, by backtracking.
-void ForEachOrder(const Graph& graph, const std::function<void(const std::vector<OpId>&)>& visit) {
-  const int n = graph.num_ops();
-  std::vector<int> indegree(n);
-  for (OpId u = 0; u < n; ++u) indegree[u] = static_cast<int>(graph.op(u).predecessors.size());
-  std::vector<OpId> order;
-  std::vector<bool> done(n, false);
-  std::function<void()> extend = [&] {
-    if (static_cast<int>(order.size()) == n) {
-      visit(order);
-      return;
-    }
-    for (OpId u = 0; u < n; ++u) {
-      if (done[u] || indegree[u] > 0) continue;
-      done[u] = true;
-      order.push_back(u);
-      for (OpId s : graph.op(u).successors) --indegree[s];
-      extend();
-      for (OpId s : graph.op(u).successors) ++indegree[s];
-      order.pop_back();
-      done[u] = false;
-    }
-  };
-  extend();
-}
-
-// The least total time over every order and every choice of alternatives
-// whose simulated peak (the graph rebuilt with the chosen workspaces) fits
-// `budget`; kNone when none does. Independent of the search: every choice
-// vector is enumerated and each plan simulated.
-double BruteForceTime(const Graph& graph, const MemoryModel& model, int64_t budget) {
-  const int n = graph.num_ops();
-  std::vector<int> choice(n, 0);
-  double best = kNone;
-  std::function<void(int)> choose = [&](int u) {
-    if (u == n) {
-      std::vector<int64_t> workspace(n);
-      double time = 0;
-      for (OpId v = 0; v < n; ++v) {
-        const Op& op = graph.op(v);
-        workspace[v] = op.alternatives.empty() ? op.workspace_bytes : op.alternatives[choice[v]].workspace_bytes;
-        time += op.alternatives.empty() ? 0 : op.alternatives[choice[v]].time_us;
-      }
-      if (time >= best) return;
-      const Graph chosen = graph.WithWorkspaces(workspace);
-      const BufferModel buffers(chosen, model);
-      bool fits = false;
-      ForEachOrder(chosen, [&](const std::vector<OpId>& order) {
-        if (!fits && Simulate(buffers, order)->peak_bytes <= budget) fits = true;
-      });
-      if (fits) best = time;
-      return;
-    }
-    const int alternatives = std::max<int>(1, static_cast<int>(graph.op(u).alternatives.size()));
-    for (choice[u] = 0; choice[u] < alternatives; ++choice[u]) choose(u + 1);
-  };
-  choose(0);
-  return best;
-}
 
 // Random alternatives on some ops: 1-3 each, times 1-50 us, workspaces
 // 0-120 bytes (the faster ones tend to need more).
@@ -102,7 +43,7 @@ Graph WithRandomAlternatives(GraphSpec spec, std::mt19937& rng) {
 // brute force agrees.
 TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
   std::mt19937 rng(19);
-  int feasible = 0, infeasible = 0, below_start = 0;
+  int feasible = 0, infeasible = 0, below_start = 0, downgrades = 0;
   for (int trial = 0; trial < 1000; ++trial) {
     const Graph graph = WithRandomAlternatives(testing::RandomDag(3 + trial % 5, rng), rng);
     MemoryModel model;
@@ -113,13 +54,13 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
     const Graph least = graph.WithWorkspaces(LeastWorkspaces(graph));
     const BufferModel least_buffers(least, model);
     int64_t floor = std::numeric_limits<int64_t>::max();
-    ForEachOrder(least, [&](const std::vector<OpId>& order) {
+    testing::ForEachTopologicalOrder(least, [&](const std::vector<OpId>& order) {
       floor = std::min(floor, Simulate(least_buffers, order)->peak_bytes);
     });
     const int64_t budget = floor - 5 + static_cast<int64_t>(rng() % 140);
     const std::vector<OpId> start = FileOrder(graph);
     const TimeSearchResult result = MinimizeTime(buffers, start, budget, SearchOptions());
-    const double expected = BruteForceTime(graph, model, budget);
+    const double expected = testing::BruteForceLeastTime(graph, model.alias_views, model.in_place, budget);
     ASSERT_TRUE(result.proven) << "trial " << trial;
     if (expected == kNone) {
       EXPECT_FALSE(result.feasible) << "trial " << trial;
@@ -142,6 +83,15 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
     EXPECT_NEAR(time, result.selection.time_us, 1e-9) << "trial " << trial;
     const Graph chosen = graph.WithWorkspaces(result.selection.workspace_bytes);
     EXPECT_LE(Simulate(BufferModel(chosen, model), result.selection.order)->peak_bytes, budget) << "trial " << trial;
+    // The primitives' side's plan, when it finds one, fits and is no
+    // faster than the optimum.
+    if (std::optional<PrimitiveSelection> downgraded = DowngradeUntilFits(buffers, budget, SearchOptions())) {
+      ASSERT_TRUE(IsTopologicalOrder(graph, downgraded->order));
+      const Graph aimed = graph.WithWorkspaces(downgraded->workspace_bytes);
+      EXPECT_LE(Simulate(BufferModel(aimed, model), downgraded->order)->peak_bytes, budget) << "trial " << trial;
+      EXPECT_GE(downgraded->time_us, expected - 1e-9) << "trial " << trial;
+      ++downgrades;
+    }
     std::optional<PrimitiveSelection> from_start = SelectForOrder(buffers, start, budget);
     if (!from_start.has_value() || from_start->time_us > expected + 1e-9) ++below_start;
   }
@@ -149,6 +99,7 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
   EXPECT_GT(infeasible, 20);
   EXPECT_GT(feasible, 500);
   EXPECT_GT(below_start, 100);
+  EXPECT_GT(downgrades, 500);
 }
 
 // By hand: two branches from one input, each with a fast primitive that

@@ -1,9 +1,14 @@
 #include "tests/testing/orders.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <sstream>
+
+#include "tests/testing/plan_verifier.h"
 
 namespace serenity::testing {
 namespace {
@@ -38,6 +43,35 @@ void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const 
   std::vector<OpId> prefix;
   std::vector<int> indegree = Indegrees(graph);
   Extend(graph, prefix, indegree, visit);
+}
+
+double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, int64_t budget) {
+  const int n = graph.num_ops();
+  std::vector<int> choice(n, 0);
+  double best = std::numeric_limits<double>::infinity();
+  std::function<void(int)> choose = [&](int u) {
+    if (u == n) {
+      std::vector<int64_t> workspace(n);
+      double time = 0;
+      for (OpId v = 0; v < n; ++v) {
+        const Op& op = graph.op(v);
+        workspace[v] = op.alternatives.empty() ? op.workspace_bytes : op.alternatives[choice[v]].workspace_bytes;
+        time += op.alternatives.empty() ? 0 : op.alternatives[choice[v]].time_us;
+      }
+      if (time >= best) return;
+      const Graph chosen = graph.WithWorkspaces(workspace);
+      bool fits = false;
+      ForEachTopologicalOrder(chosen, [&](const std::vector<OpId>& order) {
+        fits = fits || NaivePeak(chosen, order, alias_views, /*count_weights=*/false, in_place) <= budget;
+      });
+      if (fits) best = time;
+      return;
+    }
+    const int alternatives = std::max<int>(1, static_cast<int>(graph.op(u).alternatives.size()));
+    for (choice[u] = 0; choice[u] < alternatives; ++choice[u]) choose(u + 1);
+  };
+  choose(0);
+  return best;
 }
 
 std::vector<OpId> RandomTopologicalOrder(const Graph& graph, std::mt19937& rng) {

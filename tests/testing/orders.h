@@ -16,6 +16,13 @@ namespace serenity::testing {
 // graphs small).
 void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const std::vector<OpId>&)>& visit);
 
+// The least total time over every topological order and every choice of
+// one alternative per op (graph.h's Primitive; an op without alternatives
+// runs with its workspace in no time) whose peak, by the independent
+// verifier's NaivePeak with the chosen workspaces, is at most `budget`;
+// infinity when none is. n! x (choices) simulations: keep graphs tiny.
+double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, int64_t budget);
+
 // A uniformly chosen ready op at every step.
 std::vector<OpId> RandomTopologicalOrder(const Graph& graph, std::mt19937& rng);
 

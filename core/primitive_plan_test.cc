@@ -1,0 +1,200 @@
+#include "core/primitive_plan.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/plan_proto.h"
+#include "core/plan_request.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/plan_verifier.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A request for `spec` with objective time and `budget`.
+v1::PlanRequest TimeRequest(const GraphSpec& spec, int64_t budget) {
+  v1::PlanRequest request;
+  *request.mutable_graph() = GraphSpecToProto(spec);
+  request.mutable_options()->set_objective("time");
+  request.mutable_options()->set_memory_budget_bytes(budget);
+  request.mutable_options()->set_alignment(1);
+  return request;
+}
+
+// Checks a time plan against `graph` from the reply alone: every op with
+// alternatives named once in plan.time.primitives with one of its own
+// alternatives, the time their sum, and the plan (order, peak, arena) valid
+// for the graph with those workspaces (the independent verifier). Returns
+// that graph.
+Graph CheckTimePlan(const Graph& graph, const v1::Plan& plan) {
+  EXPECT_TRUE(plan.has_time());
+  std::vector<int64_t> workspace(graph.num_ops());
+  for (OpId u = 0; u < graph.num_ops(); ++u) workspace[u] = graph.op(u).workspace_bytes;
+  absl::flat_hash_map<std::string, int> named;
+  double time = 0;
+  for (const v1::ChosenPrimitive& c : plan.time().primitives()) {
+    std::optional<OpId> u = graph.FindOp(c.op());
+    EXPECT_TRUE(u.has_value()) << c.op();
+    if (!u.has_value()) continue;
+    EXPECT_EQ(++named[c.op()], 1) << c.op();
+    bool found = false;
+    for (const Primitive& p : graph.op(*u).alternatives) {
+      if (p.name != c.name()) continue;
+      found = true;
+      EXPECT_EQ(p.time_us, c.time_us());
+      EXPECT_EQ(p.workspace_bytes, c.workspace_bytes());
+    }
+    EXPECT_TRUE(found) << c.op() << " has no alternative " << c.name();
+    workspace[*u] = c.workspace_bytes();
+    time += c.time_us();
+  }
+  for (const Op& op : graph.ops()) EXPECT_EQ(named.contains(op.name), !op.alternatives.empty()) << op.name;
+  EXPECT_NEAR(plan.time().time_us(), time, 1e-9);
+  EXPECT_LE(plan.time().lower_bound_us(), plan.time().time_us() + 1e-9);
+  Graph chosen = graph.WithWorkspaces(workspace);
+  absl::Status verified = testing::VerifyPlan(chosen, plan);
+  EXPECT_TRUE(verified.ok()) << verified;
+  return chosen;
+}
+
+// Random small graphs through the request path: every plan verified, the
+// optimal ones at the brute-force least time within the budget, and the
+// budgets nothing fits answered feasible false with the least-workspace
+// plan.
+TEST(PrimitivePlanTest, RequestsMatchBruteForce) {
+  std::mt19937 rng(7);
+  int optimal = 0, infeasible = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
+    for (OpSpec& op : spec.ops) {
+      if (rng() % 3 == 0) continue;
+      for (int a = 0; a < 1 + static_cast<int>(rng() % 3); ++a) {
+        op.alternatives.push_back(
+            {"k" + std::to_string(a), 1.0 + rng() % 40, static_cast<int64_t>(rng() % 100), "", 0});
+      }
+    }
+    const Graph graph = *Graph::Build(spec);
+    const int64_t budget = 100 + static_cast<int64_t>(rng() % 400);
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(TimeRequest(spec, budget));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    CheckTimePlan(graph, *plan);
+    const double least = testing::BruteForceLeastTime(graph, false, false, budget);
+    if (std::isinf(least)) {
+      EXPECT_FALSE(plan->feasible()) << "trial " << trial;
+      EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE);
+      ++infeasible;
+      continue;
+    }
+    EXPECT_TRUE(plan->feasible()) << "trial " << trial;
+    EXPECT_LE(plan->peak_bytes(), budget);
+    ASSERT_EQ(plan->time().certificate(), v1::CERTIFICATE_OPTIMAL) << "trial " << trial;
+    EXPECT_NEAR(plan->time().time_us(), least, 1e-9) << "trial " << trial;
+    ++optimal;
+  }
+  EXPECT_GT(optimal, 80);
+  EXPECT_GT(infeasible, 30);
+}
+
+// Two branches with a fast primitive each that fits only when the first
+// branch is consumed before the second runs (time_search_test has the
+// arithmetic).
+GraphSpec TwoBranches() {
+  testing::TestGraph t;
+  t.Input("x", 100)
+      .Op("a", "Conv", {"x"}, {{"ya", 50}})
+      .Op("b", "Conv", {"x"}, {{"yb", 50}})
+      .Op("c", "Relu", {"ya"}, {{"za", 10}})
+      .Op("d", "Add", {"za", "yb"}, {{"out", 10}})
+      .Output("out");
+  GraphSpec spec = t.spec();
+  for (OpSpec& op : spec.ops) {
+    if (op.name == "a" || op.name == "b") op.alternatives = {{"winograd", 10, 60, "", 0}, {"direct", 30, 0, "", 0}};
+  }
+  return spec;
+}
+
+TEST(PrimitivePlanTest, ReportsTheChoiceAndItsBaselines) {
+  const GraphSpec spec = TwoBranches();
+  absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(TimeRequest(spec, 230));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  CheckTimePlan(*Graph::Build(spec), *plan);
+  EXPECT_EQ(plan->stats().algorithm(), "time");
+  EXPECT_EQ(plan->time().time_us(), 20);
+  EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_OPTIMAL);
+  EXPECT_EQ(plan->time().fastest_everywhere_us(), 20);
+  EXPECT_EQ(plan->time().least_workspace_everywhere_us(), 60);
+  EXPECT_THAT(plan->order_names(), ::testing::ElementsAre("a", "c", "b", "d"));
+  // A given order gets the fastest primitives that fit it, no search.
+  v1::PlanRequest given = TimeRequest(spec, 230);
+  for (const char* name : {"a", "b", "c", "d"}) given.mutable_given_order()->add_names(name);
+  plan = ExecutePlanRequest(given);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  CheckTimePlan(*Graph::Build(spec), *plan);
+  EXPECT_EQ(plan->time().time_us(), 40);
+  EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE);
+  EXPECT_THAT(plan->order_names(), ::testing::ElementsAre("a", "b", "c", "d"));
+  // Below the least peak: feasible false, the least-workspace plan.
+  plan = ExecutePlanRequest(TimeRequest(spec, 159));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->feasible());
+  EXPECT_EQ(plan->peak_bytes(), 160);
+  EXPECT_EQ(plan->time().time_us(), 60);
+}
+
+// options.primitives replace the graph's alternatives for the ops named.
+TEST(PrimitivePlanTest, RequestPrimitivesReplaceTheGraphs) {
+  v1::PlanRequest request = TimeRequest(TwoBranches(), 230);
+  v1::OpPrimitives* b = request.mutable_options()->add_primitives();
+  b->set_op("b");
+  v1::Primitive* only = b->add_alternatives();
+  only->set_name("fft");
+  only->set_time_us(5);
+  only->set_workspace_bytes(0);
+  absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->time().time_us(), 15);  // a winograd, b fft
+  bool fft = false;
+  for (const v1::ChosenPrimitive& c : plan->time().primitives()) fft = fft || (c.op() == "b" && c.name() == "fft");
+  EXPECT_TRUE(fft);
+}
+
+TEST(PrimitivePlanTest, RefusesWhatItCannotDo) {
+  const auto refused = [](v1::PlanRequest request) {
+    return std::string(ExecutePlanRequest(request).status().message());
+  };
+  v1::PlanRequest no_budget = TimeRequest(TwoBranches(), 0);
+  EXPECT_THAT(refused(no_budget), HasSubstr("objective time needs a memory budget"));
+  v1::PlanRequest algorithm = TimeRequest(TwoBranches(), 230);
+  algorithm.mutable_options()->set_algorithm("dp");
+  EXPECT_THAT(refused(algorithm), HasSubstr("algorithm 'dp' does not apply"));
+  v1::PlanRequest unknown = TimeRequest(TwoBranches(), 230);
+  unknown.mutable_options()->add_primitives()->set_op("nope");
+  EXPECT_THAT(refused(unknown), HasSubstr("primitives name op 'nope', which the graph has not"));
+  v1::PlanRequest twice = TimeRequest(TwoBranches(), 230);
+  twice.mutable_options()->add_primitives()->set_op("a");
+  twice.mutable_options()->add_primitives()->set_op("a");
+  EXPECT_THAT(refused(twice), HasSubstr("primitives name op 'a' twice"));
+  v1::PlanRequest without_objective = TimeRequest(TwoBranches(), 230);
+  without_objective.mutable_options()->set_objective("min_peak");
+  without_objective.mutable_options()->add_primitives()->set_op("a");
+  EXPECT_THAT(refused(without_objective), HasSubstr("read only with objective time"));
+  v1::PlanRequest bad = TimeRequest(TwoBranches(), 230);
+  v1::OpPrimitives* c = bad.mutable_options()->add_primitives();
+  c->set_op("c");
+  v1::Primitive* p = c->add_alternatives();
+  p->set_name("k");
+  p->set_time_us(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THAT(refused(bad), HasSubstr("op 'c' alternative 'k' has time_us nan"));
+}
+
+}  // namespace
+}  // namespace serenity
