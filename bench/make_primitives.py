@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Writes a primitives file (docs/primitives.md) for the convolutions of an
+ONNX model from a simple cost model: the benchmark's assumption, not a
+measurement of any device.
+
+For each Conv (shapes by onnx shape inference; weights may be stripped),
+with MACs = N * M * Ho * Wo * (C / group) * kh * kw:
+  direct      MACs / 2,000 us (2 GMAC/s), no workspace;
+  im2col      MACs / 8,000 us (GEMM at 8 GMAC/s), workspace the patch
+              matrix of one group, N * (C / group) * kh * kw * Ho * Wo
+              floats; not for 1x1 stride-1 kernels (no patch matrix needed);
+  winograd23  F(2,3): 3x3, stride 1, dilation 1, group 1 only; 2.25x fewer
+              multiplications than im2col, workspace the transformed input
+              and output tiles, 16 * (C + M) * tiles floats with
+              tiles = N * ceil(Ho / 2) * ceil(Wo / 2);
+  winograd43  F(4,3): the same kernels, 4x fewer, 36 * (C + M) * tiles
+              floats with tiles = N * ceil(Ho / 4) * ceil(Wo / 4).
+Depthwise and other grouped convolutions get direct and im2col only; a
+1x1 stride-1 kernel, direct alone (listed, so that its time counts).
+
+Usage: bench/make_primitives.py MODEL.onnx [--only fastest|least] > primitives.json
+  --only fastest: each op's fastest alternative alone (the "fastest
+  everywhere" baseline); --only least: the least-workspace one alone.
+Debian's /usr/bin/python3 with python3-onnx.
+"""
+
+import argparse
+import json
+import math
+import sys
+
+import onnx
+from onnx import shape_inference
+
+
+def dims(value_info):
+    shape = value_info.type.tensor_type.shape
+    return [d.dim_value if d.HasField("dim_value") else 1 for d in shape.dim]
+
+
+def alternatives(node, shapes):
+    x, w, y = shapes.get(node.input[0]), shapes.get(node.input[1]), shapes.get(node.output[0])
+    if not x or not w or not y or len(x) != 4 or len(w) != 4 or len(y) != 4:
+        return []
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    group = attrs.get("group", 1)
+    strides = list(attrs.get("strides", [1, 1]))
+    dilations = list(attrs.get("dilations", [1, 1]))
+    n, c, _, _ = x
+    m, cg, kh, kw = w
+    _, _, ho, wo = y
+    macs = n * m * ho * wo * cg * kh * kw
+    out = [{"name": "direct", "time_us": macs / 2000.0, "workspace_bytes": 0}]
+    if not (kh == 1 and kw == 1 and strides == [1, 1]):
+        out.append({"name": "im2col", "time_us": macs / 8000.0, "workspace_bytes": 4 * n * cg * kh * kw * ho * wo})
+    if (kh, kw) == (3, 3) and strides == [1, 1] and dilations == [1, 1] and group == 1:
+        tiles2 = n * math.ceil(ho / 2) * math.ceil(wo / 2)
+        tiles4 = n * math.ceil(ho / 4) * math.ceil(wo / 4)
+        out.append({"name": "winograd23", "time_us": macs / (8000.0 * 2.25),
+                    "workspace_bytes": 4 * 16 * (c + m) * tiles2})
+        out.append({"name": "winograd43", "time_us": macs / (8000.0 * 4),
+                    "workspace_bytes": 4 * 36 * (c + m) * tiles4})
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("--only", choices=["fastest", "least"])
+    args = parser.parse_args()
+    model = shape_inference.infer_shapes(onnx.load(args.model, load_external_data=False))
+    shapes = {}
+    for v in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        shapes[v.name] = dims(v)
+    for init in model.graph.initializer:
+        shapes[init.name] = list(init.dims)
+    ops = []
+    for i, node in enumerate(model.graph.node):
+        if node.op_type != "Conv":
+            continue
+        alts = alternatives(node, shapes)
+        if not alts:
+            continue
+        if args.only == "fastest":
+            alts = [min(alts, key=lambda a: (a["time_us"], a["workspace_bytes"]))]
+        elif args.only == "least":
+            alts = [min(alts, key=lambda a: (a["workspace_bytes"], a["time_us"]))]
+        if not node.name:  # the file names ops; an unnamed node is left as it is
+            print(f"node {i} ({node.op_type}) has no name: no alternatives", file=sys.stderr)
+            continue
+        ops.append({"op": node.name, "alternatives": alts})
+    json.dump({"ops": ops}, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
