@@ -25,7 +25,7 @@ SECONDS_PER_TARGET=${1:-30}
 BUILD_DIR=${SERENITY_FUZZ_BUILD_DIR:-build-fuzz}
 SHARED_DIR=${SERENITY_SHARED_DIR:-$ROOT/../shared}
 SEED_MAX=${SERENITY_FUZZ_SEED_MAX:-65536}
-TARGETS=${SERENITY_FUZZ_TARGETS:-"fuzz_onnx_import fuzz_onnx_ops fuzz_graph_import fuzz_graph_structure fuzz_arena_csv fuzz_memories"}
+TARGETS=${SERENITY_FUZZ_TARGETS:-"fuzz_onnx_import fuzz_onnx_ops fuzz_graph_import fuzz_graph_structure fuzz_arena_csv fuzz_memories fuzz_time_search"}
 
 if ! [[ $SECONDS_PER_TARGET =~ ^[0-9]+$ ]] || [ "$SECONDS_PER_TARGET" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
@@ -50,7 +50,7 @@ ARTIFACTS=$BUILD_DIR/artifacts
 LOGS=$BUILD_DIR/fuzz-logs
 SEEDS=$BUILD_DIR/seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{fuzz_onnx_import,fuzz_onnx_ops,fuzz_graph_import,fuzz_graph_structure,fuzz_arena_csv,fuzz_memories} "$LOGS"
+mkdir -p "$SEEDS"/{fuzz_onnx_import,fuzz_onnx_ops,fuzz_graph_import,fuzz_graph_structure,fuzz_arena_csv,fuzz_memories,fuzz_time_search} "$LOGS"
 
 small_models=()
 if [ -d "$SHARED_DIR/bench/models" ]; then
@@ -74,6 +74,13 @@ printf '\x02\x11\xc0\x20\x00\x02\x90\x00\x01\x3a\x60\xa5\x5a\xff\x0f\x33\xcc\x81
 printf '\x03\x03\x00\x00\x08\x01\xa0\x00\x02\x27\x1d\x02\x01' >"$gs/layered_40x30"
 # mix: chain of 2000 with a fan-out of 501 in the middle and a skip, fit
 printf '\x04\x66\x80\x00\x20\x00\xc0\x00\x05\x07\xd0\x01\xf4\x80\x01' >"$gs/mix_2000_501"
+
+# fuzz_time_search: ops, switches, budget (2 bytes, x 4), then 5 bytes per
+# op (fuzz/fuzz_time_search.cc). Two branches with two alternatives each,
+# and a chain of 13 with in-place and three alternatives per op.
+ts=$SEEDS/fuzz_time_search
+printf '\x03\x00\x00\x60\x00\x00\x50\x02\x11\x00\x00\x50\x02\x22\x01\x02\x0a\x04\x00' >"$ts/two_branches"
+printf '\x0b\x02\x01\x00\x00\x00\x40\x03\x01\x01\x00\x20\x03\x02\x02\x00\x60\x03\x03\x03\x01\x10\x03\x04\x04\x00\x50\x03\x05\x05\x03\x30\x03\x06\x06\x00\x70\x03\x07\x07\x05\x40\x03\x08\x08\x00\x20\x03\x09\x09\x07\x60\x03\x0a\x0a\x00\x10\x03\x0b\x0b\x00\x40\x03\x0c' >"$ts/chain_13"
 
 if [ -d "$SHARED_DIR/bench/arena" ]; then
   find "$SHARED_DIR/bench/arena" -name '*.csv' -exec cp {} "$SEEDS/fuzz_arena_csv/" \;

@@ -143,6 +143,14 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
   // Local indices: bit i of a set is ops[i].
   absl::flat_hash_map<OpId, int> local;
   for (int i = 0; i < m; ++i) local.emplace(ops[i], i);
+  // Each op's predecessors within the segment (the others ran before it).
+  std::vector<std::vector<int>> inside(m);
+  for (int i = 0; i < m; ++i) {
+    for (OpId p : graph.op(ops[i]).predecessors) {
+      auto it = local.find(p);
+      if (it != local.end()) inside[i].push_back(it->second);
+    }
+  }
   const size_t words = (static_cast<size_t>(m) + 63) / 64;
 
   // A*: nodes in the order made; open ones by (time + estimate, deeper
@@ -193,6 +201,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     // The ready ops, each with its fastest alternative that fits now.
     struct Move {
       OpId op;
+      int local;  // its bit
       int choice;
       double time;
     };
@@ -202,17 +211,14 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
       const OpId u = ops[i];
       if (Has(set, i)) continue;
       bool ready = true;
-      for (OpId p : graph.op(u).predecessors) {
-        auto it = local.find(p);
-        ready = ready && (it == local.end() || Has(set, it->second));  // outside: an earlier segment's
-      }
+      for (int p : inside[i]) ready = ready && Has(set, p);
       if (!ready) continue;
       const Op& op = graph.op(u);
       const int64_t without = tracker.StepBytes(u) - op.workspace_bytes;
       double time = 0;
       const int choice = FastestThatFits(op, budget - without, &time);
       if (time == kInfinity) continue;
-      moves.push_back({u, choice, time});
+      moves.push_back({u, i, choice, time});
       // Its time here is the least it can have anywhere (estimate[u] is a
       // bound), and running it raises nothing: it runs at once.
       if (forced < 0 && time == estimate[u] && tracker.BytesAfter(u) <= tracker.live_bytes()) {
@@ -225,7 +231,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     }
     for (const Move& move : moves) {
       OpSet next = set;
-      Add(&next, local.at(move.op));
+      Add(&next, move.local);
       const double time = node.time + move.time;
       const double rest = node.rest - estimate[move.op];
       if (time + rest >= best) continue;
