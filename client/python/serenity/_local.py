@@ -13,12 +13,14 @@ import tempfile
 from collections.abc import Mapping
 
 import grpc
+from google.protobuf import json_format
 
 from ._errors import SerenityError, read_error, status_code
 from ._model import model_label, model_request
 from ._options import plan_options
 from ._records import Record, to_records
 from ._sizes import positive_budget
+from .v1 import scheduler_pb2
 
 
 def _find_binary(binary):
@@ -93,6 +95,12 @@ class Local:
             args += ["--memory", f"{m.name}:{m.capacity_bytes}" + (f":{m.alignment}" if m.alignment else "")]
         for p in o.pins:
             args += ["--pin", f"{p.tensor}={p.memory}" + (f"@{p.offset}" if p.HasField("offset") else "")]
+        if o.primitives:
+            path = os.path.join(directory, "primitives.json")
+            primitive_set = scheduler_pb2.PrimitiveSet(ops=list(o.primitives))
+            with open(path, "w") as f:
+                f.write(json_format.MessageToJson(primitive_set, preserving_proto_field_name=True))
+            args += ["--primitives", path]
         if given.indices or given.names:
             path = os.path.join(directory, "order.json")
             with open(path, "w") as f:

@@ -14,7 +14,8 @@ _MEMORY_MODEL = ("alias_views", "count_weights", "in_place", "concat_in_place")
 _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "workspace_bytes",
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
-                       "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins"])
+                       "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins",
+                       "primitives"])
 
 
 def plan_options(budget=None, **options):
@@ -30,8 +31,12 @@ def plan_options(budget=None, **options):
     Add). memories: the device's memories, fastest first, each
     (name, capacity) or (name, capacity, alignment), sizes as ints or
     strings; every buffer is then placed in one (the plan's `memories`).
-    pins: {tensor: memory} or {tensor: (memory, offset)}. TypeError for an
-    unknown option, ValueError for a bad value."""
+    pins: {tensor: memory} or {tensor: (memory, offset)}.
+    primitives: {op name: [(name, time_us, workspace_bytes), ...]} (or
+    dicts with those keys), the ways to run each op named; read with
+    objective="time" and a budget, which choose one per op and the order
+    for the least total time (the plan's `time`; docs/primitives.md).
+    TypeError for an unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
     if budget is not None:
@@ -108,6 +113,27 @@ def plan_options(budget=None, **options):
                 pin = out.pins.add(tensor=str(tensor), memory=str(memory))
                 if offset is not None:
                     pin.offset = parse_size(offset, "offset")
+        elif name == "primitives":
+            # Primitive selection (issue 19; docs/primitives.md).
+            if not isinstance(value, dict):
+                raise ValueError("primitives is {op name: [(name, time_us, workspace_bytes), ...]}")
+            for op, alternatives in value.items():
+                entry = out.primitives.add(op=str(op))
+                for alternative in alternatives:
+                    if isinstance(alternative, dict):
+                        if set(alternative) - {"name", "time_us", "workspace_bytes"}:
+                            raise ValueError(f"an alternative has name, time_us and workspace_bytes, not {alternative!r}")
+                        alt_name = alternative.get("name", "")
+                        time_us = alternative.get("time_us", 0)
+                        workspace = alternative.get("workspace_bytes", 0)
+                    elif isinstance(alternative, (tuple, list)) and len(alternative) == 3:
+                        alt_name, time_us, workspace = alternative
+                    else:
+                        raise ValueError(f"an alternative is (name, time_us, workspace_bytes), not {alternative!r}")
+                    if isinstance(time_us, bool) or not isinstance(time_us, (int, float)):
+                        raise ValueError(f"time_us of {op!r}'s alternative {alt_name!r} must be a number")
+                    entry.alternatives.add(name=str(alt_name), time_us=float(time_us),
+                                           workspace_bytes=parse_size(workspace, "workspace_bytes"))
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):

@@ -117,3 +117,24 @@ def test_memories_and_pins_here_and_there(local, client):
     assert "pinned to memory 'dram', which is not given" in raised.value.message
     with pytest.raises(ValueError):
         local.plan(g, memories=[("s:ram", "1MiB")])
+
+
+def test_objective_time_here_and_there(local, client):
+    # Each expand has a fast kernel that needs room: only some orders leave it.
+    g = diamond_graph(branches=3)
+    peak = local.peak_bytes(g)
+    kernels = [("fast", 10, 3000), ("slow", 30, 0)]
+    options = dict(objective="time", primitives={f"expand{b}": kernels for b in range(3)})
+    for budget in (peak + 3000 * 4, peak):
+        here, there = local.plan(g, budget, **options), client.plan(g, budget, **options)
+        assert here.time == there.time
+        assert here.time.certificate == "optimal"
+        assert {p.op for p in here.time.primitives} == {"expand0", "expand1", "expand2"}
+        assert here.time.time_us == sum(p.time_us for p in here.time.primitives)
+        assert here.peak_bytes <= budget
+    assert here.time.time_us == 90  # at the least peak no workspace fits: all slow
+    with pytest.raises(serenity.SerenityError) as raised:
+        client.plan(g, primitives={"expand0": kernels})
+    assert "read only with objective time" in raised.value.message
+    with pytest.raises(ValueError):
+        local.plan(g, peak, objective="time", primitives={"expand0": [("fast", "soon", 0)]})
