@@ -45,10 +45,10 @@ void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const 
   Extend(graph, prefix, indegree, visit);
 }
 
-double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, int64_t budget) {
+std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& graph, bool alias_views, bool in_place) {
   const int n = graph.num_ops();
   std::vector<int> choice(n, 0);
-  double best = std::numeric_limits<double>::infinity();
+  std::vector<std::pair<int64_t, double>> plans;  // (least peak, time) per choice
   std::function<void(int)> choose = [&](int u) {
     if (u == n) {
       std::vector<int64_t> workspace(n);
@@ -58,19 +58,31 @@ double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, 
         workspace[v] = op.alternatives.empty() ? op.workspace_bytes : op.alternatives[choice[v]].workspace_bytes;
         time += op.alternatives.empty() ? 0 : op.alternatives[choice[v]].time_us;
       }
-      if (time >= best) return;
       const Graph chosen = graph.WithWorkspaces(workspace);
-      bool fits = false;
+      int64_t least = std::numeric_limits<int64_t>::max();
       ForEachTopologicalOrder(chosen, [&](const std::vector<OpId>& order) {
-        fits = fits || NaivePeak(chosen, order, alias_views, /*count_weights=*/false, in_place) <= budget;
+        least = std::min(least, NaivePeak(chosen, order, alias_views, /*count_weights=*/false, in_place));
       });
-      if (fits) best = time;
+      plans.emplace_back(least, time);
       return;
     }
     const int alternatives = std::max<int>(1, static_cast<int>(graph.op(u).alternatives.size()));
     for (choice[u] = 0; choice[u] < alternatives; ++choice[u]) choose(u + 1);
   };
   choose(0);
+  std::sort(plans.begin(), plans.end());
+  std::vector<std::pair<int64_t, double>> frontier;
+  for (const auto& plan : plans) {
+    if (frontier.empty() || plan.second < frontier.back().second) frontier.push_back(plan);
+  }
+  return frontier;
+}
+
+double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, int64_t budget) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [peak, time] : BruteForceTimeFrontier(graph, alias_views, in_place)) {
+    if (peak <= budget) best = std::min(best, time);
+  }
   return best;
 }
 

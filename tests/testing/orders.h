@@ -6,6 +6,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph/graph.h"
@@ -16,11 +17,16 @@ namespace serenity::testing {
 // graphs small).
 void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const std::vector<OpId>&)>& visit);
 
-// The least total time over every topological order and every choice of
-// one alternative per op (graph.h's Primitive; an op without alternatives
-// runs with its workspace in no time) whose peak, by the independent
-// verifier's NaivePeak with the chosen workspaces, is at most `budget`;
-// infinity when none is. n! x (choices) simulations: keep graphs tiny.
+// The (peak, time) frontier over every topological order and every choice
+// of one alternative per op (graph.h's Primitive; an op without
+// alternatives runs with its workspace in no time), peaks by the
+// independent verifier's NaivePeak with the chosen workspaces: by
+// increasing peak, each point faster than every point before it. n! x
+// (choices) simulations: keep graphs tiny.
+std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& graph, bool alias_views, bool in_place);
+
+// The least total time of BruteForceTimeFrontier's plans whose peak is at
+// most `budget`; infinity when none is.
 double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, int64_t budget);
 
 // A uniformly chosen ready op at every step.

@@ -1,0 +1,84 @@
+#include "core/schedule/time_frontier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "core/memory/simulator.h"
+#include "core/util/deadline.h"
+
+namespace serenity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The peak of `selection`'s order with its workspaces.
+int64_t PeakOf(const BufferModel& buffers, const PrimitiveSelection& selection) {
+  const Graph chosen = buffers.graph().WithWorkspaces(selection.workspace_bytes);
+  absl::StatusOr<MemoryProfile> profile = Simulate(BufferModel(chosen, buffers.model()), selection.order);
+  return profile.ok() ? profile->peak_bytes : std::numeric_limits<int64_t>::max();
+}
+
+}  // namespace
+
+TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpId>& start_order,
+                               const SearchOptions& limits, double max_time_us) {
+  const Clock::time_point deadline =
+      limits.time_limit_seconds > 0 ? TimeAfter(Clock::now(), limits.time_limit_seconds) : Clock::time_point::max();
+  TimeFrontier frontier;
+  bool all_proven = true;
+  // Above every peak: the fastest plans.
+  int64_t budget = std::numeric_limits<int64_t>::max() / 4;
+  while (true) {
+    SearchOptions step = limits;
+    if (deadline != Clock::time_point::max()) {
+      const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+      if (left <= 0) break;
+      step.time_limit_seconds = left;
+    }
+    if (Cancelled(limits)) break;
+    TimeSearchResult result = MinimizeTime(buffers, start_order, budget, step);
+    frontier.states += result.states;
+    if (!result.feasible) {
+      // Nothing fits this budget: the sweep is done (when proven).
+      frontier.proven = all_proven && result.proven;
+      break;
+    }
+    all_proven = all_proven && result.proven;
+    if (result.selection.time_us > max_time_us) {
+      frontier.proven = all_proven;
+      break;
+    }
+    FrontierPoint point;
+    point.peak_bytes = PeakOf(buffers, result.selection);
+    point.selection = std::move(result.selection);
+    budget = point.peak_bytes - 1;
+    // The same time as the last point, at a smaller peak: it replaces it.
+    if (!frontier.points.empty() && frontier.points.back().selection.time_us >= point.selection.time_us) {
+      frontier.points.pop_back();
+    }
+    frontier.points.push_back(std::move(point));
+    if (budget < 0) {
+      frontier.proven = all_proven;
+      break;
+    }
+  }
+  // (Stopped on a limit: proven stays false.) Found by decreasing peak.
+  std::reverse(frontier.points.begin(), frontier.points.end());
+  return frontier;
+}
+
+std::vector<FrontierPoint> ThinFrontier(std::vector<FrontierPoint> points, int max_points) {
+  if (max_points < 2 || static_cast<int>(points.size()) <= max_points) {
+    if (max_points == 1 && !points.empty()) points.erase(points.begin() + 1, points.end());
+    return points;
+  }
+  std::vector<FrontierPoint> out;
+  const double stride = static_cast<double>(points.size() - 1) / (max_points - 1);
+  for (int k = 0; k < max_points; ++k) {
+    out.push_back(std::move(points[static_cast<size_t>(k * stride + 0.5)]));
+  }
+  return out;
+}
+
+}  // namespace serenity

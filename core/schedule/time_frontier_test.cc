@@ -1,0 +1,71 @@
+#include "core/schedule/time_frontier.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/schedule/baselines.h"
+#include "gtest/gtest.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+// The sweep gives exactly the brute-force frontier (every order and every
+// choice of every small graph), each point's peak its plan's, and with a
+// time cap the points within it, the first the least peak within it.
+TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
+  std::mt19937 rng(23);
+  int several = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
+    for (OpSpec& op : spec.ops) {
+      if (rng() % 3 == 0) continue;
+      for (int a = 0; a < 1 + static_cast<int>(rng() % 3); ++a) {
+        op.alternatives.push_back(
+            {"k" + std::to_string(a), 1.0 + rng() % 40, static_cast<int64_t>(rng() % 100), "", 0});
+      }
+    }
+    const Graph graph = *Graph::Build(spec);
+    MemoryModel model;
+    model.in_place = trial % 3 == 1;
+    const BufferModel buffers(graph, model);
+    const std::vector<std::pair<int64_t, double>> expected =
+        testing::BruteForceTimeFrontier(graph, false, model.in_place);
+    const TimeFrontier frontier = SweepTimeFrontier(buffers, FileOrder(graph), SearchOptions());
+    ASSERT_TRUE(frontier.proven) << "trial " << trial;
+    ASSERT_EQ(frontier.points.size(), expected.size()) << "trial " << trial;
+    for (size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_EQ(frontier.points[k].peak_bytes, expected[k].first) << "trial " << trial << " point " << k;
+      EXPECT_NEAR(frontier.points[k].selection.time_us, expected[k].second, 1e-9) << "trial " << trial;
+      EXPECT_TRUE(IsTopologicalOrder(graph, frontier.points[k].selection.order));
+    }
+    several += expected.size() >= 2;
+    // A cap between the two fastest points' times keeps the fastest only.
+    if (expected.size() >= 2) {
+      const double cap = (expected[expected.size() - 1].second + expected[expected.size() - 2].second) / 2;
+      const TimeFrontier capped = SweepTimeFrontier(buffers, FileOrder(graph), SearchOptions(), cap);
+      ASSERT_EQ(capped.points.size(), 1u) << "trial " << trial;
+      EXPECT_EQ(capped.points.front().peak_bytes, expected.back().first);
+    }
+  }
+  EXPECT_GT(several, 50);
+}
+
+TEST(TimeFrontierTest, ThinningKeepsTheEndsAndSpacesTheRest) {
+  std::vector<FrontierPoint> points(10);
+  for (int k = 0; k < 10; ++k) points[k].peak_bytes = k;
+  const std::vector<FrontierPoint> thin = ThinFrontier(points, 4);
+  ASSERT_EQ(thin.size(), 4u);
+  EXPECT_EQ(thin[0].peak_bytes, 0);
+  EXPECT_EQ(thin[1].peak_bytes, 3);
+  EXPECT_EQ(thin[2].peak_bytes, 6);
+  EXPECT_EQ(thin[3].peak_bytes, 9);
+  EXPECT_EQ(ThinFrontier(points, 16).size(), 10u);
+}
+
+}  // namespace
+}  // namespace serenity
