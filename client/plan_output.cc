@@ -118,6 +118,17 @@ std::string PlanSummary(const v1::Plan& plan) {
     if (t.primitives_size() > kShown) {
       absl::StrAppend(&out, "             ... ", t.primitives_size() - kShown, " more (--json lists them all)\n");
     }
+    if (t.max_time_us() > 0) absl::StrAppend(&out, absl::StrFormat("             within %.3f us\n", t.max_time_us()));
+    if (t.pareto_size() > 0) {
+      absl::StrAppend(&out, "pareto       ", t.pareto_size(), " plans of the (peak, time) frontier",
+                      t.pareto_proven() ? " (proven)" : " (not proven: a limit stopped the sweep)",
+                      t.pareto_thinned() ? ", thinned" : "", "\n");
+      absl::StrAppend(&out, absl::StrFormat("  %14s %14s %14s\n", "peak bytes", "time us", "arena bytes"));
+      for (const v1::ParetoPoint& p : t.pareto()) {
+        absl::StrAppend(&out, absl::StrFormat("  %14s %14.3f %14s\n", WithCommas(p.peak_bytes()), p.time_us(),
+                                              WithCommas(p.arena().size_bytes())));
+      }
+    }
   }
   if (plan.memory_budget_bytes() > 0) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()),

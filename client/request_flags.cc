@@ -1,5 +1,8 @@
 #include "client/request_flags.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -63,7 +66,16 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
   flag_set.AddString("primitives", &flags->primitives_file, "FILE",
                      "JSON {\"ops\": [{\"op\": NAME, \"alternatives\": [{\"name\", \"time_us\",\n"
                      "\"workspace_bytes\"}, ...]}]}: ways to run each op named (replacing its\n"
-                     "workspace); read with --objective time only.");
+                     "workspace); read with --objective time, --pareto or --max-time-us only.");
+  flag_set.AddBool("pareto", &flags->pareto,
+                   "Also the (peak, time) frontier of primitive choices and orders (see --primitives):\n"
+                   "every undominated plan, each with its order, primitives and arena; without\n"
+                   "--objective time, the plan is the frontier's least peak.");
+  flag_set.AddInt("max-pareto-points", &flags->max_pareto_points, "N",
+                  "Most frontier points --pareto reports, thinned evenly (default 16).");
+  flag_set.AddDouble("max-time-us", &flags->max_time_us, "MICROSECONDS",
+                     "The least peak whose primitives take at most this in all (with --primitives;\n"
+                     "not --time-limit, which is the search's wall clock).");
 }
 
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
@@ -135,6 +147,10 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
       p->set_offset(*offset);
     }
   }
+  options.set_pareto(flags.pareto);
+  if (flags.max_pareto_points < 0) return absl::InvalidArgumentError("--max-pareto-points must be at least 1");
+  options.set_max_pareto_points(static_cast<int32_t>(std::min<int64_t>(flags.max_pareto_points, INT32_MAX)));
+  options.set_max_time_us(flags.max_time_us);
   if (!flags.primitives_file.empty()) RETURN_IF_ERROR(ReadPrimitivesFile(flags.primitives_file, options));
   if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
   return absl::OkStatus();

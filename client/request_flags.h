@@ -24,6 +24,9 @@ struct RequestFlags {
   std::vector<std::string> dims;
   std::string workspace_file;
   std::string primitives_file;
+  bool pareto = false;
+  int64_t max_pareto_points = 0;
+  double max_time_us = 0;
   double time_limit = 0;
   std::string algorithm = "auto";
   std::string objective = "min_peak";

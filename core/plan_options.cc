@@ -1,6 +1,7 @@
 #include "core/plan_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <utility>
 
@@ -79,6 +80,7 @@ absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
 const char* ObjectiveName(Objective objective) { return kObjectives[static_cast<size_t>(objective)].name; }
 
 absl::StatusOr<Objective> ParseObjective(absl::string_view name) {
+  if (name == "peak") return Objective::kMinPeak;  // as issue 19 writes it: --objective peak --max-time-us T
   std::vector<std::string> names;
   for (const ObjectiveInfo& info : kObjectives) {
     if (name == info.name) return info.objective;
@@ -137,23 +139,36 @@ absl::Status ValidateMemories(const PlanOptions& options) {
   return absl::OkStatus();
 }
 
-// Objective time (issue 19): what it needs and what it does not combine
-// with yet.
+// Objective time, pareto and max_time_us (issue 19): what they need and
+// what they do not combine with yet.
 absl::Status ValidateTimeObjective(const PlanOptions& options) {
-  if (!options.memories.empty()) {
-    return absl::InvalidArgumentError("objective time cannot be combined with memories yet");
+  if (options.max_pareto_points < 1) return absl::InvalidArgumentError("max_pareto_points must be at least 1");
+  if (!(options.max_time_us >= 0) || std::isinf(options.max_time_us)) {
+    return absl::InvalidArgumentError("max_time_us must be a finite number >= 0");
   }
-  if (options.memory_budget_bytes <= 0) {
+  if (!AsksForTime(options)) return absl::OkStatus();
+  if ((options.pareto || options.max_time_us > 0) && !options.given_order.empty()) {
+    return absl::InvalidArgumentError(
+        "pareto and max_time_us search orders: they cannot be combined with a given order");
+  }
+  if (options.max_time_us > 0 && options.objective != Objective::kMinPeak) {
+    return absl::InvalidArgumentError(absl::StrCat("max_time_us asks for the least peak within a time: objective '",
+                                                   ObjectiveName(options.objective), "' does not apply"));
+  }
+  if (!options.memories.empty()) {
+    return absl::InvalidArgumentError("primitive selection cannot be combined with memories yet");
+  }
+  if (options.objective == Objective::kTime && options.memory_budget_bytes <= 0) {
     return absl::InvalidArgumentError(
         "objective time needs a memory budget (--budget): the least time is that of the fastest primitive "
         "everywhere otherwise");
   }
-  if (options.rewrite) return absl::InvalidArgumentError("objective time cannot be combined with rewrite yet");
+  if (options.rewrite) return absl::InvalidArgumentError("primitive selection cannot be combined with rewrite yet");
   if (!options.levels.empty() || !options.switch_points.empty()) {
-    return absl::InvalidArgumentError("objective time cannot be combined with sparsity levels yet");
+    return absl::InvalidArgumentError("primitive selection cannot be combined with sparsity levels yet");
   }
   if (options.algorithm != Algorithm::kAuto) {
-    return absl::InvalidArgumentError(absl::StrCat("objective time runs its own search: algorithm '",
+    return absl::InvalidArgumentError(absl::StrCat("primitive selection runs its own search: algorithm '",
                                                    AlgorithmName(options.algorithm), "' does not apply"));
   }
   return absl::OkStatus();
@@ -166,7 +181,7 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
   if (options.objective == Objective::kFit && options.memory_budget_bytes <= 0) {
     return absl::InvalidArgumentError("objective fit needs a memory budget");
   }
-  if (options.objective == Objective::kTime) RETURN_IF_ERROR(ValidateTimeObjective(options));
+  RETURN_IF_ERROR(ValidateTimeObjective(options));
   if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
   if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");
   for (int64_t onchip : options.onchip_bytes) {
@@ -177,6 +192,10 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
     return absl::InvalidArgumentError("the per-step time limit must be positive");
   }
   return ValidateMemories(options);
+}
+
+bool AsksForTime(const PlanOptions& options) {
+  return options.objective == Objective::kTime || options.pareto || options.max_time_us > 0;
 }
 
 absl::Status GivenOrderWithRewriteError() {

@@ -82,7 +82,8 @@ enum class Objective { kMinPeak, kFit, kTime };
 // "min_peak", "fit" or "time".
 const char* ObjectiveName(Objective objective);
 
-// The objective named `name`; InvalidArgument listing the choices otherwise.
+// The objective named `name` ("peak" is "min_peak"); InvalidArgument listing
+// the choices otherwise.
 absl::StatusOr<Objective> ParseObjective(absl::string_view name);
 
 // How a rewritten Concat -> Conv (group 1) sums its partial Convs (issue 17):
@@ -175,7 +176,20 @@ struct PlanOptions {
   std::vector<MemorySpace> memories;
   // Needs memories; each tensor pinned at most once.
   std::vector<TensorPin> pins;
+  // --- Primitive selection (issue 19; core/primitive_plan.h). With
+  // objective kTime, pareto or max_time_us the plan chooses one of each op's
+  // alternatives.
+  // The (peak, time) frontier too (Plan.time.pareto), at most
+  // max_pareto_points of it (>= 1).
+  bool pareto = false;
+  int max_pareto_points = 16;
+  // > 0: the least peak whose time is at most this (objective kMinPeak).
+  double max_time_us = 0;
 };
+
+// True when `options` ask for time (objective kTime, pareto or
+// max_time_us): the ops' alternatives are read then only.
+bool AsksForTime(const PlanOptions& options);
 
 // OK when PlanGraph accepts `options` (alignment >= 1, non-negative budget,
 // a budget for objective fit, positive limits and on-chip sizes; memories

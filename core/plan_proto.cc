@@ -117,6 +117,11 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
     l.time_us = level.time_us();
   }
   out.switch_points.assign(options.switch_points().begin(), options.switch_points().end());
+  // Primitive selection (issue 19): checked by SanitizePlanOptions.
+  out.pareto = options.pareto();
+  if (options.max_pareto_points() < 0) return absl::InvalidArgumentError("max_pareto_points must not be negative");
+  if (options.max_pareto_points() > 0) out.max_pareto_points = options.max_pareto_points();
+  out.max_time_us = options.max_time_us();
   // Several memories (issue 18): checked by SanitizePlanOptions.
   for (const v1::Memory& memory : options.memories()) {
     if (memory.alignment() < 0) {
@@ -147,9 +152,10 @@ namespace {
 // Replaces the alternatives of the ops options.primitives names.
 absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
   if (options.primitives().empty()) return absl::OkStatus();
-  if (options.objective() != "time") {
+  if (options.objective() != "time" && !options.pareto() && !(options.max_time_us() > 0)) {
     return absl::InvalidArgumentError(
-        "primitives (--primitives) are read only with objective time (--objective time --budget BYTES)");
+        "primitives (--primitives) are read only with objective time (--objective time --budget BYTES), "
+        "--pareto or --max-time-us");
   }
   absl::flat_hash_map<std::string, size_t> index;
   for (size_t i = 0; i < spec->ops.size(); ++i) index.emplace(spec->ops[i].name, i);

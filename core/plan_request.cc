@@ -63,7 +63,7 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
     (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
     return out;
   }
-  if (prepared.options->objective == Objective::kTime) return PlanForTime(prepared.graph, prepared.options, executor);
+  if (AsksForTime(*prepared.options)) return PlanForTime(prepared.graph, prepared.options, executor);
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
   v1::Plan out = PlanToProto(prepared.graph, plan, prepared.options);
   AddSparsityReport(prepared.graph, prepared.options, &out);

@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/memory/buffer_model.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
+#include "core/schedule/time_frontier.h"
 #include "core/schedule/time_search.h"
 #include "core/util/status_macros.h"
 
@@ -41,6 +45,8 @@ absl::StatusOr<Plan> PlanChosenOrder(const Graph& chosen, const SanitizedOptions
                                      double seconds, Executor* executor) {
   PlanOptions given = *options;
   given.given_order = std::move(order);
+  given.pareto = false;  // (they search orders; this plan is of one)
+  given.max_time_us = 0;
   given.time_limit_seconds = std::max(seconds, 1e-3);
   ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(chosen, std::move(given)));
   return PlanGraph(chosen, sanitized, executor);
@@ -71,6 +77,33 @@ void FillTimeReport(const Graph& graph, const std::vector<OpId>& order, const st
   out->set_time_us(time);
   out->set_fastest_everywhere_us(fastest);
   out->set_least_workspace_everywhere_us(least);
+}
+
+// Plan.time.pareto: the frontier's points (thinned to
+// options.max_pareto_points), each planned with a share of the time left
+// for its arena.
+absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, const TimeFrontier& frontier,
+                         const std::function<double()>& seconds_left, Executor* executor, v1::TimeReport* time) {
+  std::vector<FrontierPoint> points = ThinFrontier(frontier.points, options->max_pareto_points);
+  time->set_pareto_thinned(points.size() < frontier.points.size());
+  time->set_pareto_proven(frontier.proven);
+  for (size_t k = 0; k < points.size(); ++k) {
+    const FrontierPoint& point = points[k];
+    const Graph chosen = graph.WithWorkspaces(point.selection.workspace_bytes);
+    ASSIGN_OR_RETURN(Plan plan,
+                     PlanChosenOrder(chosen, options, point.selection.order,
+                                     seconds_left() / static_cast<double>(2 * (points.size() - k)), executor));
+    v1::Plan planned = PlanToProto(chosen, plan, options);
+    v1::ParetoPoint* out = time->add_pareto();
+    out->set_peak_bytes(point.peak_bytes);
+    out->set_time_us(point.selection.time_us);
+    *out->mutable_order_names() = planned.order_names();
+    v1::TimeReport chosen_report;
+    FillTimeReport(graph, point.selection.order, point.selection.choice, &chosen_report);
+    *out->mutable_primitives() = chosen_report.primitives();
+    *out->mutable_arena() = planned.arena();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -107,50 +140,102 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
     start_order = std::move(least_plan.order);
   }
   const BufferModel buffers(graph, options->memory_model);
-  std::optional<PrimitiveSelection> start_choice = SelectForOrder(buffers, start_order, budget);
-  if (!start_choice.has_value()) {
-    // Nothing fits (proven when the order is of least peak; with a given
-    // order, that order does not fit): the least-workspace plan.
-    ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(least, options, start_order, seconds_left(), executor));
-    plan.algorithm = "time";
-    v1::Plan out = PlanToProto(least, plan, options);
-    v1::TimeReport* time = out.mutable_time();
-    FillTimeReport(graph, plan.order, least_choice, time);
-    time->set_lower_bound_us(time->time_us());
-    time->set_certificate(v1::CERTIFICATE_BASELINE);
-    return out;
-  }
-
-  TimeSearchResult result;
-  if (options->given_order.empty()) {
+  const auto limits_for = [&](double share) {
     SearchOptions limits;
-    limits.time_limit_seconds = std::max(0.8 * seconds_left(), 1e-6);
+    limits.time_limit_seconds = std::max(share * seconds_left(), 1e-6);
     limits.max_states = options->max_search_states;
     limits.cancelled = options->cancelled;
     limits.memory = options->memory;
-    result = MinimizeTime(buffers, start_order, budget, limits);
+    return limits;
+  };
+  // The frontier (pareto), or its part within the time cap (max_time_us).
+  std::optional<TimeFrontier> frontier;
+  if (options->pareto || options->max_time_us > 0) {
+    const double cap = options->pareto ? std::numeric_limits<double>::infinity() : options->max_time_us;
+    frontier =
+        SweepTimeFrontier(buffers, start_order, limits_for(options->objective == Objective::kTime ? 0.4 : 0.8), cap);
+  }
+
+  PrimitiveSelection selection;
+  v1::Certificate certificate = v1::CERTIFICATE_BASELINE;
+  double lower_bound = 0;
+  int64_t states = frontier.has_value() ? frontier->states : 0;
+  if (options->objective == Objective::kTime) {
+    std::optional<PrimitiveSelection> start_choice = SelectForOrder(buffers, start_order, budget);
+    if (!start_choice.has_value()) {
+      // Nothing fits (proven when the order is of least peak; with a given
+      // order, that order does not fit): the least-workspace plan.
+      ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(least, options, start_order, seconds_left(), executor));
+      plan.algorithm = "time";
+      v1::Plan out = PlanToProto(least, plan, options);
+      v1::TimeReport* time = out.mutable_time();
+      FillTimeReport(graph, plan.order, least_choice, time);
+      time->set_lower_bound_us(time->time_us());
+      time->set_certificate(v1::CERTIFICATE_BASELINE);
+      if (frontier.has_value()) RETURN_IF_ERROR(AddFrontier(graph, options, *frontier, seconds_left, executor, time));
+      return out;
+    }
+    TimeSearchResult result;
+    if (options->given_order.empty()) {
+      result = MinimizeTime(buffers, start_order, budget, limits_for(0.8));
+    } else {
+      // The given order's primitives: the fastest that fit at each step.
+      result.feasible = true;
+      result.selection = *start_choice;
+      result.lower_bound_us = start_choice->time_us;
+    }
+    if (!result.feasible) {  // stopped before the start order's plan: cannot happen, it fits
+      result.feasible = true;
+      result.selection = *start_choice;
+    }
+    selection = std::move(result.selection);
+    lower_bound = result.lower_bound_us;
+    states += result.states;
+    // A given order's primitives are the best for it, not a search's.
+    certificate = !options->given_order.empty() ? v1::CERTIFICATE_BASELINE
+                  : result.proven               ? v1::CERTIFICATE_OPTIMAL
+                                                : v1::CERTIFICATE_BEST_FOUND;
   } else {
-    // The given order's primitives: the fastest that fit at each step.
-    result.feasible = true;
-    result.selection = *start_choice;
-    result.lower_bound_us = start_choice->time_us;
+    // The least peak within the time cap, or the frontier's least peak.
+    const double cap = options->max_time_us > 0 ? options->max_time_us : std::numeric_limits<double>::infinity();
+    const FrontierPoint* least_peak = nullptr;
+    for (const FrontierPoint& point : frontier->points) {
+      if (point.selection.time_us <= cap) {
+        least_peak = &point;
+        break;
+      }
+    }
+    if (least_peak == nullptr) {
+      double fastest = 0;
+      for (const Op& op : graph.ops()) {
+        double best = op.alternatives.empty() ? 0 : op.alternatives.front().time_us;
+        for (const Primitive& p : op.alternatives) best = std::min(best, p.time_us);
+        fastest += best;
+      }
+      if (fastest > cap) {
+        return absl::FailedPreconditionError(absl::StrCat("even the fastest alternative of every op takes ", fastest,
+                                                          " us in all, more than max_time_us (", cap, ")"));
+      }
+      return absl::DeadlineExceededError(
+          absl::StrCat("no plan within max_time_us (", cap, ") was found before the time limit"));
+    }
+    selection = least_peak->selection;
+    lower_bound = selection.time_us;
+    certificate = frontier->proven ? v1::CERTIFICATE_OPTIMAL : v1::CERTIFICATE_BEST_FOUND;
   }
-  if (!result.feasible) {  // stopped before the start order's plan: cannot happen, it fits
-    result.feasible = true;
-    result.selection = *start_choice;
-  }
-  const Graph chosen = graph.WithWorkspaces(result.selection.workspace_bytes);
-  ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(chosen, options, result.selection.order, seconds_left(), executor));
+  const Graph chosen = graph.WithWorkspaces(selection.workspace_bytes);
+  ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(chosen, options, selection.order, seconds_left(), executor));
   plan.algorithm = options->given_order.empty() ? "time" : "given";
   v1::Plan out = PlanToProto(chosen, plan, options);
   v1::TimeReport* time = out.mutable_time();
-  FillTimeReport(graph, plan.order, result.selection.choice, time);
-  time->set_lower_bound_us(std::min(result.lower_bound_us, time->time_us()));
-  // A given order's primitives are the best for it, not a search's.
-  time->set_certificate(!options->given_order.empty() ? v1::CERTIFICATE_BASELINE
-                        : result.proven               ? v1::CERTIFICATE_OPTIMAL
-                                                      : v1::CERTIFICATE_BEST_FOUND);
-  time->set_states(result.states);
+  FillTimeReport(graph, plan.order, selection.choice, time);
+  time->set_lower_bound_us(std::min(lower_bound, time->time_us()));
+  time->set_certificate(certificate);
+  time->set_states(states);
+  time->set_max_time_us(options->max_time_us);
+  if (frontier.has_value() && options->pareto) {
+    RETURN_IF_ERROR(AddFrontier(graph, options, *frontier, seconds_left, executor, time));
+  }
   return out;
 }
 

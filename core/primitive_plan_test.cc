@@ -104,6 +104,79 @@ TEST(PrimitivePlanTest, RequestsMatchBruteForce) {
   EXPECT_GT(infeasible, 30);
 }
 
+// A graph's alternatives as Check* read them: op name -> alternatives.
+Graph ChosenFrom(const Graph& graph, const google::protobuf::RepeatedPtrField<v1::ChosenPrimitive>& primitives,
+                 double* time) {
+  std::vector<int64_t> workspace(graph.num_ops());
+  for (OpId u = 0; u < graph.num_ops(); ++u) workspace[u] = graph.op(u).workspace_bytes;
+  *time = 0;
+  for (const v1::ChosenPrimitive& c : primitives) {
+    workspace[*graph.FindOp(c.op())] = c.workspace_bytes();
+    *time += c.time_us();
+  }
+  return graph.WithWorkspaces(workspace);
+}
+
+// --pareto through the request path: the frontier is the brute-force one,
+// each point's order has the stated peak with its primitives (the
+// independent NaivePeak) and time; max_time_us gives the least peak within
+// the cap.
+TEST(PrimitivePlanTest, ParetoAndTimeCapMatchBruteForce) {
+  std::mt19937 rng(11);
+  int fronts = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
+    for (OpSpec& op : spec.ops) {
+      if (rng() % 2 == 0) continue;
+      for (int a = 0; a < 2; ++a) {
+        op.alternatives.push_back(
+            {"k" + std::to_string(a), 1.0 + rng() % 40, static_cast<int64_t>(rng() % 100), "", 0});
+      }
+    }
+    const Graph graph = *Graph::Build(spec);
+    const std::vector<std::pair<int64_t, double>> expected = testing::BruteForceTimeFrontier(graph, false, false);
+    v1::PlanRequest request = TimeRequest(spec, 0);
+    request.mutable_options()->set_objective("");
+    request.mutable_options()->set_pareto(true);
+    request.mutable_options()->set_max_pareto_points(100);
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    CheckTimePlan(graph, *plan);
+    const v1::TimeReport& time = plan->time();
+    EXPECT_TRUE(time.pareto_proven());
+    EXPECT_FALSE(time.pareto_thinned());
+    ASSERT_EQ(time.pareto_size(), static_cast<int>(expected.size())) << "trial " << trial;
+    for (int k = 0; k < time.pareto_size(); ++k) {
+      const v1::ParetoPoint& point = time.pareto(k);
+      EXPECT_EQ(point.peak_bytes(), expected[k].first) << "trial " << trial;
+      EXPECT_NEAR(point.time_us(), expected[k].second, 1e-9) << "trial " << trial;
+      double sum = 0;
+      const Graph chosen = ChosenFrom(graph, point.primitives(), &sum);
+      EXPECT_NEAR(sum, point.time_us(), 1e-9);
+      std::vector<OpId> order;
+      for (const std::string& name : point.order_names()) order.push_back(*graph.FindOp(name));
+      ASSERT_TRUE(IsTopologicalOrder(graph, order));
+      EXPECT_EQ(testing::NaivePeak(chosen, order, false, false), point.peak_bytes());
+      EXPECT_GE(point.arena().size_bytes(), point.peak_bytes());
+    }
+    // The plan itself is the frontier's least peak.
+    EXPECT_EQ(plan->peak_bytes(), expected.front().first);
+    fronts += expected.size() >= 2;
+    // A cap at the second fastest time: its least peak.
+    if (expected.size() >= 2) {
+      v1::PlanRequest capped = TimeRequest(spec, 0);
+      capped.mutable_options()->set_objective("peak");
+      capped.mutable_options()->set_max_time_us(expected[expected.size() - 2].second);
+      absl::StatusOr<v1::Plan> within = ExecutePlanRequest(capped);
+      ASSERT_TRUE(within.ok()) << within.status();
+      CheckTimePlan(graph, *within);
+      EXPECT_EQ(within->peak_bytes(), expected[expected.size() - 2].first) << "trial " << trial;
+      EXPECT_LE(within->time().time_us(), expected[expected.size() - 2].second + 1e-9);
+    }
+  }
+  EXPECT_GT(fronts, 20);
+}
+
 // Two branches with a fast primitive each that fits only when the first
 // branch is consumed before the second runs (time_search_test has the
 // arithmetic).
@@ -183,6 +256,20 @@ TEST(PrimitivePlanTest, RefusesWhatItCannotDo) {
   twice.mutable_options()->add_primitives()->set_op("a");
   twice.mutable_options()->add_primitives()->set_op("a");
   EXPECT_THAT(refused(twice), HasSubstr("primitives name op 'a' twice"));
+  v1::PlanRequest too_fast = TimeRequest(TwoBranches(), 0);
+  too_fast.mutable_options()->set_objective("peak");
+  too_fast.mutable_options()->set_max_time_us(19);
+  EXPECT_THAT(refused(too_fast), HasSubstr("takes 20 us in all, more than max_time_us (19)"));
+  v1::PlanRequest pareto_given = TimeRequest(TwoBranches(), 230);
+  pareto_given.mutable_options()->set_pareto(true);
+  pareto_given.mutable_given_order()->add_indices(0);
+  pareto_given.mutable_given_order()->add_indices(1);
+  pareto_given.mutable_given_order()->add_indices(2);
+  pareto_given.mutable_given_order()->add_indices(3);
+  EXPECT_THAT(refused(pareto_given), HasSubstr("cannot be combined with a given order"));
+  v1::PlanRequest capped_time = TimeRequest(TwoBranches(), 230);
+  capped_time.mutable_options()->set_max_time_us(50);
+  EXPECT_THAT(refused(capped_time), HasSubstr("objective 'time' does not apply"));
   v1::PlanRequest without_objective = TimeRequest(TwoBranches(), 230);
   without_objective.mutable_options()->set_objective("min_peak");
   without_objective.mutable_options()->add_primitives()->set_op("a");

@@ -24,7 +24,8 @@ namespace {
 // placed in several memories, or choosing primitives (the cache's key
 // leaves out the alternatives).
 bool Uncached(const v1::PlanOptions& options) {
-  return options.rewrite() || options.memories_size() > 0 || options.objective() == "time";
+  return options.rewrite() || options.memories_size() > 0 || options.objective() == "time" || options.pareto() ||
+         options.max_time_us() > 0;
 }
 
 double MillisSince(std::chrono::steady_clock::time_point start) {

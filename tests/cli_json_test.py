@@ -307,6 +307,19 @@ class CliJsonTest(unittest.TestCase):
         self.assertFalse(line["feasible"])
         self.assertEqual(line["peak_bytes"], 9216)
         self.assertEqual(line["time"]["primitives"][0]["name"], "direct")
+        # The frontier: direct at the least peak, winograd beside x and t1.
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--pareto", "--primitives", primitives)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "plan_line")
+        points = [(p["peak_bytes"], p["time_us"]) for p in line["time"]["pareto"]]
+        self.assertEqual(points, [(9216, 30), (11120, 10)])
+        self.assertTrue(line["time"]["pareto_proven"])
+        self.assertEqual(line["peak_bytes"], 9216)
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--objective", "peak", "--max-time-us", "10",
+                            "--primitives", primitives)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "plan_line")
+        self.assertEqual((line["peak_bytes"], line["time"]["time_us"], line["time"]["max_time_us"]), (11120, 10, 10))
         # Primitives are read only with objective time; a bad file is named.
         r = self.run_client("plan", self.diamond, "--local", "--json", "--primitives", primitives, expect=1)
         (line,) = parse_lines(r.stdout)

@@ -95,6 +95,12 @@ class Local:
             args += ["--memory", f"{m.name}:{m.capacity_bytes}" + (f":{m.alignment}" if m.alignment else "")]
         for p in o.pins:
             args += ["--pin", f"{p.tensor}={p.memory}" + (f"@{p.offset}" if p.HasField("offset") else "")]
+        if o.pareto:
+            args.append("--pareto")
+        if o.max_pareto_points:
+            args += ["--max-pareto-points", str(o.max_pareto_points)]
+        if o.max_time_us:
+            args += ["--max-time-us", repr(o.max_time_us)]
         if o.primitives:
             path = os.path.join(directory, "primitives.json")
             primitive_set = scheduler_pb2.PrimitiveSet(ops=list(o.primitives))

@@ -8,6 +8,7 @@ _NUMBERS = {
     "time_limit": "time_limit_seconds", "time_limit_seconds": "time_limit_seconds",
     "step_time_limit": "step_time_limit_seconds", "step_time_limit_seconds": "step_time_limit_seconds",
     "max_states": "max_search_states", "max_search_states": "max_search_states",
+    "max_time_us": "max_time_us", "max_pareto_points": "max_pareto_points",
 }
 _STRINGS = ("algorithm", "objective")
 _MEMORY_MODEL = ("alias_views", "count_weights", "in_place", "concat_in_place")
@@ -15,7 +16,7 @@ _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "worksp
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
                        "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins",
-                       "primitives"])
+                       "primitives", "pareto"])
 
 
 def plan_options(budget=None, **options):
@@ -35,7 +36,9 @@ def plan_options(budget=None, **options):
     primitives: {op name: [(name, time_us, workspace_bytes), ...]} (or
     dicts with those keys), the ways to run each op named; read with
     objective="time" and a budget, which choose one per op and the order
-    for the least total time (the plan's `time`; docs/primitives.md).
+    for the least total time (the plan's `time`; docs/primitives.md);
+    pareto=True adds the (peak, time) frontier (plan.time.pareto, at most
+    max_pareto_points), max_time_us the least peak within that time.
     TypeError for an unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
@@ -134,6 +137,10 @@ def plan_options(budget=None, **options):
                         raise ValueError(f"time_us of {op!r}'s alternative {alt_name!r} must be a number")
                     entry.alternatives.add(name=str(alt_name), time_us=float(time_us),
                                            workspace_bytes=parse_size(workspace, "workspace_bytes"))
+        elif name == "pareto":
+            if not isinstance(value, bool):
+                raise ValueError(f"pareto is True or False, not {value!r}")
+            out.pareto = value
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):

@@ -138,3 +138,15 @@ def test_objective_time_here_and_there(local, client):
     assert "read only with objective time" in raised.value.message
     with pytest.raises(ValueError):
         local.plan(g, peak, objective="time", primitives={"expand0": [("fast", "soon", 0)]})
+
+
+def test_pareto_here_and_there(local, client):
+    g = diamond_graph(branches=3)
+    options = dict(pareto=True, primitives={f"expand{b}": [("fast", 10, 3000), ("slow", 30, 0)] for b in range(3)})
+    here, there = local.plan(g, **options), client.plan(g, **options)
+    assert here.time.pareto == there.time.pareto
+    points = [(p.peak_bytes, p.time_us) for p in here.time.pareto]
+    assert len(points) >= 2 and points == sorted(points)
+    assert all(a[1] > b[1] for a, b in zip(points, points[1:]))  # strictly faster as the peak grows
+    capped = local.plan(g, objective="peak", max_time_us=points[-1][1], primitives=options["primitives"])
+    assert (capped.peak_bytes, capped.time.time_us) == points[-1]
