@@ -30,8 +30,12 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-absl::StatusOr<Graph> Import(const onnx::ModelProto& model, const OnnxImportOptions& import, const std::string& name) {
-  ASSIGN_OR_RETURN(GraphSpec spec, OnnxModelToGraphSpec(model, import));
+// Imports `model`; with `base`, the import of the model it was rewritten
+// from, by OnnxModelToGraphSpecFrom (shape inference of the new nodes only).
+absl::StatusOr<Graph> Import(const onnx::ModelProto& model, const OnnxImportOptions& import, const std::string& name,
+                             const Graph* base = nullptr) {
+  ASSIGN_OR_RETURN(GraphSpec spec, base == nullptr ? OnnxModelToGraphSpec(model, import)
+                                                   : OnnxModelToGraphSpecFrom(model, import, *base));
   if (!name.empty()) spec.name = name;
   return Graph::Build(std::move(spec));
 }
@@ -155,7 +159,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   };
   const auto score_trial = [&](const onnx::ModelProto& trial,
                                absl::string_view what) -> absl::StatusOr<std::optional<Scored>> {
-    absl::StatusOr<Graph> trial_graph = Import(trial, import, model_name);
+    absl::StatusOr<Graph> trial_graph = Import(trial, import, model_name, &graph);
     if (!trial_graph.ok()) {
       report.notes.push_back(
           absl::StrCat(what, ": not kept, the rewritten model does not import: ", trial_graph.status().message()));
