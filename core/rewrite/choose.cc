@@ -198,8 +198,9 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // Applies `candidate` to `*trial`; false with a note when it cannot be.
   const auto apply = [&](const Candidate& candidate, onnx::ModelProto* trial,
                          std::vector<RewriteSite>* sites) -> absl::StatusOr<bool> {
-    std::optional<ConcatConvSite> site = MatchConcatConvSite(trial->graph(), ModelIndex::Build(trial->graph()),
-                                                             FindNode(trial->graph(), candidate.concat));
+    const ModelIndex index = ModelIndex::Build(trial->graph());
+    std::optional<ConcatConvSite> site =
+        MatchConcatConvSite(trial->graph(), index, FindNode(trial->graph(), candidate.concat));
     if (!site.has_value()) return false;  // cannot happen: sites share no node
     std::vector<int64_t> channels;
     for (const std::string& in : trial->graph().node(site->concat).input()) channels.push_back(tensors[in].first);
@@ -213,7 +214,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       return it == made.end() ? -1 : it->second;
     };
     std::stable_sort(chain.begin(), chain.end(), [&](int a, int b) { return step(a) < step(b); });
-    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels, options.rewrite_form, chain);
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels, options.rewrite_form, chain, &index);
     if (!done.ok()) {
       if (done.status().code() != absl::StatusCode::kFailedPrecondition) return done.status();
       report.notes.push_back(std::string(done.status().message()));

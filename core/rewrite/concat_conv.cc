@@ -326,7 +326,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
 
 absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
                                             const std::vector<int64_t>& channels, RewriteForm form,
-                                            const std::vector<int>& chain) {
+                                            const std::vector<int>& chain, const ModelIndex* given_index) {
   onnx::GraphProto* graph = model->mutable_graph();
   const onnx::NodeProto& concat = graph->node(site.concat);
   if (site.convs.empty()) return absl::InvalidArgumentError("a site without Convs");
@@ -339,7 +339,9 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
     if (n <= 0) return Skip(first_conv, "a Concat input has no channels");
     total += n;
   }
-  const ModelIndex index = ModelIndex::Build(*graph);
+  std::optional<ModelIndex> built;
+  if (given_index == nullptr) built = ModelIndex::Build(*graph);
+  const ModelIndex& index = given_index != nullptr ? *given_index : *built;
   int rank = 0;  // of the data, from the Convs' weights
   for (int c : site.convs) {
     auto w = index.initializers.find(graph->node(c).input(1));

@@ -63,6 +63,9 @@ int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_
 
 ModelIndex ModelIndex::Build(const onnx::GraphProto& graph) {
   ModelIndex index;
+  index.producer.reserve(graph.node_size());
+  index.consumers.reserve(graph.node_size());
+  index.initializers.reserve(graph.initializer_size());
   for (int i = 0; i < graph.node_size(); ++i) {
     for (const std::string& out : graph.node(i).output()) {
       if (!out.empty()) index.producer[out] = i;
