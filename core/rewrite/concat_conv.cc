@@ -264,6 +264,8 @@ absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& grap
 // Removes `removed` nodes and puts `inserted[i]` after node i (in its place
 // when it is removed); drops the initializers only removed nodes read, adds `slices`, and drops the
 // value_info of `gone` tensors.
+// The lists are rebuilt on the graph's arena (when it has one), so that
+// what stays moves and is not copied.
 void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_hash_set<int>& removed,
             std::map<int, std::vector<onnx::NodeProto>> inserted, std::vector<onnx::TensorProto> slices,
             const absl::flat_hash_set<std::string>& gone, std::vector<onnx::ValueInfoProto> new_infos,
@@ -272,7 +274,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
   for (const auto& [at, nodes] : inserted) {
     for (const onnx::NodeProto& node : nodes) still_read.insert(node.input().begin(), node.input().end());
   }
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> rebuilt;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> rebuilt(graph->GetArena());
   for (int i = 0; i < graph->node_size(); ++i) {
     if (!removed.contains(i)) rebuilt.Add()->Swap(graph->mutable_node(i));
     for (onnx::NodeProto& node : inserted[i]) rebuilt.Add()->Swap(&node);
@@ -287,12 +289,12 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
     }
   }
   graph->mutable_node()->Swap(&rebuilt);
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers(graph->GetArena());
   for (onnx::TensorProto& t : *graph->mutable_initializer()) {
     if (!dropped.contains(t.name())) initializers.Add()->Swap(&t);
   }
   bool listed_as_input = list_slices_as_inputs;
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs(graph->GetArena());
   for (onnx::ValueInfoProto& v : *graph->mutable_input()) {
     if (dropped.contains(v.name())) {
       listed_as_input = true;
@@ -314,7 +316,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
   for (onnx::TensorProto& t : slices) initializers.Add()->Swap(&t);
   graph->mutable_initializer()->Swap(&initializers);
   graph->mutable_input()->Swap(&inputs);
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos(graph->GetArena());
   for (onnx::ValueInfoProto& v : *graph->mutable_value_info()) {
     if (!gone.contains(v.name())) infos.Add()->Swap(&v);
   }
