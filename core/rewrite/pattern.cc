@@ -90,7 +90,7 @@ ModelIndex ModelIndex::Build(const onnx::GraphProto& graph) {
   return index;
 }
 
-const std::vector<int>& ModelIndex::ConsumersOf(const std::string& tensor) const {
+const std::vector<int>& ModelIndex::ConsumersOf(absl::string_view tensor) const {
   static const std::vector<int>* const kNone = new std::vector<int>;
   auto it = consumers.find(tensor);
   return it == consumers.end() ? *kNone : it->second;

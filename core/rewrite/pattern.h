@@ -18,21 +18,23 @@
 namespace serenity {
 
 // Who makes and who reads each tensor of a graph (node indices into
-// graph.node). Built once; stale after the graph changes.
+// graph.node). Built once; stale after the graph changes. The names are
+// views of the graph's own strings: the index must not outlive them (a
+// graph whose nodes are moved, not destroyed, keeps them).
 struct ModelIndex {
-  absl::flat_hash_map<std::string, int> producer;
+  absl::flat_hash_map<absl::string_view, int> producer;
   // Every node that reads the tensor, once per input slot (a node reading a
   // tensor twice is listed twice), in node order.
-  absl::flat_hash_map<std::string, std::vector<int>> consumers;
-  absl::flat_hash_set<std::string> graph_outputs;
-  absl::flat_hash_map<std::string, int> initializers;  // name -> index in graph.initializer
+  absl::flat_hash_map<absl::string_view, std::vector<int>> consumers;
+  absl::flat_hash_set<absl::string_view> graph_outputs;
+  absl::flat_hash_map<absl::string_view, int> initializers;  // name -> index in graph.initializer
   // Shapes the graph states (inputs, outputs, value_info), where every dim
   // is a known value.
   absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
 
   static ModelIndex Build(const onnx::GraphProto& graph);
   // Readers of `tensor` (empty when none).
-  const std::vector<int>& ConsumersOf(const std::string& tensor) const;
+  const std::vector<int>& ConsumersOf(absl::string_view tensor) const;
 };
 
 // Gives every node the name OnnxToGraphSpec (onnx_import.h) would give it:
