@@ -522,7 +522,7 @@ absl::StatusOr<TensorSpec> SpecFromType(const std::string& name, const onnx::Typ
 }
 
 // Multiply-accumulates of the compute-heavy ops, from shapes.
-int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<std::string, const TensorSpec*>& specs) {
+int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<absl::string_view, const TensorSpec*>& specs) {
   auto shape = [&](int index, bool output) -> const std::vector<int64_t>* {
     const auto& names = output ? node.output() : node.input();
     if (index >= names.size() || names.Get(index).empty()) return nullptr;
@@ -555,6 +555,15 @@ int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<std::string,
     return SaturatingMul(Product(*out), k);  // M*N outputs, K MACs each
   }
   return 0;
+}
+
+// CheckSerenityNodes, which has nothing to check (and is not run) when no
+// node is of the serenity domain.
+absl::Status CheckSerenityDomain(const onnx::ModelProto& model, const std::vector<std::string>& names) {
+  for (const onnx::NodeProto& node : model.graph().node()) {
+    if (node.domain() == kSerenityDomain) return CheckSerenityNodes(model, names);
+  }
+  return absl::OkStatus();
 }
 
 // Fixes the symbolic dims `options` gives, checks what ONNX's inference
@@ -626,9 +635,13 @@ absl::StatusOr<GraphSpec> BuildGraphSpec(const onnx::GraphProto& graph, const st
 
   GraphSpec spec;
   spec.name = graph.name();
-  absl::flat_hash_map<std::string, size_t> tensor_index;
-  auto add = [&](TensorSpec t) {
-    tensor_index.emplace(t.name, spec.tensors.size());
+  // Keyed by views of the graph's names (spec.tensors moves as it grows).
+  absl::flat_hash_map<absl::string_view, size_t> tensor_index;
+  const size_t expected = graph.initializer_size() + 2 * static_cast<size_t>(graph.node_size());
+  tensor_index.reserve(expected);
+  spec.tensors.reserve(expected);
+  auto add = [&](absl::string_view key, TensorSpec t) {
+    tensor_index.emplace(key, spec.tensors.size());
     spec.tensors.push_back(std::move(t));
   };
 
@@ -638,12 +651,12 @@ absl::StatusOr<GraphSpec> BuildGraphSpec(const onnx::GraphProto& graph, const st
     if (tensor_index.contains(init.name())) continue;
     TensorSpec t{init.name(), {init.dims().begin(), init.dims().end()}, init.data_type(), -1, true};
     if (init.data_type() == onnx::TensorProto::STRING) t.bytes = 0;
-    add(std::move(t));
+    add(init.name(), std::move(t));
   }
   for (const onnx::SparseTensorProto& init : graph.sparse_initializer()) {
     const std::string& name = init.values().name();
     if (tensor_index.contains(name)) continue;
-    add(TensorSpec{name, {init.dims().begin(), init.dims().end()}, init.values().data_type(), -1, true});
+    add(name, TensorSpec{name, {init.dims().begin(), init.dims().end()}, init.values().data_type(), -1, true});
   }
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
@@ -659,7 +672,7 @@ absl::StatusOr<GraphSpec> BuildGraphSpec(const onnx::GraphProto& graph, const st
         ASSIGN_OR_RETURN(t, SpecFromType(out, type_of(out), absl::StrCat("output of op '", names[i], "'"), options));
         t->is_weight = true;
       }
-      add(std::move(*t));
+      add(out, std::move(*t));
     }
   }
 
@@ -671,7 +684,7 @@ absl::StatusOr<GraphSpec> BuildGraphSpec(const onnx::GraphProto& graph, const st
     if (name.empty() || tensor_index.contains(name)) return absl::OkStatus();
     if (known_spec != nullptr) {
       if (std::optional<TensorSpec> t = known_spec(name); t.has_value()) {
-        add(*std::move(t));
+        add(name, *std::move(t));
         return absl::OkStatus();
       }
     }
@@ -680,7 +693,7 @@ absl::StatusOr<GraphSpec> BuildGraphSpec(const onnx::GraphProto& graph, const st
         TensorSpec t,
         SpecFromType(name, type, op == nullptr ? std::string(role) : absl::StrCat(role, " of op '", *op, "'"),
                      options));
-    add(std::move(t));
+    add(name, std::move(t));
     return absl::OkStatus();
   };
   for (const onnx::ValueInfoProto& v : graph.input()) {
@@ -703,8 +716,10 @@ absl::StatusOr<GraphSpec> BuildGraphSpec(const onnx::GraphProto& graph, const st
   }
 
   // Ops. MACs are capped so that their sum cannot overflow in Graph::Build.
-  absl::flat_hash_map<std::string, const TensorSpec*> by_name;
-  for (const TensorSpec& t : spec.tensors) by_name[t.name] = &t;
+  absl::flat_hash_map<absl::string_view, const TensorSpec*> by_name;
+  by_name.reserve(tensor_index.size());
+  for (const auto& [name, i] : tensor_index) by_name[name] = &spec.tensors[i];
+  spec.ops.reserve(graph.node_size());
   const int64_t max_macs = INT64_MAX / graph.node_size();
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
@@ -754,7 +769,7 @@ absl::StatusOr<GraphSpec> OnnxModelToGraphSpec(onnx::ModelProto model, const Onn
   const std::vector<std::string> names = ImporterNodeNames(graph);
   for (int i = 0; i < graph.node_size(); ++i) RETURN_IF_ERROR(CheckSupported(graph.node(i), names[i]));
   RegisterSerenityOpSchemas();
-  RETURN_IF_ERROR(CheckSerenityNodes(model, names));
+  RETURN_IF_ERROR(CheckSerenityDomain(model, names));
   RETURN_IF_ERROR(InferShapesGuarded(&model, names, options));
 
   // Known types by value name; a ValueInfo without a type says nothing.
@@ -819,7 +834,7 @@ absl::StatusOr<GraphSpec> ImportChangedNodes(const onnx::ModelProto& model, cons
   const std::vector<std::string> names = ImporterNodeNames(graph);
   for (int i = 0; i < graph.node_size(); ++i) RETURN_IF_ERROR(CheckSupported(graph.node(i), names[i]));
   RegisterSerenityOpSchemas();
-  RETURN_IF_ERROR(CheckSerenityNodes(model, names));
+  RETURN_IF_ERROR(CheckSerenityDomain(model, names));
 
   // Where each value of the model comes from.
   absl::flat_hash_map<absl::string_view, int> initializer, sparse, input, output, info, producer;

@@ -35,6 +35,7 @@ int ConvRankDownstream(const onnx::GraphProto& graph, const ModelIndex& index, c
 }  // namespace
 
 UnusedNames::UnusedNames(const onnx::GraphProto& graph) {
+  taken_.reserve(3 * static_cast<size_t>(graph.node_size()) + graph.initializer_size());
   for (const onnx::NodeProto& node : graph.node()) {
     taken_.insert(node.name());
     taken_.insert(node.output().begin(), node.output().end());
@@ -50,7 +51,8 @@ UnusedNames::UnusedNames(const onnx::GraphProto& graph) {
 std::string UnusedNames::Take(const std::string& base) {
   std::string name = base;
   for (int n = 1; taken_.contains(name); ++n) name = absl::StrCat(base, "_", n);
-  taken_.insert(name);
+  made_.push_back(name);
+  taken_.insert(made_.back());
   return name;
 }
 

@@ -6,6 +6,7 @@
 #ifndef SERENITY_CORE_REWRITE_PATTERN_H_
 #define SERENITY_CORE_REWRITE_PATTERN_H_
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,7 @@ void NameNodesAsImporter(onnx::GraphProto* graph);
 // Names not yet used in a graph by a node, a tensor (inputs, outputs,
 // value_info, initializers, sparse initializers), for the nodes and tensors
 // a rewrite adds.
+// It keeps views of the graph's strings: it must not outlive them.
 class UnusedNames {
  public:
   explicit UnusedNames(const onnx::GraphProto& graph);
@@ -54,7 +56,8 @@ class UnusedNames {
   std::string Take(const std::string& base);
 
  private:
-  absl::flat_hash_set<std::string> taken_;
+  absl::flat_hash_set<absl::string_view> taken_;
+  std::deque<std::string> made_;  // the names Take gave (stable addresses)
 };
 
 // The node's integer attribute `name`, or `fallback` when it has none.
