@@ -345,7 +345,8 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     std::vector<std::pair<std::string, std::vector<std::string>>> reorders;  // (sum, operand order)
     int cold = 0;  // sums to reorder that are not live where the peak is
     if (!model_index.has_value()) model_index = ModelIndex::Build(model->graph());
-    for (const AddChain& chain : FindAddChains(model->graph(), *model_index)) {
+    const std::vector<AddChain> model_chains = FindAddChains(model->graph(), *model_index);
+    for (const AddChain& chain : model_chains) {
       std::vector<std::string> order = OrderByFirstAvailable(chain, made);
       if (order == chain.operands) continue;
       if (HeatOf(made, plan.profile.step_bytes, chain.operands, {chain.output}) < best) {
@@ -364,7 +365,11 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
     if (!reorders.empty()) shapes = TensorShapes(graph);
     for (const auto& [output, order] : reorders) {
-      for (const AddChain& chain : FindAddChains(trial->graph(), ModelIndex::Build(trial->graph()))) {
+      // Until a sum is reordered the trial is the model as it was (a sum
+      // not reordered leaves it unchanged): its chains are the model's.
+      std::vector<AddChain> trial_chains;
+      if (!sites.empty()) trial_chains = FindAddChains(trial->graph(), ModelIndex::Build(trial->graph()));
+      for (const AddChain& chain : sites.empty() ? model_chains : trial_chains) {
         if (chain.output != output) continue;
         absl::StatusOr<RewriteSite> done = ApplyAddChainOrder(trial.get(), chain, order, shapes);
         if (done.ok()) {
