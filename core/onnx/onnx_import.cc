@@ -522,7 +522,7 @@ absl::StatusOr<TensorSpec> SpecFromType(const std::string& name, const onnx::Typ
 }
 
 // Multiply-accumulates of the compute-heavy ops, from shapes.
-int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<std::string, const TensorSpec*>& specs) {
+int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<absl::string_view, const TensorSpec*>& specs) {
   auto shape = [&](int index, bool output) -> const std::vector<int64_t>* {
     const auto& names = output ? node.output() : node.input();
     if (index >= names.size() || names.Get(index).empty()) return nullptr;
@@ -557,6 +557,198 @@ int64_t Macs(const onnx::NodeProto& node, const absl::flat_hash_map<std::string,
   return 0;
 }
 
+// CheckSerenityNodes, which has nothing to check (and is not run) when no
+// node is of the serenity domain.
+absl::Status CheckSerenityDomain(const onnx::ModelProto& model, const std::vector<std::string>& names) {
+  for (const onnx::NodeProto& node : model.graph().node()) {
+    if (node.domain() == kSerenityDomain) return CheckSerenityNodes(model, names);
+  }
+  return absl::OkStatus();
+}
+
+// Fixes the symbolic dims `options` gives, checks what ONNX's inference
+// would trip over, and runs it (guarded) on `model`, whose nodes are named
+// `names`.
+absl::Status InferShapesGuarded(onnx::ModelProto* model, const std::vector<std::string>& names,
+                                const OnnxImportOptions& options) {
+  onnx::GraphProto* mutable_graph = model->mutable_graph();
+  for (onnx::ValueInfoProto& v : *mutable_graph->mutable_input()) FixDims(v, options);
+  for (onnx::ValueInfoProto& v : *mutable_graph->mutable_output()) FixDims(v, options);
+  for (onnx::ValueInfoProto& v : *mutable_graph->mutable_value_info()) FixDims(v, options);
+  RETURN_IF_ERROR(CheckBeforeShapeInference(*model, names));
+  const onnx::GraphProto& graph = model->graph();
+  GuardedSchemaRegistry registry;
+  try {
+    onnx::shape_inference::InferShapes(*model, &registry);
+  } catch (const std::exception& e) {
+    if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
+    return absl::InvalidArgumentError(absl::StrCat("ONNX shape inference failed: ", e.what()));
+  } catch (...) {
+    if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
+    return absl::InvalidArgumentError("ONNX shape inference failed with an unknown exception");
+  }
+  if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
+  return absl::OkStatus();
+}
+
+// The spec of a value known without its type, or nullopt.
+using KnownSpec = std::function<std::optional<TensorSpec>(const std::string&)>;
+
+// The GraphSpec of `graph` (nodes named `names`) once shape inference has
+// run: `type_of` gives each value's type (null when not known), unless
+// `known` (when given) gives its spec. The checks of ConvAccumulate nodes
+// and everything after inference.
+absl::StatusOr<GraphSpec> BuildGraphSpec(const onnx::GraphProto& graph, const std::vector<std::string>& names,
+                                         const OnnxImportOptions& options,
+                                         const std::function<const onnx::TypeProto*(const std::string&)>& type_of,
+                                         const KnownSpec& known_spec = nullptr) {
+  // The shapes of serenity.ConvAccumulate, whose inference, when it fails,
+  // only leaves its output untyped (or as the model declares it).
+  // Initializers have types of their own that inference does not record.
+  bool accumulates = false;
+  for (const onnx::NodeProto& node : graph.node()) {
+    accumulates = accumulates || (node.domain() == kSerenityDomain && node.op_type() == kConvAccumulateOp);
+  }
+  absl::flat_hash_map<std::string, onnx::TypeProto> weight_types;
+  auto add_weight_type = [&weight_types](const std::string& name, int32_t dtype, const auto& dims) {
+    onnx::TypeProto_Tensor* tensor = weight_types[name].mutable_tensor_type();
+    tensor->set_elem_type(dtype);
+    tensor->mutable_shape();  // a scalar has a shape with no dims
+    for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    if (accumulates) add_weight_type(init.name(), init.data_type(), init.dims());
+  }
+  for (const onnx::SparseTensorProto& init : graph.sparse_initializer()) {
+    if (accumulates) add_weight_type(init.values().name(), init.values().data_type(), init.dims());
+  }
+  const std::function<const onnx::TypeProto*(const std::string&)> known =
+      [&](const std::string& name) -> const onnx::TypeProto* {
+    auto it = weight_types.find(name);
+    return it != weight_types.end() ? &it->second : type_of(name);
+  };
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.domain() != kSerenityDomain || node.op_type() != kConvAccumulateOp) continue;
+    RETURN_IF_ERROR(CheckConvAccumulateNode(node, names[i], known));
+  }
+
+  GraphSpec spec;
+  spec.name = graph.name();
+  // Keyed by views of the graph's names (spec.tensors moves as it grows).
+  absl::flat_hash_map<absl::string_view, size_t> tensor_index;
+  const size_t expected = graph.initializer_size() + 2 * static_cast<size_t>(graph.node_size());
+  tensor_index.reserve(expected);
+  spec.tensors.reserve(expected);
+  auto add = [&](absl::string_view key, TensorSpec t) {
+    tensor_index.emplace(key, spec.tensors.size());
+    spec.tensors.push_back(std::move(t));
+  };
+
+  // Weights: initializers (dense, then sparse, sized as dense), then
+  // Constant outputs.
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    if (tensor_index.contains(init.name())) continue;
+    TensorSpec t{init.name(), {init.dims().begin(), init.dims().end()}, init.data_type(), -1, true};
+    if (init.data_type() == onnx::TensorProto::STRING) t.bytes = 0;
+    add(init.name(), std::move(t));
+  }
+  for (const onnx::SparseTensorProto& init : graph.sparse_initializer()) {
+    const std::string& name = init.values().name();
+    if (tensor_index.contains(name)) continue;
+    add(name, TensorSpec{name, {init.dims().begin(), init.dims().end()}, init.values().data_type(), -1, true});
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.op_type() != "Constant" || !IsDefaultDomain(node.domain())) continue;
+    for (const std::string& out : node.output()) {
+      if (out.empty() || tensor_index.contains(out)) continue;
+      std::optional<TensorSpec> t = ConstantSpec(node, out);
+      if (!t.has_value() && known_spec != nullptr) {
+        t = known_spec(out);
+        if (t.has_value()) t->is_weight = true;
+      }
+      if (!t.has_value()) {
+        ASSIGN_OR_RETURN(t, SpecFromType(out, type_of(out), absl::StrCat("output of op '", names[i], "'"), options));
+        t->is_weight = true;
+      }
+      add(out, std::move(*t));
+    }
+  }
+
+  // Activations: every other value a node or the graph touches.
+  // `role` names the use ("graph input", or with `op` "input of op '<op>'"),
+  // spelled out only for a message.
+  auto add_activation = [&](const std::string& name, absl::string_view role,
+                            const std::string* op = nullptr) -> absl::Status {
+    if (name.empty() || tensor_index.contains(name)) return absl::OkStatus();
+    if (known_spec != nullptr) {
+      if (std::optional<TensorSpec> t = known_spec(name); t.has_value()) {
+        add(name, *std::move(t));
+        return absl::OkStatus();
+      }
+    }
+    const onnx::TypeProto* type = type_of(name);
+    ASSIGN_OR_RETURN(
+        TensorSpec t,
+        SpecFromType(name, type, op == nullptr ? std::string(role) : absl::StrCat(role, " of op '", *op, "'"),
+                     options));
+    add(name, std::move(t));
+    return absl::OkStatus();
+  };
+  for (const onnx::ValueInfoProto& v : graph.input()) {
+    if (tensor_index.contains(v.name())) continue;  // an initializer listed as input (IR < 4 style)
+    RETURN_IF_ERROR(add_activation(v.name(), "graph input"));
+    spec.inputs.push_back(v.name());
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    for (const std::string& in : node.input()) {
+      RETURN_IF_ERROR(add_activation(in, "input", &names[i]));
+    }
+    for (const std::string& out : node.output()) {
+      RETURN_IF_ERROR(add_activation(out, "output", &names[i]));
+    }
+  }
+  for (const onnx::ValueInfoProto& v : graph.output()) {
+    RETURN_IF_ERROR(add_activation(v.name(), "graph output"));
+    spec.outputs.push_back(v.name());
+  }
+
+  // Ops. MACs are capped so that their sum cannot overflow in Graph::Build.
+  absl::flat_hash_map<absl::string_view, const TensorSpec*> by_name;
+  by_name.reserve(tensor_index.size());
+  for (const auto& [name, i] : tensor_index) by_name[name] = &spec.tensors[i];
+  spec.ops.reserve(graph.node_size());
+  const int64_t max_macs = INT64_MAX / graph.node_size();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    OpSpec op;
+    op.name = names[i];
+    op.type = IsDefaultDomain(node.domain()) ? node.op_type() : absl::StrCat(node.domain(), "::", node.op_type());
+    op.inputs.assign(node.input().begin(), node.input().end());
+    op.outputs.assign(node.output().begin(), node.output().end());
+    op.macs = std::min(Macs(node, by_name), max_macs);
+    spec.ops.push_back(std::move(op));
+  }
+
+  absl::flat_hash_map<std::string, size_t> op_index;
+  if (!options.workspace_bytes.empty()) {
+    for (size_t i = 0; i < spec.ops.size(); ++i) op_index[spec.ops[i].name] = i;
+  }
+  for (const auto& [name, bytes] : options.workspace_bytes) {
+    auto it = op_index.find(name);
+    if (it == op_index.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("workspace given for unknown op '", name, "'"));
+    }
+    if (bytes < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("workspace of op '", name, "' is negative: ", bytes));
+    }
+    spec.ops[it->second].workspace_bytes = bytes;
+  }
+  return spec;
+}
+
 }  // namespace
 
 absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const OnnxImportOptions& options) {
@@ -577,24 +769,8 @@ absl::StatusOr<GraphSpec> OnnxModelToGraphSpec(onnx::ModelProto model, const Onn
   const std::vector<std::string> names = ImporterNodeNames(graph);
   for (int i = 0; i < graph.node_size(); ++i) RETURN_IF_ERROR(CheckSupported(graph.node(i), names[i]));
   RegisterSerenityOpSchemas();
-  RETURN_IF_ERROR(CheckSerenityNodes(model, names));
-
-  onnx::GraphProto* mutable_graph = model.mutable_graph();
-  for (onnx::ValueInfoProto& v : *mutable_graph->mutable_input()) FixDims(v, options);
-  for (onnx::ValueInfoProto& v : *mutable_graph->mutable_output()) FixDims(v, options);
-  for (onnx::ValueInfoProto& v : *mutable_graph->mutable_value_info()) FixDims(v, options);
-  RETURN_IF_ERROR(CheckBeforeShapeInference(model, names));
-  GuardedSchemaRegistry registry;
-  try {
-    onnx::shape_inference::InferShapes(model, &registry);
-  } catch (const std::exception& e) {
-    if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
-    return absl::InvalidArgumentError(absl::StrCat("ONNX shape inference failed: ", e.what()));
-  } catch (...) {
-    if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
-    return absl::InvalidArgumentError("ONNX shape inference failed with an unknown exception");
-  }
-  if (!registry.refusal().ok()) return RefusalStatus(registry, graph, names);
+  RETURN_IF_ERROR(CheckSerenityDomain(model, names));
+  RETURN_IF_ERROR(InferShapesGuarded(&model, names, options));
 
   // Known types by value name; a ValueInfo without a type says nothing.
   absl::flat_hash_map<std::string, const onnx::TypeProto*> types;
@@ -607,120 +783,178 @@ absl::StatusOr<GraphSpec> OnnxModelToGraphSpec(onnx::ModelProto model, const Onn
     auto it = types.find(name);
     return it == types.end() ? nullptr : it->second;
   };
-  // The shapes of serenity.ConvAccumulate, whose inference, when it fails,
-  // only leaves its output untyped (or as the model declares it).
-  // Initializers have types of their own that inference does not record.
-  absl::flat_hash_map<std::string, onnx::TypeProto> weight_types;
-  auto add_weight_type = [&weight_types](const std::string& name, int32_t dtype, const auto& dims) {
-    onnx::TypeProto_Tensor* tensor = weight_types[name].mutable_tensor_type();
-    tensor->set_elem_type(dtype);
-    tensor->mutable_shape();  // a scalar has a shape with no dims
-    for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  for (const onnx::TensorProto& init : graph.initializer()) add_weight_type(init.name(), init.data_type(), init.dims());
-  for (const onnx::SparseTensorProto& init : graph.sparse_initializer()) {
-    add_weight_type(init.values().name(), init.values().data_type(), init.dims());
+  return BuildGraphSpec(graph, names, options, type_of);
+}
+
+namespace {
+
+// The op type the importer gives `node`.
+std::string OpTypeOf(const onnx::NodeProto& node) {
+  return IsDefaultDomain(node.domain()) ? node.op_type() : absl::StrCat(node.domain(), "::", node.op_type());
+}
+
+// True when `base` has an op named `name` of `node`'s type with exactly its
+// inputs and outputs (none of them empty).
+bool SameOp(const onnx::NodeProto& node, const std::string& name, const Graph& base) {
+  const std::optional<OpId> id = base.FindOp(name);
+  if (!id.has_value()) return false;
+  const Op& op = base.op(*id);
+  if (op.inputs.size() != static_cast<size_t>(node.input_size()) ||
+      op.outputs.size() != static_cast<size_t>(node.output_size())) {
+    return false;
   }
-  const std::function<const onnx::TypeProto*(const std::string&)> known =
-      [&](const std::string& name) -> const onnx::TypeProto* {
-    auto it = weight_types.find(name);
-    return it != weight_types.end() ? &it->second : type_of(name);
-  };
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (base.tensor(op.inputs[i]).name != node.input(i)) return false;
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (base.tensor(op.outputs[i]).name != node.output(i)) return false;
+  }
+  return op.type == OpTypeOf(node);
+}
+
+// The type of a tensor of `base`.
+onnx::TypeProto TypeOfTensor(const Tensor& tensor) {
+  onnx::TypeProto type;
+  onnx::TypeProto_Tensor* t = type.mutable_tensor_type();
+  t->set_elem_type(tensor.dtype);
+  t->mutable_shape();  // a scalar has a shape with no dims
+  for (int64_t d : tensor.shape) t->mutable_shape()->add_dim()->set_dim_value(d);
+  return type;
+}
+
+// OnnxModelToGraphSpecFrom without the fallback: any error means only that
+// the shortcut does not apply.
+absl::StatusOr<GraphSpec> ImportChangedNodes(const onnx::ModelProto& model, const OnnxImportOptions& options,
+                                             const Graph& base) {
+  if (!model.has_graph() || model.graph().node_size() == 0) return absl::InvalidArgumentError("no nodes");
+  for (const auto& [dim, value] : options.dim_values) {
+    if (value < 0) return absl::InvalidArgumentError("negative dimension");
+  }
+  const onnx::GraphProto& graph = model.graph();
+  const std::vector<std::string> names = ImporterNodeNames(graph);
+  for (int i = 0; i < graph.node_size(); ++i) RETURN_IF_ERROR(CheckSupported(graph.node(i), names[i]));
+  RegisterSerenityOpSchemas();
+  RETURN_IF_ERROR(CheckSerenityDomain(model, names));
+
+  // Where each value of the model comes from.
+  absl::flat_hash_map<absl::string_view, int> initializer, sparse, input, output, info, producer;
+  for (int i = 0; i < graph.initializer_size(); ++i) initializer.emplace(graph.initializer(i).name(), i);
+  for (int i = 0; i < graph.sparse_initializer_size(); ++i)
+    sparse.emplace(graph.sparse_initializer(i).values().name(), i);
+  for (int i = 0; i < graph.input_size(); ++i) input.emplace(graph.input(i).name(), i);
+  for (int i = 0; i < graph.output_size(); ++i) output.emplace(graph.output(i).name(), i);
+  for (int i = 0; i < graph.value_info_size(); ++i) info.emplace(graph.value_info(i).name(), i);
   for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    if (node.domain() != kSerenityDomain || node.op_type() != kConvAccumulateOp) continue;
-    RETURN_IF_ERROR(CheckConvAccumulateNode(node, names[i], known));
+    for (const std::string& out : graph.node(i).output()) producer.emplace(out, i);
   }
 
-  GraphSpec spec;
-  spec.name = graph.name();
-  absl::flat_hash_map<std::string, size_t> tensor_index;
-  auto add = [&](TensorSpec t) {
-    tensor_index.emplace(t.name, spec.tensors.size());
-    spec.tensors.push_back(std::move(t));
-  };
-
-  // Weights: initializers (dense, then sparse, sized as dense), then
-  // Constant outputs.
-  for (const onnx::TensorProto& init : graph.initializer()) {
-    if (tensor_index.contains(init.name())) continue;
-    TensorSpec t{init.name(), {init.dims().begin(), init.dims().end()}, init.data_type(), -1, true};
-    if (init.data_type() == onnx::TensorProto::STRING) t.bytes = 0;
-    add(std::move(t));
-  }
-  for (const onnx::SparseTensorProto& init : graph.sparse_initializer()) {
-    const std::string& name = init.values().name();
-    if (tensor_index.contains(name)) continue;
-    add(TensorSpec{name, {init.dims().begin(), init.dims().end()}, init.values().data_type(), -1, true});
-  }
+  // The nodes base does not have, and the Constants they read, make a model
+  // of their own: inferred alone, with every other value they read given
+  // as base has it (or as the model states it).
+  std::vector<bool> changed(graph.node_size(), false);
+  absl::flat_hash_set<absl::string_view> made_here;  // outputs of changed nodes
   for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    if (node.op_type() != "Constant" || !IsDefaultDomain(node.domain())) continue;
-    for (const std::string& out : node.output()) {
-      if (out.empty() || tensor_index.contains(out)) continue;
-      std::optional<TensorSpec> t = ConstantSpec(node, out);
-      if (!t.has_value()) {
-        ASSIGN_OR_RETURN(t, SpecFromType(out, type_of(out), absl::StrCat("output of op '", names[i], "'"), options));
-        t->is_weight = true;
+    if (SameOp(graph.node(i), names[i], base)) continue;
+    changed[i] = true;
+    made_here.insert(graph.node(i).output().begin(), graph.node(i).output().end());
+  }
+  onnx::ModelProto part;
+  part.set_ir_version(model.ir_version());
+  *part.mutable_opset_import() = model.opset_import();
+  *part.mutable_functions() = model.functions();
+  onnx::GraphProto* sub = part.mutable_graph();
+  sub->set_name(graph.name());
+  std::vector<int> constants;  // unchanged Constant nodes the changed ones read
+  absl::flat_hash_set<absl::string_view> given;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (!changed[i]) continue;
+    for (const std::string& in : graph.node(i).input()) {
+      if (in.empty() || made_here.contains(in) || !given.insert(in).second) continue;
+      if (auto it = initializer.find(in); it != initializer.end()) {
+        *sub->add_initializer() = graph.initializer(it->second);
+        if (auto listed = input.find(in); listed != input.end()) *sub->add_input() = graph.input(listed->second);
+      } else if (auto it = sparse.find(in); it != sparse.end()) {
+        *sub->add_sparse_initializer() = graph.sparse_initializer(it->second);
+        if (auto listed = input.find(in); listed != input.end()) *sub->add_input() = graph.input(listed->second);
+      } else if (auto it = input.find(in); it != input.end()) {
+        *sub->add_input() = graph.input(it->second);
+      } else if (auto made = producer.find(in); made != producer.end() &&
+                                                graph.node(made->second).op_type() == "Constant" &&
+                                                IsDefaultDomain(graph.node(made->second).domain())) {
+        constants.push_back(made->second);
+      } else if (std::optional<TensorId> t = base.FindTensor(in); t.has_value()) {
+        onnx::ValueInfoProto* v = sub->add_input();
+        v->set_name(in);
+        *v->mutable_type() = TypeOfTensor(base.tensor(*t));
       }
-      add(std::move(*t));
     }
   }
+  std::sort(constants.begin(), constants.end());
+  constants.erase(std::unique(constants.begin(), constants.end()), constants.end());
+  std::vector<std::string> sub_names;
+  std::vector<int> sub_nodes = constants;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (changed[i]) sub_nodes.push_back(i);
+  }
+  for (int i : sub_nodes) {
+    *sub->add_node() = graph.node(i);
+    sub_names.push_back(names[i]);
+    for (const std::string& out : graph.node(i).output()) {
+      if (auto it = info.find(out); it != info.end()) *sub->add_value_info() = graph.value_info(it->second);
+      if (auto it = output.find(out); it != output.end()) *sub->add_output() = graph.output(it->second);
+    }
+  }
+  if (!sub_nodes.empty()) RETURN_IF_ERROR(InferShapesGuarded(&part, sub_names, options));
 
-  // Activations: every other value a node or the graph touches.
-  auto add_activation = [&](const std::string& name, const std::string& role) -> absl::Status {
-    if (name.empty() || tensor_index.contains(name)) return absl::OkStatus();
-    ASSIGN_OR_RETURN(TensorSpec t, SpecFromType(name, type_of(name), role, options));
-    add(std::move(t));
-    return absl::OkStatus();
+  // Types: the part's, then base's (made as asked for).
+  absl::flat_hash_map<std::string, const onnx::TypeProto*> types;
+  for (const auto* list : {&sub->value_info(), &sub->input(), &sub->output()}) {
+    for (const onnx::ValueInfoProto& v : *list) {
+      if (v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) types[v.name()] = &v.type();
+    }
+  }
+  absl::flat_hash_map<std::string, std::unique_ptr<onnx::TypeProto>> from_base;
+  const std::function<const onnx::TypeProto*(const std::string&)> type_of =
+      [&](const std::string& name) -> const onnx::TypeProto* {
+    if (auto it = types.find(name); it != types.end()) return it->second;
+    std::unique_ptr<onnx::TypeProto>& made = from_base[name];
+    if (made == nullptr) {
+      const std::optional<TensorId> t = base.FindTensor(name);
+      if (!t.has_value()) return nullptr;
+      made = std::make_unique<onnx::TypeProto>(TypeOfTensor(base.tensor(*t)));
+    }
+    return made.get();
   };
-  for (const onnx::ValueInfoProto& v : graph.input()) {
-    if (tensor_index.contains(v.name())) continue;  // an initializer listed as input (IR < 4 style)
-    RETURN_IF_ERROR(add_activation(v.name(), "graph input"));
-    spec.inputs.push_back(v.name());
-  }
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    for (const std::string& in : node.input()) {
-      RETURN_IF_ERROR(add_activation(in, absl::StrCat("input of op '", names[i], "'")));
+  // A value base has that a changed node now makes must keep base's type:
+  // the unchanged nodes reading it were typed by it.
+  for (int i : sub_nodes) {
+    for (const std::string& out : graph.node(i).output()) {
+      const std::optional<TensorId> t = base.FindTensor(out);
+      if (!t.has_value()) continue;
+      auto it = types.find(out);
+      if (it == types.end()) return absl::InvalidArgumentError("a changed value without a type");
+      ASSIGN_OR_RETURN(TensorSpec spec, SpecFromType(out, it->second, "output", options));
+      if (spec.shape != base.tensor(*t).shape || spec.dtype != base.tensor(*t).dtype) {
+        return absl::InvalidArgumentError("a changed value of another type");
+      }
     }
-    for (const std::string& out : node.output()) {
-      RETURN_IF_ERROR(add_activation(out, absl::StrCat("output of op '", names[i], "'")));
-    }
   }
-  for (const onnx::ValueInfoProto& v : graph.output()) {
-    RETURN_IF_ERROR(add_activation(v.name(), "graph output"));
-    spec.outputs.push_back(v.name());
-  }
+  const KnownSpec known = [&](const std::string& name) -> std::optional<TensorSpec> {
+    if (types.contains(name)) return std::nullopt;
+    const std::optional<TensorId> t = base.FindTensor(name);
+    if (!t.has_value()) return std::nullopt;
+    return TensorSpec{name, base.tensor(*t).shape, base.tensor(*t).dtype, -1, false};
+  };
+  return BuildGraphSpec(graph, names, options, type_of, known);
+}
 
-  // Ops. MACs are capped so that their sum cannot overflow in Graph::Build.
-  absl::flat_hash_map<std::string, const TensorSpec*> by_name;
-  for (const TensorSpec& t : spec.tensors) by_name[t.name] = &t;
-  const int64_t max_macs = INT64_MAX / graph.node_size();
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    OpSpec op;
-    op.name = names[i];
-    op.type = IsDefaultDomain(node.domain()) ? node.op_type() : absl::StrCat(node.domain(), "::", node.op_type());
-    op.inputs.assign(node.input().begin(), node.input().end());
-    op.outputs.assign(node.output().begin(), node.output().end());
-    op.macs = std::min(Macs(node, by_name), max_macs);
-    spec.ops.push_back(std::move(op));
-  }
+}  // namespace
 
-  absl::flat_hash_map<std::string, size_t> op_index;
-  for (size_t i = 0; i < spec.ops.size(); ++i) op_index[spec.ops[i].name] = i;
-  for (const auto& [name, bytes] : options.workspace_bytes) {
-    auto it = op_index.find(name);
-    if (it == op_index.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("workspace given for unknown op '", name, "'"));
-    }
-    if (bytes < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("workspace of op '", name, "' is negative: ", bytes));
-    }
-    spec.ops[it->second].workspace_bytes = bytes;
-  }
-  return spec;
+absl::StatusOr<GraphSpec> OnnxModelToGraphSpecFrom(const onnx::ModelProto& model, const OnnxImportOptions& options,
+                                                   const Graph& base) {
+  absl::StatusOr<GraphSpec> spec = ImportChangedNodes(model, options, base);
+  if (spec.ok()) return spec;
+  return OnnxModelToGraphSpec(model, options);
 }
 
 absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes, const OnnxImportOptions& options) {

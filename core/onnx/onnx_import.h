@@ -69,6 +69,18 @@ absl::StatusOr<GraphSpec> OnnxToGraphSpec(absl::string_view model_bytes, const O
 // which need no round trip through bytes): the same checks and result.
 absl::StatusOr<GraphSpec> OnnxModelToGraphSpec(onnx::ModelProto model, const OnnxImportOptions& options);
 
+// OnnxModelToGraphSpec of `model` derived from the model `base` was
+// imported from (with these options) by rewrites that replace nodes and
+// leave every other node, graph input and initializer as it was, such as
+// the rewrites of core/rewrite: the same result, faster. ONNX shape
+// inference runs only on the nodes base has no op for (by name, type,
+// inputs and outputs), with the values they read typed as base types them;
+// when that does not give every value a type, or gives a value base has
+// another type, or anything fails, this is OnnxModelToGraphSpec itself (so
+// its errors are returned as they are).
+absl::StatusOr<GraphSpec> OnnxModelToGraphSpecFrom(const onnx::ModelProto& model, const OnnxImportOptions& options,
+                                                   const Graph& base);
+
 // OnnxToGraphSpec followed by Graph::Build.
 absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes, const OnnxImportOptions& options);
 

@@ -108,11 +108,12 @@ RewriteSite Reorder(onnx::ModelProto* model, const AddChain& chain, const std::v
   absl::flat_hash_set<std::string> available;
   auto ready = [&](const std::string& t) { return !produced_in_graph.contains(t) || available.contains(t); };
   int placed = 0;
-  std::vector<onnx::NodeProto> nodes;
+  // On the graph's arena (if any), so that the kept nodes move, not copy.
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes(graph->GetArena());
   std::vector<onnx::NodeProto> removed_nodes;
   auto place_ready = [&](bool all) {
     while (placed < n - 1 && (all || ready(order[placed + 1])) && (placed > 0 || all || ready(order[0]))) {
-      nodes.push_back(adds[placed++]);
+      *nodes.Add() = adds[placed++];
     }
   };
   place_ready(false);
@@ -122,12 +123,12 @@ RewriteSite Reorder(onnx::ModelProto* model, const AddChain& chain, const std::v
       removed_nodes.push_back(graph->node(i));
       continue;
     }
-    nodes.push_back(std::move(*graph->mutable_node(i)));
-    for (const std::string& t : nodes.back().output()) available.insert(t);
+    onnx::NodeProto* kept = nodes.Add();
+    kept->Swap(graph->mutable_node(i));
+    for (const std::string& t : kept->output()) available.insert(t);
     place_ready(false);
   }
-  graph->clear_node();
-  for (onnx::NodeProto& node : nodes) *graph->add_node() = std::move(node);
+  graph->mutable_node()->Swap(&nodes);
   // The partial sums written are gone: so is what value_info said of them.
   absl::flat_hash_set<std::string> gone;
   for (const onnx::NodeProto& node : removed_nodes) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -17,6 +18,7 @@
 #include "core/rewrite/pattern.h"
 #include "core/util/saturating.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/arena.h"
 #include "onnx/onnx_pb.h"
 
 namespace serenity {
@@ -30,11 +32,42 @@ double MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-absl::StatusOr<Graph> Import(const onnx::ModelProto& model, const OnnxImportOptions& import, const std::string& name) {
-  ASSIGN_OR_RETURN(GraphSpec spec, OnnxModelToGraphSpec(model, import));
+// Imports `model`; with `base`, the import of the model it was rewritten
+// from, by OnnxModelToGraphSpecFrom (shape inference of the new nodes only).
+absl::StatusOr<Graph> Import(const onnx::ModelProto& model, const OnnxImportOptions& import, const std::string& name,
+                             const Graph* base = nullptr) {
+  ASSIGN_OR_RETURN(GraphSpec spec, base == nullptr ? OnnxModelToGraphSpec(model, import)
+                                                   : OnnxModelToGraphSpecFrom(model, import, *base));
   if (!name.empty()) spec.name = name;
   return Graph::Build(std::move(spec));
 }
+
+// A model on an arena of its own: the trials copy the model, and a copy
+// on an arena is made fast and freed at once.
+class ArenaModel {
+ public:
+  ArenaModel()
+      : arena_(std::make_unique<google::protobuf::Arena>(Options())),
+        model_(google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena_.get())) {}
+  ArenaModel Copy() const {
+    ArenaModel copy;
+    copy.model_->CopyFrom(*model_);
+    return copy;
+  }
+  onnx::ModelProto* get() const { return model_; }
+  onnx::ModelProto* operator->() const { return model_; }
+  onnx::ModelProto& operator*() const { return *model_; }
+
+ private:
+  static google::protobuf::ArenaOptions Options() {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = 64 << 10;
+    options.max_block_size = 1 << 20;
+    return options;
+  }
+  std::unique_ptr<google::protobuf::Arena> arena_;
+  onnx::ModelProto* model_;
+};
 
 // A site to try: found by names, since node indices shift as sites apply.
 struct Candidate {
@@ -93,16 +126,16 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
                                                const std::string& model_name, const PlanOptions& options,
                                                Executor* executor, const Graph* as_given) {
   const auto start = std::chrono::steady_clock::now();
-  onnx::ModelProto model;
+  ArenaModel model;
   if (onnx_bytes.size() > static_cast<size_t>(INT_MAX) ||
-      !model.ParseFromArray(onnx_bytes.data(), static_cast<int>(onnx_bytes.size()))) {
+      !model->ParseFromArray(onnx_bytes.data(), static_cast<int>(onnx_bytes.size()))) {
     return absl::InvalidArgumentError("not a valid ONNX model");
   }
   // Named as the importer names them, the nodes import to the same graph.
-  NameNodesAsImporter(model.mutable_graph());
+  NameNodesAsImporter(model->mutable_graph());
   std::optional<Graph> imported;
   if (as_given == nullptr) {
-    ASSIGN_OR_RETURN(imported, Import(model, import, model_name));
+    ASSIGN_OR_RETURN(imported, Import(*model, import, model_name));
   } else {
     imported = *as_given;
   }
@@ -130,19 +163,19 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   absl::flat_hash_map<std::string, int> made = ProductionSteps(graph, plan.order);
   std::vector<Candidate> candidates;
   // The index of `model`, built again when needed after a trial is kept.
-  std::optional<ModelIndex> model_index = ModelIndex::Build(model.graph());
-  for (const ConcatConvSite& site : FindConcatConvSites(model.graph(), *model_index)) {
-    const onnx::NodeProto& concat = model.graph().node(site.concat);
+  std::optional<ModelIndex> model_index = ModelIndex::Build(model->graph());
+  for (const ConcatConvSite& site : FindConcatConvSites(model->graph(), *model_index)) {
+    const onnx::NodeProto& concat = model->graph().node(site.concat);
     Candidate candidate;
     candidate.concat = concat.name();
     candidate.bytes = tensors[concat.output(0)].second;
     candidate.inputs.assign(concat.input().begin(), concat.input().end());
-    for (int c : site.convs) candidate.outputs.push_back(model.graph().node(c).output(0));
+    for (int c : site.convs) candidate.outputs.push_back(model->graph().node(c).output(0));
     candidate.heat = HeatOf(made, plan.profile.step_bytes, candidate.inputs, candidate.outputs);
     candidates.push_back(std::move(candidate));
   }
   report.sites_found = static_cast<int>(candidates.size());
-  if (candidates.empty()) report.notes.push_back(WhyNoSite(model.graph(), *model_index));
+  if (candidates.empty()) report.notes.push_back(WhyNoSite(model->graph(), *model_index));
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
   const auto past_deadline = [&] { return std::chrono::steady_clock::now() >= options.deadline; };
@@ -155,7 +188,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   };
   const auto score_trial = [&](const onnx::ModelProto& trial,
                                absl::string_view what) -> absl::StatusOr<std::optional<Scored>> {
-    absl::StatusOr<Graph> trial_graph = Import(trial, import, model_name);
+    absl::StatusOr<Graph> trial_graph = Import(trial, import, model_name, &graph);
     if (!trial_graph.ok()) {
       report.notes.push_back(
           absl::StrCat(what, ": not kept, the rewritten model does not import: ", trial_graph.status().message()));
@@ -176,7 +209,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   int64_t best = plan.profile.peak_bytes;
   bool changed = false;
   std::vector<bool> tried(candidates.size(), false);
-  const auto keep = [&](onnx::ModelProto trial, Scored scored, std::vector<RewriteSite> sites) {
+  const auto keep = [&](ArenaModel trial, Scored scored, std::vector<RewriteSite> sites) {
     best = scored.plan.profile.peak_bytes;
     model = std::move(trial);
     model_index.reset();
@@ -194,8 +227,9 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   // Applies `candidate` to `*trial`; false with a note when it cannot be.
   const auto apply = [&](const Candidate& candidate, onnx::ModelProto* trial,
                          std::vector<RewriteSite>* sites) -> absl::StatusOr<bool> {
-    std::optional<ConcatConvSite> site = MatchConcatConvSite(trial->graph(), ModelIndex::Build(trial->graph()),
-                                                             FindNode(trial->graph(), candidate.concat));
+    const ModelIndex index = ModelIndex::Build(trial->graph());
+    std::optional<ConcatConvSite> site =
+        MatchConcatConvSite(trial->graph(), index, FindNode(trial->graph(), candidate.concat));
     if (!site.has_value()) return false;  // cannot happen: sites share no node
     std::vector<int64_t> channels;
     for (const std::string& in : trial->graph().node(site->concat).input()) channels.push_back(tensors[in].first);
@@ -209,7 +243,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       return it == made.end() ? -1 : it->second;
     };
     std::stable_sort(chain.begin(), chain.end(), [&](int a, int b) { return step(a) < step(b); });
-    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels, options.rewrite_form, chain);
+    absl::StatusOr<RewriteSite> done = ApplyConcatConv(trial, *site, channels, options.rewrite_form, chain, &index);
     if (!done.ok()) {
       if (done.status().code() != absl::StatusCode::kFailedPrecondition) return done.status();
       report.notes.push_back(std::string(done.status().message()));
@@ -228,7 +262,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       report.notes.push_back(absl::StrCat("stopped at the deadline before round ", round));
       break;
     }
-    onnx::ModelProto trial = model;
+    ArenaModel trial = model.Copy();
     std::vector<RewriteSite> sites;
     std::vector<size_t> applied_here;  // the candidates this round applied
     int chosen = 0;
@@ -236,7 +270,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       if (tried[c] || candidates[c].heat < best) continue;
       tried[c] = true;
       ++chosen;
-      ASSIGN_OR_RETURN(bool applied, apply(candidates[c], &trial, &sites));
+      ASSIGN_OR_RETURN(bool applied, apply(candidates[c], trial.get(), &sites));
       if (applied) applied_here.push_back(c);
     }
     if (chosen == 0) {
@@ -254,7 +288,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     for (const RewriteSite& site : sites) convs.push_back(absl::StrCat("'", site.conv, "'"));
     const std::string what = absl::StrCat("round ", round, ": ", sites.size(), " site", sites.size() == 1 ? "" : "s",
                                           " live where ", best, " bytes were (Conv ", absl::StrJoin(convs, ", "), ")");
-    ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial, what));
+    ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(*trial, what));
     if (!scored.has_value()) break;
     const int64_t peak = scored->plan.profile.peak_bytes;
     if (peak >= best) {
@@ -265,23 +299,23 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       // Few sites: every proper subset of them (at most 6 plans); the one
       // with the lowest peak below the best is kept (fewer sites on a tie).
       struct Subset {
-        onnx::ModelProto model;
+        ArenaModel model;
         std::optional<Scored> scored;
         std::vector<RewriteSite> sites;
       };
       std::optional<Subset> kept;
       const uint32_t all = (1u << applied_here.size()) - 1;
       for (uint32_t mask = 1; mask < all && !past_deadline(); ++mask) {
-        Subset subset{model, std::nullopt, {}};
+        Subset subset{model.Copy(), std::nullopt, {}};
         for (size_t b = 0; b < applied_here.size(); ++b) {
           if ((mask >> b & 1) == 0) continue;
-          ASSIGN_OR_RETURN(bool applied, apply(candidates[applied_here[b]], &subset.model, &subset.sites));
+          ASSIGN_OR_RETURN(bool applied, apply(candidates[applied_here[b]], subset.model.get(), &subset.sites));
           (void)applied;  // each applied together above
         }
         std::vector<std::string> names;
         for (const RewriteSite& site : subset.sites) names.push_back(absl::StrCat("'", site.conv, "'"));
         const std::string only = absl::StrCat("round ", round, ": Conv ", absl::StrJoin(names, ", "), " alone");
-        ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(subset.model, only));
+        ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(*subset.model, only));
         if (!scored_subset.has_value()) continue;
         const int64_t subset_peak = scored_subset->plan.profile.peak_bytes;
         report.notes.push_back(absl::StrCat(only, ": peak ", subset_peak, " bytes"));
@@ -310,8 +344,9 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   if (!past_deadline()) {
     std::vector<std::pair<std::string, std::vector<std::string>>> reorders;  // (sum, operand order)
     int cold = 0;  // sums to reorder that are not live where the peak is
-    if (!model_index.has_value()) model_index = ModelIndex::Build(model.graph());
-    for (const AddChain& chain : FindAddChains(model.graph(), *model_index)) {
+    if (!model_index.has_value()) model_index = ModelIndex::Build(model->graph());
+    const std::vector<AddChain> model_chains = FindAddChains(model->graph(), *model_index);
+    for (const AddChain& chain : model_chains) {
       std::vector<std::string> order = OrderByFirstAvailable(chain, made);
       if (order == chain.operands) continue;
       if (HeatOf(made, plan.profile.step_bytes, chain.operands, {chain.output}) < best) {
@@ -325,14 +360,18 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       report.notes.push_back(absl::StrCat(cold, " sum", cold == 1 ? "" : "s",
                                           " the plan adds out of order not reordered: not live where the peak is"));
     }
-    onnx::ModelProto trial = reorders.empty() ? onnx::ModelProto() : model;
+    ArenaModel trial = reorders.empty() ? ArenaModel() : model.Copy();
     std::vector<RewriteSite> sites;
     absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
     if (!reorders.empty()) shapes = TensorShapes(graph);
     for (const auto& [output, order] : reorders) {
-      for (const AddChain& chain : FindAddChains(trial.graph(), ModelIndex::Build(trial.graph()))) {
+      // Until a sum is reordered the trial is the model as it was (a sum
+      // not reordered leaves it unchanged): its chains are the model's.
+      std::vector<AddChain> trial_chains;
+      if (!sites.empty()) trial_chains = FindAddChains(trial->graph(), ModelIndex::Build(trial->graph()));
+      for (const AddChain& chain : sites.empty() ? model_chains : trial_chains) {
         if (chain.output != output) continue;
-        absl::StatusOr<RewriteSite> done = ApplyAddChainOrder(&trial, chain, order, shapes);
+        absl::StatusOr<RewriteSite> done = ApplyAddChainOrder(trial.get(), chain, order, shapes);
         if (done.ok()) {
           sites.push_back(*std::move(done));
         } else if (done.status().code() == absl::StatusCode::kFailedPrecondition) {
@@ -345,7 +384,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     if (!sites.empty()) {
       const std::string what = absl::StrCat(sites.size(), " sum", sites.size() == 1 ? "" : "s",
                                             " reordered to add operands as the plan makes them");
-      ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(trial, what));
+      ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(*trial, what));
       if (scored.has_value() && scored->plan.profile.peak_bytes < best) {
         report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes"));
         keep(std::move(trial), std::move(*scored), std::move(sites));
@@ -360,7 +399,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   report.peak_bytes_with = plan.profile.peak_bytes;
   report.ops_after = graph.num_ops();
   report.rewrite_ms = MillisSince(rewrite_start);
-  return RewrittenPlan{model.SerializeAsString(), std::move(graph), std::move(plan), std::move(report)};
+  return RewrittenPlan{model->SerializeAsString(), std::move(graph), std::move(plan), std::move(report)};
 }
 
 RewriteGrowth BoundRewriteGrowth(const Graph& graph) {

@@ -261,9 +261,31 @@ absl::Status SplitConv(const onnx::NodeProto& conv, const onnx::GraphProto& grap
   return absl::OkStatus();
 }
 
+// Keeps the elements of `field` at `order` (indices, each once at most), in
+// that order, by moving pointers: nothing is copied or made. The others are
+// deleted, or left to `arena`, the field's arena, when it has one.
+template <typename T>
+void KeepInOrder(google::protobuf::RepeatedPtrField<T>* field, const std::vector<int>& order,
+                 google::protobuf::Arena* arena) {
+  const int n = field->size();
+  std::vector<T*> all(n);
+  field->UnsafeArenaExtractSubrange(0, n, all.data());
+  std::vector<bool> kept(n, false);
+  for (int i : order) {
+    field->UnsafeArenaAddAllocated(all[i]);
+    kept[i] = true;
+  }
+  if (arena != nullptr) return;
+  for (int i = 0; i < n; ++i) {
+    if (!kept[i]) delete all[i];
+  }
+}
+
 // Removes `removed` nodes and puts `inserted[i]` after node i (in its place
 // when it is removed); drops the initializers only removed nodes read, adds `slices`, and drops the
 // value_info of `gone` tensors.
+// What stays is moved, not copied (KeepInOrder; the other lists, on the
+// graph's arena when it has one).
 void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_hash_set<int>& removed,
             std::map<int, std::vector<onnx::NodeProto>> inserted, std::vector<onnx::TensorProto> slices,
             const absl::flat_hash_set<std::string>& gone, std::vector<onnx::ValueInfoProto> new_infos,
@@ -271,11 +293,6 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
   absl::flat_hash_set<std::string> still_read;  // by the new nodes
   for (const auto& [at, nodes] : inserted) {
     for (const onnx::NodeProto& node : nodes) still_read.insert(node.input().begin(), node.input().end());
-  }
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> rebuilt;
-  for (int i = 0; i < graph->node_size(); ++i) {
-    if (!removed.contains(i)) rebuilt.Add()->Swap(graph->mutable_node(i));
-    for (onnx::NodeProto& node : inserted[i]) rebuilt.Add()->Swap(&node);
   }
   absl::flat_hash_set<std::string> dropped;
   for (int i : removed) {
@@ -286,13 +303,24 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
       if (only_removed) dropped.insert(in);
     }
   }
-  graph->mutable_node()->Swap(&rebuilt);
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
-  for (onnx::TensorProto& t : *graph->mutable_initializer()) {
-    if (!dropped.contains(t.name())) initializers.Add()->Swap(&t);
+  const int nodes = graph->node_size();
+  std::vector<int> node_order;
+  for (int i = 0; i < nodes; ++i) {
+    if (!removed.contains(i)) node_order.push_back(i);
+    for (onnx::NodeProto& node : inserted[i]) {
+      graph->add_node()->Swap(&node);
+      node_order.push_back(graph->node_size() - 1);
+    }
   }
+  KeepInOrder(graph->mutable_node(), node_order, graph->GetArena());
+  std::vector<int> initializer_order;
+  for (int i = 0; i < graph->initializer_size(); ++i) {
+    if (!dropped.contains(graph->initializer(i).name())) initializer_order.push_back(i);
+  }
+  KeepInOrder(graph->mutable_initializer(), initializer_order, graph->GetArena());
+  google::protobuf::RepeatedPtrField<onnx::TensorProto>& initializers = *graph->mutable_initializer();
   bool listed_as_input = list_slices_as_inputs;
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs(graph->GetArena());
   for (onnx::ValueInfoProto& v : *graph->mutable_input()) {
     if (dropped.contains(v.name())) {
       listed_as_input = true;
@@ -312,9 +340,8 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
     }
   }
   for (onnx::TensorProto& t : slices) initializers.Add()->Swap(&t);
-  graph->mutable_initializer()->Swap(&initializers);
   graph->mutable_input()->Swap(&inputs);
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos(graph->GetArena());
   for (onnx::ValueInfoProto& v : *graph->mutable_value_info()) {
     if (!gone.contains(v.name())) infos.Add()->Swap(&v);
   }
@@ -326,7 +353,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
 
 absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
                                             const std::vector<int64_t>& channels, RewriteForm form,
-                                            const std::vector<int>& chain) {
+                                            const std::vector<int>& chain, const ModelIndex* given_index) {
   onnx::GraphProto* graph = model->mutable_graph();
   const onnx::NodeProto& concat = graph->node(site.concat);
   if (site.convs.empty()) return absl::InvalidArgumentError("a site without Convs");
@@ -339,7 +366,9 @@ absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const Conca
     if (n <= 0) return Skip(first_conv, "a Concat input has no channels");
     total += n;
   }
-  const ModelIndex index = ModelIndex::Build(*graph);
+  std::optional<ModelIndex> built;
+  if (given_index == nullptr) built = ModelIndex::Build(*graph);
+  const ModelIndex& index = given_index != nullptr ? *given_index : *built;
   int rank = 0;  // of the data, from the Convs' weights
   for (int c : site.convs) {
     auto w = index.initializers.find(graph->node(c).input(1));

@@ -66,10 +66,12 @@ namespace serenity {
 // the sum (or accumulation) adds the others in that order, so a caller can
 // chain them in the order its schedule makes the inputs. InvalidArgument
 // when `chain` is no permutation of the inputs.
+// `index`, when given, is ModelIndex::Build of `model`'s graph as it is
+// (the caller's, so that it is not built again); stale afterwards.
 absl::StatusOr<RewriteSite> ApplyConcatConv(onnx::ModelProto* model, const ConcatConvSite& site,
                                             const std::vector<int64_t>& channels,
                                             RewriteForm form = RewriteForm::kStandard,
-                                            const std::vector<int>& chain = {});
+                                            const std::vector<int>& chain = {}, const ModelIndex* index = nullptr);
 
 // Returns `slice` of `source`: dims[axis] = end - begin and, when `source`
 // has data, the elements whose index along `axis` lies in [begin, end).

@@ -35,6 +35,7 @@ int ConvRankDownstream(const onnx::GraphProto& graph, const ModelIndex& index, c
 }  // namespace
 
 UnusedNames::UnusedNames(const onnx::GraphProto& graph) {
+  taken_.reserve(3 * static_cast<size_t>(graph.node_size()) + graph.initializer_size());
   for (const onnx::NodeProto& node : graph.node()) {
     taken_.insert(node.name());
     taken_.insert(node.output().begin(), node.output().end());
@@ -50,7 +51,8 @@ UnusedNames::UnusedNames(const onnx::GraphProto& graph) {
 std::string UnusedNames::Take(const std::string& base) {
   std::string name = base;
   for (int n = 1; taken_.contains(name); ++n) name = absl::StrCat(base, "_", n);
-  taken_.insert(name);
+  made_.push_back(name);
+  taken_.insert(made_.back());
   return name;
 }
 
@@ -63,6 +65,9 @@ int64_t IntAttribute(const onnx::NodeProto& node, absl::string_view name, int64_
 
 ModelIndex ModelIndex::Build(const onnx::GraphProto& graph) {
   ModelIndex index;
+  index.producer.reserve(graph.node_size());
+  index.consumers.reserve(graph.node_size());
+  index.initializers.reserve(graph.initializer_size());
   for (int i = 0; i < graph.node_size(); ++i) {
     for (const std::string& out : graph.node(i).output()) {
       if (!out.empty()) index.producer[out] = i;
@@ -87,7 +92,7 @@ ModelIndex ModelIndex::Build(const onnx::GraphProto& graph) {
   return index;
 }
 
-const std::vector<int>& ModelIndex::ConsumersOf(const std::string& tensor) const {
+const std::vector<int>& ModelIndex::ConsumersOf(absl::string_view tensor) const {
   static const std::vector<int>* const kNone = new std::vector<int>;
   auto it = consumers.find(tensor);
   return it == consumers.end() ? *kNone : it->second;

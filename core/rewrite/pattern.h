@@ -6,6 +6,7 @@
 #ifndef SERENITY_CORE_REWRITE_PATTERN_H_
 #define SERENITY_CORE_REWRITE_PATTERN_H_
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,21 +19,23 @@
 namespace serenity {
 
 // Who makes and who reads each tensor of a graph (node indices into
-// graph.node). Built once; stale after the graph changes.
+// graph.node). Built once; stale after the graph changes. The names are
+// views of the graph's own strings: the index must not outlive them (a
+// graph whose nodes are moved, not destroyed, keeps them).
 struct ModelIndex {
-  absl::flat_hash_map<std::string, int> producer;
+  absl::flat_hash_map<absl::string_view, int> producer;
   // Every node that reads the tensor, once per input slot (a node reading a
   // tensor twice is listed twice), in node order.
-  absl::flat_hash_map<std::string, std::vector<int>> consumers;
-  absl::flat_hash_set<std::string> graph_outputs;
-  absl::flat_hash_map<std::string, int> initializers;  // name -> index in graph.initializer
+  absl::flat_hash_map<absl::string_view, std::vector<int>> consumers;
+  absl::flat_hash_set<absl::string_view> graph_outputs;
+  absl::flat_hash_map<absl::string_view, int> initializers;  // name -> index in graph.initializer
   // Shapes the graph states (inputs, outputs, value_info), where every dim
   // is a known value.
   absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
 
   static ModelIndex Build(const onnx::GraphProto& graph);
   // Readers of `tensor` (empty when none).
-  const std::vector<int>& ConsumersOf(const std::string& tensor) const;
+  const std::vector<int>& ConsumersOf(absl::string_view tensor) const;
 };
 
 // Gives every node the name OnnxToGraphSpec (onnx_import.h) would give it:
@@ -45,6 +48,7 @@ void NameNodesAsImporter(onnx::GraphProto* graph);
 // Names not yet used in a graph by a node, a tensor (inputs, outputs,
 // value_info, initializers, sparse initializers), for the nodes and tensors
 // a rewrite adds.
+// It keeps views of the graph's strings: it must not outlive them.
 class UnusedNames {
  public:
   explicit UnusedNames(const onnx::GraphProto& graph);
@@ -52,7 +56,8 @@ class UnusedNames {
   std::string Take(const std::string& base);
 
  private:
-  absl::flat_hash_set<std::string> taken_;
+  absl::flat_hash_set<absl::string_view> taken_;
+  std::deque<std::string> made_;  // the names Take gave (stable addresses)
 };
 
 // The node's integer attribute `name`, or `fallback` when it has none.
