@@ -75,13 +75,7 @@ TEST(PrimitivePlanTest, RequestsMatchBruteForce) {
   int optimal = 0, infeasible = 0;
   for (int trial = 0; trial < 200; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
-    for (OpSpec& op : spec.ops) {
-      if (rng() % 3 == 0) continue;
-      for (int a = 0; a < 1 + static_cast<int>(rng() % 3); ++a) {
-        op.alternatives.push_back(
-            {"k" + std::to_string(a), 1.0 + rng() % 40, static_cast<int64_t>(rng() % 100), "", 0});
-      }
-    }
+    testing::AddRandomAlternatives(&spec, rng);
     const Graph graph = *Graph::Build(spec);
     const int64_t budget = 100 + static_cast<int64_t>(rng() % 400);
     absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(TimeRequest(spec, budget));
@@ -126,13 +120,7 @@ TEST(PrimitivePlanTest, ParetoAndTimeCapMatchBruteForce) {
   int fronts = 0;
   for (int trial = 0; trial < 80; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
-    for (OpSpec& op : spec.ops) {
-      if (rng() % 2 == 0) continue;
-      for (int a = 0; a < 2; ++a) {
-        op.alternatives.push_back(
-            {"k" + std::to_string(a), 1.0 + rng() % 40, static_cast<int64_t>(rng() % 100), "", 0});
-      }
-    }
+    testing::AddRandomAlternatives(&spec, rng, 2, 2, 2);
     const Graph graph = *Graph::Build(spec);
     const std::vector<std::pair<int64_t, double>> expected = testing::BruteForceTimeFrontier(graph, false, false);
     v1::PlanRequest request = TimeRequest(spec, 0);
@@ -177,26 +165,8 @@ TEST(PrimitivePlanTest, ParetoAndTimeCapMatchBruteForce) {
   EXPECT_GT(fronts, 20);
 }
 
-// Two branches with a fast primitive each that fits only when the first
-// branch is consumed before the second runs (time_search_test has the
-// arithmetic).
-GraphSpec TwoBranches() {
-  testing::TestGraph t;
-  t.Input("x", 100)
-      .Op("a", "Conv", {"x"}, {{"ya", 50}})
-      .Op("b", "Conv", {"x"}, {{"yb", 50}})
-      .Op("c", "Relu", {"ya"}, {{"za", 10}})
-      .Op("d", "Add", {"za", "yb"}, {{"out", 10}})
-      .Output("out");
-  GraphSpec spec = t.spec();
-  for (OpSpec& op : spec.ops) {
-    if (op.name == "a" || op.name == "b") op.alternatives = {{"winograd", 10, 60, "", 0}, {"direct", 30, 0, "", 0}};
-  }
-  return spec;
-}
-
 TEST(PrimitivePlanTest, ReportsTheChoiceAndItsBaselines) {
-  const GraphSpec spec = TwoBranches();
+  const GraphSpec spec = testing::TwoBranchesWithKernels();
   absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(TimeRequest(spec, 230));
   ASSERT_TRUE(plan.ok()) << plan.status();
   CheckTimePlan(*Graph::Build(spec), *plan);
@@ -225,7 +195,7 @@ TEST(PrimitivePlanTest, ReportsTheChoiceAndItsBaselines) {
 
 // options.primitives replace the graph's alternatives for the ops named.
 TEST(PrimitivePlanTest, RequestPrimitivesReplaceTheGraphs) {
-  v1::PlanRequest request = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest request = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   v1::OpPrimitives* b = request.mutable_options()->add_primitives();
   b->set_op("b");
   v1::Primitive* only = b->add_alternatives();
@@ -244,37 +214,37 @@ TEST(PrimitivePlanTest, RefusesWhatItCannotDo) {
   const auto refused = [](v1::PlanRequest request) {
     return std::string(ExecutePlanRequest(request).status().message());
   };
-  v1::PlanRequest no_budget = TimeRequest(TwoBranches(), 0);
+  v1::PlanRequest no_budget = TimeRequest(testing::TwoBranchesWithKernels(), 0);
   EXPECT_THAT(refused(no_budget), HasSubstr("objective time needs a memory budget"));
-  v1::PlanRequest algorithm = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest algorithm = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   algorithm.mutable_options()->set_algorithm("dp");
   EXPECT_THAT(refused(algorithm), HasSubstr("algorithm 'dp' does not apply"));
-  v1::PlanRequest unknown = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest unknown = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   unknown.mutable_options()->add_primitives()->set_op("nope");
   EXPECT_THAT(refused(unknown), HasSubstr("primitives name op 'nope', which the graph has not"));
-  v1::PlanRequest twice = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest twice = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   twice.mutable_options()->add_primitives()->set_op("a");
   twice.mutable_options()->add_primitives()->set_op("a");
   EXPECT_THAT(refused(twice), HasSubstr("primitives name op 'a' twice"));
-  v1::PlanRequest too_fast = TimeRequest(TwoBranches(), 0);
+  v1::PlanRequest too_fast = TimeRequest(testing::TwoBranchesWithKernels(), 0);
   too_fast.mutable_options()->set_objective("peak");
   too_fast.mutable_options()->set_max_time_us(19);
   EXPECT_THAT(refused(too_fast), HasSubstr("takes 20 us in all, more than max_time_us (19)"));
-  v1::PlanRequest pareto_given = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest pareto_given = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   pareto_given.mutable_options()->set_pareto(true);
   pareto_given.mutable_given_order()->add_indices(0);
   pareto_given.mutable_given_order()->add_indices(1);
   pareto_given.mutable_given_order()->add_indices(2);
   pareto_given.mutable_given_order()->add_indices(3);
   EXPECT_THAT(refused(pareto_given), HasSubstr("cannot be combined with a given order"));
-  v1::PlanRequest capped_time = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest capped_time = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   capped_time.mutable_options()->set_max_time_us(50);
   EXPECT_THAT(refused(capped_time), HasSubstr("objective 'time' does not apply"));
-  v1::PlanRequest without_objective = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest without_objective = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   without_objective.mutable_options()->set_objective("min_peak");
   without_objective.mutable_options()->add_primitives()->set_op("a");
   EXPECT_THAT(refused(without_objective), HasSubstr("read only with objective time"));
-  v1::PlanRequest bad = TimeRequest(TwoBranches(), 230);
+  v1::PlanRequest bad = TimeRequest(testing::TwoBranchesWithKernels(), 230);
   v1::OpPrimitives* c = bad.mutable_options()->add_primitives();
   c->set_op("c");
   v1::Primitive* p = c->add_alternatives();

@@ -22,13 +22,7 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
   int several = 0;
   for (int trial = 0; trial < 300; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
-    for (OpSpec& op : spec.ops) {
-      if (rng() % 3 == 0) continue;
-      for (int a = 0; a < 1 + static_cast<int>(rng() % 3); ++a) {
-        op.alternatives.push_back(
-            {"k" + std::to_string(a), 1.0 + rng() % 40, static_cast<int64_t>(rng() % 100), "", 0});
-      }
-    }
+    testing::AddRandomAlternatives(&spec, rng);
     const Graph graph = *Graph::Build(spec);
     MemoryModel model;
     model.in_place = trial % 3 == 1;

@@ -16,26 +16,7 @@
 namespace serenity {
 namespace {
 
-using testing::TestGraph;
-
 constexpr double kNone = std::numeric_limits<double>::infinity();
-
-// Random alternatives on some ops: 1-3 each, times 1-50 us, workspaces
-// 0-120 bytes (the faster ones tend to need more).
-Graph WithRandomAlternatives(GraphSpec spec, std::mt19937& rng) {
-  for (OpSpec& op : spec.ops) {
-    if (rng() % 3 == 0) continue;
-    const int count = 1 + static_cast<int>(rng() % 3);
-    for (int a = 0; a < count; ++a) {
-      Primitive p;
-      p.name = "p" + std::to_string(a);
-      p.time_us = 1 + static_cast<double>(rng() % 50);
-      p.workspace_bytes = static_cast<int64_t>(rng() % 121);
-      op.alternatives.push_back(p);
-    }
-  }
-  return *Graph::Build(std::move(spec));
-}
 
 // The plan found is valid (a topological order whose simulated peak, with
 // the chosen workspaces, fits the budget; its time is the sum of its
@@ -45,7 +26,9 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
   std::mt19937 rng(19);
   int feasible = 0, infeasible = 0, below_start = 0, downgrades = 0;
   for (int trial = 0; trial < 1000; ++trial) {
-    const Graph graph = WithRandomAlternatives(testing::RandomDag(3 + trial % 5, rng), rng);
+    GraphSpec spec = testing::RandomDag(3 + trial % 5, rng);
+    testing::AddRandomAlternatives(&spec, rng, 3, 1, 3, 50, 121);
+    const Graph graph = *Graph::Build(std::move(spec));
     MemoryModel model;
     model.in_place = trial % 4 == 1;
     model.alias_views = trial % 4 == 2;
@@ -110,20 +93,7 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
 // the first output is consumed first. The best order runs a, its reader c,
 // then b, so both a and b are fast.
 TEST(TimeSearchTest, OrderLetsBothFastPrimitivesFit) {
-  TestGraph t;
-  t.Input("x", 100)
-      .Op("a", "Conv", {"x"}, {{"ya", 50}})
-      .Op("b", "Conv", {"x"}, {{"yb", 50}})
-      .Op("c", "Relu", {"ya"}, {{"za", 10}})
-      .Op("d", "Add", {"za", "yb"}, {{"out", 10}})
-      .Output("out");
-  GraphSpec spec = t.spec();
-  for (OpSpec& op : spec.ops) {
-    if (op.name == "a" || op.name == "b") {
-      op.alternatives = {{"winograd", 10, 60, "", 0}, {"direct", 30, 0, "", 0}};
-    }
-  }
-  const Graph graph = *Graph::Build(spec);
+  const Graph graph = *Graph::Build(testing::TwoBranchesWithKernels());
   const BufferModel buffers(graph, MemoryModel());
   // File order a, b, c, d: b runs beside x, ya: 100 + 50 + 50 + 60 > 230.
   std::optional<PrimitiveSelection> file = SelectForOrder(buffers, {0, 1, 2, 3}, 230);

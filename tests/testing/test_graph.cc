@@ -236,4 +236,34 @@ GraphSpec LayeredDag(int num_ops, int width, unsigned seed) {
   return spec;
 }
 
+void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in, int min_count, int max_count,
+                           int max_time_us, int64_t max_workspace) {
+  for (OpSpec& op : spec->ops) {
+    if (skip_one_in > 0 && rng() % skip_one_in == 0) continue;
+    const int count = min_count + static_cast<int>(rng() % (max_count - min_count + 1));
+    for (int a = 0; a < count; ++a) {
+      Primitive p;
+      p.name = "k" + std::to_string(a);
+      p.time_us = 1 + static_cast<double>(rng() % max_time_us);
+      p.workspace_bytes = static_cast<int64_t>(rng() % max_workspace);
+      op.alternatives.push_back(p);
+    }
+  }
+}
+
+GraphSpec TwoBranchesWithKernels() {
+  TestGraph t;
+  t.Input("x", 100)
+      .Op("a", "Conv", {"x"}, {{"ya", 50}})
+      .Op("b", "Conv", {"x"}, {{"yb", 50}})
+      .Op("c", "Relu", {"ya"}, {{"za", 10}})
+      .Op("d", "Add", {"za", "yb"}, {{"out", 10}})
+      .Output("out");
+  GraphSpec spec = t.spec();
+  for (OpSpec& op : spec.ops) {
+    if (op.name == "a" || op.name == "b") op.alternatives = {{"winograd", 10, 60, "", 0}, {"direct", 30, 0, "", 0}};
+  }
+  return spec;
+}
+
 }  // namespace serenity::testing

@@ -45,6 +45,20 @@ class TestGraph {
 // Without, the same graphs as ever for a given seed.
 GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats = false);
 
+// Adds alternatives (graph.h's Primitive, issue 19) to the ops of `spec`:
+// each op, but one in `skip_one_in` (0: none skipped), gets `min_count` to
+// `max_count` of them named k0, k1, ..., with times 1..max_time_us and
+// workspaces 0..max_workspace - 1 bytes, drawn from `rng`.
+void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in = 3, int min_count = 1,
+                           int max_count = 3, int max_time_us = 40, int64_t max_workspace = 100);
+
+// Two branches from one input x (100 bytes): a and b (Convs, 50-byte
+// outputs) each with alternatives winograd (10 us, 60 bytes of workspace)
+// and direct (30 us, none); c (Relu) reads a's output (10 bytes), d (Add)
+// reads c's and b's outputs (10 bytes, the graph output). Both fast
+// kernels fit a budget of 230 only when c runs before b.
+GraphSpec TwoBranchesWithKernels();
+
 // A chain of `ops` Relus: tensors t0 (the input) .. t<ops> (the output) of
 // shape {dim}, float32 (sizes from the shape), ops o0 .. o<ops-1>; short
 // names, so that a million ops serialize to under 64 MB.
