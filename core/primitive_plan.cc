@@ -120,9 +120,10 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
         least_choice[u] < 0 ? graph.op(u).workspace_bytes : graph.op(u).alternatives[least_choice[u]].workspace_bytes;
   }
   const Graph least = graph.WithWorkspaces(least_workspaces);
-  // The time limit: up to 30% for that order, 80% of the rest for the
-  // primitives, the rest for planning the chosen order (its steps, arena
-  // and the least peak with those primitives, for comparison).
+  // The time limit: up to 30% for that order (60% with a budget to fit),
+  // 80% of the rest for the primitives, the rest for planning the chosen
+  // order (its steps, arena and the least peak with those primitives, for
+  // comparison).
   const double limit = options->time_limit_seconds;
   const auto seconds_left = [&] {
     double left = limit - std::chrono::duration<double>(Clock::now() - start).count();
@@ -132,11 +133,22 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
     return left;
   };
   std::vector<OpId> start_order = options->given_order;
+  // Proven: no order fits the budget even with the least workspaces.
+  bool none_fits = false;
   if (start_order.empty()) {
-    SanitizedOptions score = options;
-    score.set_score_only(true);
-    score.set_time_limit_seconds(std::max(0.3 * limit, 1e-3));
+    // With a budget, the search stops at the first order that fits it
+    // (objective fit): any such order lets every op run.
+    PlanOptions least_options = *options;
+    least_options.objective = options->objective == Objective::kTime ? Objective::kFit : Objective::kMinPeak;
+    least_options.score_only = true;
+    // (Up to 60% of the time: the fit search ends at the first order that
+    // fits, so a hard graph gets the time and an easy one gives it back.)
+    least_options.time_limit_seconds = std::max((options->objective == Objective::kTime ? 0.6 : 0.3) * limit, 1e-3);
+    least_options.pareto = false;
+    least_options.max_time_us = 0;
+    ASSIGN_OR_RETURN(SanitizedOptions score, SanitizePlanOptions(least, std::move(least_options)));
     ASSIGN_OR_RETURN(Plan least_plan, PlanGraph(least, score, executor));
+    none_fits = options->objective == Objective::kTime && least_plan.lower_bound_bytes > budget;
     start_order = std::move(least_plan.order);
   }
   const BufferModel buffers(graph, options->memory_model);
@@ -162,31 +174,37 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   int64_t states = frontier.has_value() ? frontier->states : 0;
   if (options->objective == Objective::kTime) {
     std::optional<PrimitiveSelection> start_choice = SelectForOrder(buffers, start_order, budget);
-    if (!start_choice.has_value()) {
-      // Nothing fits (proven when the order is of least peak; with a given
-      // order, that order does not fit): the least-workspace plan.
+    TimeSearchResult result;
+    if (!options->given_order.empty()) {
+      // The given order's primitives: the fastest that fit at each step.
+      result.feasible = start_choice.has_value();
+      result.proven = true;  // (for this order)
+      if (start_choice.has_value()) {
+        result.selection = *start_choice;
+        result.lower_bound_us = start_choice->time_us;
+      }
+    } else if (none_fits) {
+      result.proven = true;
+    } else {
+      // The start order may not fit when its search stopped short of the
+      // least peak: the search may still find one that does.
+      result = MinimizeTime(buffers, start_order, budget, limits_for(0.8));
+    }
+    if (!result.feasible) {
+      // Nothing fits (proven by the least-peak search or the time search;
+      // with a given order, that order does not fit), or the search found
+      // nothing before its limit: the least-workspace plan of the start
+      // order, certificate baseline when proven, best_found when not.
       ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(least, options, start_order, seconds_left(), executor));
-      plan.algorithm = "time";
+      plan.algorithm = options->given_order.empty() ? "time" : "given";
       v1::Plan out = PlanToProto(least, plan, options);
       v1::TimeReport* time = out.mutable_time();
       FillTimeReport(graph, plan.order, least_choice, time);
       time->set_lower_bound_us(time->time_us());
-      time->set_certificate(v1::CERTIFICATE_BASELINE);
+      time->set_certificate(result.proven ? v1::CERTIFICATE_BASELINE : v1::CERTIFICATE_BEST_FOUND);
+      time->set_states(states + result.states);
       if (frontier.has_value()) RETURN_IF_ERROR(AddFrontier(graph, options, *frontier, seconds_left, executor, time));
       return out;
-    }
-    TimeSearchResult result;
-    if (options->given_order.empty()) {
-      result = MinimizeTime(buffers, start_order, budget, limits_for(0.8));
-    } else {
-      // The given order's primitives: the fastest that fit at each step.
-      result.feasible = true;
-      result.selection = *start_choice;
-      result.lower_bound_us = start_choice->time_us;
-    }
-    if (!result.feasible) {  // stopped before the start order's plan: cannot happen, it fits
-      result.feasible = true;
-      result.selection = *start_choice;
     }
     selection = std::move(result.selection);
     lower_bound = result.lower_bound_us;
