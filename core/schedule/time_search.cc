@@ -221,7 +221,10 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
       moves.push_back({u, i, choice, time});
       // Its time here is the least it can have anywhere (estimate[u] is a
       // bound), and running it raises nothing: it runs at once.
-      if (forced < 0 && time == estimate[u] && tracker.BytesAfter(u) <= tracker.live_bytes()) {
+      // (Graph inputs nobody reads die after the first step whichever op
+      // runs it: no part of u's own change, which BytesAfter counts them in.)
+      const int64_t unused = tracker.steps() == 0 ? buffers.unused_input_bytes() : 0;
+      if (forced < 0 && time == estimate[u] && tracker.BytesAfter(u) + unused <= tracker.live_bytes()) {
         forced = static_cast<int>(moves.size()) - 1;
       }
     }

@@ -251,6 +251,11 @@ void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in, 
   }
 }
 
+void AddUnusedInput(GraphSpec* spec, const std::string& name, int64_t bytes) {
+  spec->tensors.push_back({name, {}, 1, bytes, false, true});
+  spec->inputs.push_back(name);
+}
+
 GraphSpec TwoBranchesWithKernels() {
   TestGraph t;
   t.Input("x", 100)

@@ -52,6 +52,10 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats = false);
 void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in = 3, int min_count = 1,
                            int max_count = 3, int max_time_us = 40, int64_t max_workspace = 100);
 
+// Adds a graph input named `name` of `bytes` that no op reads (live at the
+// first step only, whichever op runs it).
+void AddUnusedInput(GraphSpec* spec, const std::string& name, int64_t bytes);
+
 // Two branches from one input x (100 bytes): a and b (Convs, 50-byte
 // outputs) each with alternatives winograd (10 us, 60 bytes of workspace)
 // and direct (30 us, none); c (Relu) reads a's output (10 bytes), d (Add)
