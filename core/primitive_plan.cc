@@ -1,10 +1,13 @@
 #include "core/primitive_plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "core/planner.h"
 #include "core/schedule/time_frontier.h"
 #include "core/schedule/time_search.h"
+#include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -89,21 +93,43 @@ absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, co
   time->set_pareto_proven(frontier.proven);
   for (size_t k = 0; k < points.size(); ++k) {
     const FrontierPoint& point = points[k];
-    const Graph chosen = graph.WithWorkspaces(point.selection.workspace_bytes);
-    ASSIGN_OR_RETURN(Plan plan,
-                     PlanChosenOrder(chosen, options, point.selection.order,
-                                     seconds_left() / static_cast<double>(2 * (points.size() - k)), executor));
-    v1::Plan planned = PlanToProto(chosen, plan, options);
     v1::ParetoPoint* out = time->add_pareto();
     out->set_peak_bytes(point.peak_bytes);
     out->set_time_us(point.selection.time_us);
-    *out->mutable_order_names() = planned.order_names();
+    for (OpId u : point.selection.order) out->add_order_names(graph.op(u).name);
     v1::TimeReport chosen_report;
     FillTimeReport(graph, point.selection.order, point.selection.choice, &chosen_report);
     *out->mutable_primitives() = chosen_report.primitives();
-    *out->mutable_arena() = planned.arena();
+    // Each point's arena while time is left (and the call is wanted): the
+    // points after that have none.
+    const double left = seconds_left();
+    if (left <= 0 || (options->cancelled != nullptr && options->cancelled->load(std::memory_order_relaxed))) {
+      continue;
+    }
+    const Graph chosen = graph.WithWorkspaces(point.selection.workspace_bytes);
+    ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(chosen, options, point.selection.order,
+                                                left / static_cast<double>(2 * (points.size() - k)), executor));
+    *out->mutable_arena() = PlanToProto(chosen, plan, options).arena();
   }
   return absl::OkStatus();
+}
+
+// About the bytes of one copy of `graph` (Graph::WithWorkspaces): its ops
+// with their alternatives and names, and its tensors.
+int64_t GraphCopyBytes(const Graph& graph) {
+  int64_t bytes = 0;
+  for (const Op& op : graph.ops()) {
+    bytes += static_cast<int64_t>(
+        sizeof(Op) + op.name.size() + op.type.size() +
+        4 * (op.inputs.size() + op.outputs.size() + op.predecessors.size() + op.successors.size()));
+    for (const Primitive& p : op.alternatives) {
+      bytes += static_cast<int64_t>(sizeof(Primitive) + p.name.size() + p.layout.size());
+    }
+  }
+  for (const Tensor& t : graph.tensors()) {
+    bytes += static_cast<int64_t>(sizeof(Tensor) + t.name.size() + 8 * t.shape.size() + 4 * t.consumers.size());
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -111,6 +137,13 @@ absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, co
 absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions& options, Executor* executor) {
   const Clock::time_point start = Clock::now();
   const int64_t budget = options->memory_budget_bytes;
+  // The copies of the graph with chosen workspaces alive at once (the
+  // least-workspace one, the chosen one, and the searches' own: about six).
+  MemoryCharge copies(options->memory);
+  const int64_t copy_bytes = 6 * GraphCopyBytes(graph);
+  if (!copies.TryAdd(copy_bytes)) {
+    return MemoryLimitError(options->memory, copy_bytes, "the copies of the graph primitive selection holds");
+  }
   // What every budget must allow: each op's least-workspace alternative,
   // in the order of least peak (or the given order).
   const std::vector<int> least_choice = LeastWorkspaceChoice(graph);
@@ -235,14 +268,17 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
                                                           " us in all, more than max_time_us (", cap, ")"));
       }
       return absl::DeadlineExceededError(
-          absl::StrCat("no plan within max_time_us (", cap, ") was found before the time limit"));
+          std::isinf(cap) ? std::string("no plan was found before the time limit")
+                          : absl::StrCat("no plan within max_time_us (", cap, ") was found before the time limit"));
     }
     selection = least_peak->selection;
     lower_bound = selection.time_us;
     certificate = frontier->proven ? v1::CERTIFICATE_OPTIMAL : v1::CERTIFICATE_BEST_FOUND;
   }
   const Graph chosen = graph.WithWorkspaces(selection.workspace_bytes);
-  ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(chosen, options, selection.order, seconds_left(), executor));
+  // (With the frontier, half of what is left: its points get the rest.)
+  ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(chosen, options, selection.order,
+                                              options->pareto ? 0.5 * seconds_left() : seconds_left(), executor));
   plan.algorithm = options->given_order.empty() ? "time" : "given";
   v1::Plan out = PlanToProto(chosen, plan, options);
   v1::TimeReport* time = out.mutable_time();

@@ -124,6 +124,10 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     if (os.macs < 0) {
       return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has negative macs ", os.macs));
     }
+    if (os.alternatives.size() > kMaxAlternatives) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has ", os.alternatives.size(),
+                                                     " alternatives; an op takes at most ", kMaxAlternatives));
+    }
     absl::flat_hash_set<absl::string_view> alternative_names;
     for (const Primitive& alternative : os.alternatives) {
       const std::string what = absl::StrCat("op '", os.name, "' alternative '", alternative.name, "'");
@@ -134,9 +138,9 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
         return absl::InvalidArgumentError(
             absl::StrCat("op '", os.name, "' has two alternatives named '", alternative.name, "'"));
       }
-      if (!std::isfinite(alternative.time_us) || alternative.time_us < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " has time_us ", alternative.time_us, ": it must be finite and not negative"));
+      if (!(alternative.time_us >= 0 && alternative.time_us <= kMaxPrimitiveTimeUs)) {
+        return absl::InvalidArgumentError(absl::StrCat(what, " has time_us ", alternative.time_us,
+                                                       ": it must be a number from 0 to ", kMaxPrimitiveTimeUs));
       }
       if (alternative.workspace_bytes < 0 || alternative.weight_bytes < 0) {
         return absl::InvalidArgumentError(absl::StrCat(what, " has negative bytes"));
@@ -245,7 +249,11 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     if (t.is_weight) g.weight_bytes_ += t.bytes;
   }
   for (const Op& op : g.ops_) {
-    if (__builtin_add_overflow(all_bytes, op.workspace_bytes, &all_bytes)) {
+    // Each op's largest workspace, its own or an alternative's: any choice
+    // of alternatives keeps the sums of live bytes within 64 bits.
+    int64_t workspace = op.workspace_bytes;
+    for (const Primitive& p : op.alternatives) workspace = std::max(workspace, p.workspace_bytes);
+    if (__builtin_add_overflow(all_bytes, workspace, &all_bytes)) {
       return absl::OutOfRangeError("the total size of all tensors and workspaces overflows 64 bits");
     }
     if (__builtin_add_overflow(g.total_macs_, op.macs, &g.total_macs_)) {

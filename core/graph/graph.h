@@ -50,6 +50,12 @@ struct Primitive {
   int64_t weight_bytes = 0;
 };
 
+// Limits on alternatives: per op, and the time of one (10^12 us, 11.6
+// days), so that sums over 10^6 ops stay finite and exact to the
+// microsecond.
+inline constexpr size_t kMaxAlternatives = 64;
+inline constexpr double kMaxPrimitiveTimeUs = 1e12;
+
 // Input description of one op. Inputs and outputs are tensor names; an empty
 // input name (an omitted optional ONNX input) is ignored.
 struct OpSpec {
@@ -107,9 +113,11 @@ class Graph {
   // consumed tensor that is neither produced, a graph input nor a weight; a
   // produced graph input; a cycle (the message lists the ops on it); a
   // negative dim (also when the size is given), an unsized dtype, a negative
-  // given size (`has_bytes`), a negative workspace or MAC count; an
-  // alternative with an empty or repeated name (per op), a time that is
-  // negative or not finite, or negative bytes. OutOfRange
+  // given size (`has_bytes`), a negative workspace or MAC count; more than
+  // kMaxAlternatives alternatives on an op, an alternative with an empty or
+  // repeated name (per op), a time outside [0, kMaxPrimitiveTimeUs] (NaN
+  // included), or negative bytes. OutOfRange (each op counted at its
+  // largest workspace, its own or an alternative's)
   // for sizes that overflow 64 bits (one tensor, or all buffers together).
   static absl::StatusOr<Graph> Build(GraphSpec spec);
 

@@ -223,7 +223,13 @@ TEST(GraphTest, KeepsAlternativesAndRefusesBadOnes) {
   EXPECT_THAT(refused({{"", 1, 0, "", 0}}), HasSubstr("op 'c' has an alternative without a name"));
   EXPECT_THAT(refused({{"a", 1, 0, "", 0}, {"a", 2, 0, "", 0}}), HasSubstr("op 'c' has two alternatives named 'a'"));
   EXPECT_THAT(refused({{"a", -1, 0, "", 0}}), HasSubstr("op 'c' alternative 'a' has time_us -1"));
-  EXPECT_THAT(refused({{"a", std::nan(""), 0, "", 0}}), HasSubstr("must be finite"));
+  EXPECT_THAT(refused({{"a", std::nan(""), 0, "", 0}}), HasSubstr("must be a number from 0 to 1e+12"));
+  EXPECT_THAT(refused({{"a", 2e12, 0, "", 0}}), HasSubstr("must be a number from 0 to 1e+12"));
+  EXPECT_THAT(refused(std::vector<Primitive>(65, {"a", 1, 0, "", 0})), HasSubstr("op 'c' has 65 alternatives"));
+  GraphSpec huge = Diamond();
+  huge.ops[2].alternatives = {{"a", 1, int64_t{1} << 62, "", 0}};
+  huge.ops[3].alternatives = {{"a", 1, int64_t{1} << 62, "", 0}};
+  EXPECT_EQ(Graph::Build(huge).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(refused({{"a", 1, -5, "", 0}}), HasSubstr("op 'c' alternative 'a' has negative bytes"));
   EXPECT_THAT(refused({{"a", 1, 0, "", -5}}), HasSubstr("negative bytes"));
 }

@@ -27,8 +27,15 @@ TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpI
       limits.time_limit_seconds > 0 ? TimeAfter(Clock::now(), limits.time_limit_seconds) : Clock::time_point::max();
   TimeFrontier frontier;
   bool all_proven = true;
-  // Above every peak: the fastest plans.
-  int64_t budget = std::numeric_limits<int64_t>::max() / 4;
+  // Above every peak (every buffer and every op's largest workspace at
+  // once, which Graph::Build keeps within 64 bits): the fastest plans.
+  int64_t budget = buffers.resident_bytes();
+  for (const ActivationBuffer& b : buffers.buffers()) budget += b.bytes;
+  for (const Op& op : buffers.graph().ops()) {
+    int64_t workspace = op.workspace_bytes;
+    for (const Primitive& p : op.alternatives) workspace = std::max(workspace, p.workspace_bytes);
+    budget += workspace;
+  }
   while (true) {
     SearchOptions step = limits;
     if (deadline != Clock::time_point::max()) {
@@ -53,8 +60,9 @@ TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpI
     point.peak_bytes = PeakOf(buffers, result.selection);
     point.selection = std::move(result.selection);
     budget = point.peak_bytes - 1;
-    // The same time as the last point, at a smaller peak: it replaces it.
-    if (!frontier.points.empty() && frontier.points.back().selection.time_us >= point.selection.time_us) {
+    // Points no faster than this one, at larger peaks, are dominated (after
+    // a step cut short by a limit, several may be).
+    while (!frontier.points.empty() && frontier.points.back().selection.time_us >= point.selection.time_us) {
       frontier.points.pop_back();
     }
     frontier.points.push_back(std::move(point));
