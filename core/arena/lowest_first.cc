@@ -91,7 +91,6 @@ absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buf
   ArenaPlan plan;
   plan.alignment = alignment;
   plan.offsets.assign(n, 0);
-  const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
   std::vector<Block> blocks;
   for (const AnchoredBlock& b : AnchoredBlocks(buffers)) blocks.push_back({b});
   // Time in sections: the runs of steps between the blocks' boundaries.
@@ -121,18 +120,7 @@ absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buf
       const Block& b = blocks[k];
       const double w = static_cast<double>(int64_t{b.last} - b.first + 1);
       const double area = static_cast<double>(b.extent) * w;
-      const double t = static_cast<double>(busiest.Max(b.lo, b.hi));
-      switch (rank) {
-        case OffsetRank::kTotalAreaWidth:
-          key[k] = {t, area, w};
-          break;
-        case OffsetRank::kTotalWidthArea:
-          key[k] = {t, w, area};
-          break;
-        case OffsetRank::kWidthAreaTotal:
-          key[k] = {w, area, t};
-          break;
-      }
+      key[k] = OffsetRankKey(rank, static_cast<double>(busiest.Max(b.lo, b.hi)), w, area);
     }
   }
   // The setup costs seconds at 10^6 buffers: none of it past the deadline.
@@ -147,11 +135,9 @@ absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buf
   }
   key.clear();
   key.shrink_to_fit();
-  if (shuffle_seed != 0) {  // as the search's restarts: one neighbour swap in five
+  if (shuffle_seed != 0) {  // as the search's restarts
     std::mt19937_64 random(shuffle_seed);
-    for (size_t r = 0; r + 1 < ranked.size(); ++r) {
-      if (random() % 5 == 0) std::swap(ranked[r], ranked[r + 1]);
-    }
+    ShuffleNeighbours(&ranked, random);
   }
   // (lowest offset, rank), least first; a stale lowest offset is refreshed
   // when its entry comes up.

@@ -119,27 +119,10 @@ class OffsetSearch {
       }
       const double w = static_cast<double>(int64_t{buffers_[i].last_step} - buffers_[i].first_step + 1);
       const double area = static_cast<double>(buffers_[i].size) * w;  // in double: may not fit 64 bits
-      const double t = static_cast<double>(busiest);
-      switch (rank_order_) {
-        case OffsetRank::kTotalAreaWidth:
-          key[i] = {t, area, w};
-          break;
-        case OffsetRank::kTotalWidthArea:
-          key[i] = {t, w, area};
-          break;
-        case OffsetRank::kWidthAreaTotal:
-          key[i] = {w, area, t};
-          break;
-      }
+      key[i] = OffsetRankKey(rank_order_, static_cast<double>(busiest), w, area);
     }
     std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) { return key[a] > key[b]; });
-    if (shuffle_) {
-      // One swap of neighbours in five, front to back (so a buffer may
-      // drift several places).
-      for (size_t r = 0; r + 1 < ranked.size(); ++r) {
-        if (random_() % 5 == 0) std::swap(ranked[r], ranked[r + 1]);
-      }
-    }
+    if (shuffle_) ShuffleNeighbours(&ranked, random_);
     for (size_t r = 0; r < ranked.size(); ++r) rank_[ranked[r]] = static_cast<int64_t>(r);
   }
 
@@ -651,6 +634,24 @@ class OffsetSearch {
 };
 
 }  // namespace
+
+std::tuple<double, double, double> OffsetRankKey(OffsetRank rank, double total, double width, double area) {
+  switch (rank) {
+    case OffsetRank::kTotalAreaWidth:
+      return {total, area, width};
+    case OffsetRank::kTotalWidthArea:
+      return {total, width, area};
+    case OffsetRank::kWidthAreaTotal:
+      break;
+  }
+  return {width, area, total};
+}
+
+void ShuffleNeighbours(std::vector<size_t>* ranked, std::mt19937_64& random) {
+  for (size_t r = 0; r + 1 < ranked->size(); ++r) {
+    if (random() % 5 == 0) std::swap((*ranked)[r], (*ranked)[r + 1]);
+  }
+}
 
 PackingResult PackByLowestOffsets(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t capacity,
                                   const OffsetSearchOptions& options, std::vector<int64_t>* offsets) {

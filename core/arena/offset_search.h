@@ -21,6 +21,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <random>
+#include <tuple>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -33,6 +35,15 @@ namespace serenity {
 // (MiniMalloc's preorderings): larger first, by lifetime, area and the live
 // bytes of the busiest section, in the order named.
 enum class OffsetRank { kWidthAreaTotal, kTotalAreaWidth, kTotalWidthArea };
+
+// The sort key of a buffer under `rank` (larger first): the live bytes of
+// its busiest section (`total`), its lifetime in steps (`width`) and
+// size x lifetime (`area`), in the order the rank names.
+std::tuple<double, double, double> OffsetRankKey(OffsetRank rank, double total, double width, double area);
+
+// The restarts' perturbation of a ranking: front to back, one neighbour
+// swap in five drawn from `random` (so an entry may drift several places).
+void ShuffleNeighbours(std::vector<size_t>* ranked, std::mt19937_64& random);
 
 // Limits and variations of one search.
 struct OffsetSearchOptions {
