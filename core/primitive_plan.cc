@@ -25,24 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Per op with alternatives: the index of its least-workspace one (ties: the
-// faster, then the first); -1 for the others.
-std::vector<int> LeastWorkspaceChoice(const Graph& graph) {
-  std::vector<int> out(graph.num_ops(), -1);
-  for (OpId u = 0; u < graph.num_ops(); ++u) {
-    const std::vector<Primitive>& alternatives = graph.op(u).alternatives;
-    for (int a = 0; a < static_cast<int>(alternatives.size()); ++a) {
-      const int b = out[u];
-      if (b < 0 || alternatives[a].workspace_bytes < alternatives[b].workspace_bytes ||
-          (alternatives[a].workspace_bytes == alternatives[b].workspace_bytes &&
-           alternatives[a].time_us < alternatives[b].time_us)) {
-        out[u] = a;
-      }
-    }
-  }
-  return out;
-}
-
 // Plans `order` of `chosen` (the graph with the chosen workspaces) as a
 // given order, with the caller's options otherwise.
 absl::StatusOr<Plan> PlanChosenOrder(const Graph& chosen, const SanitizedOptions& options, std::vector<OpId> order,
@@ -56,29 +38,33 @@ absl::StatusOr<Plan> PlanChosenOrder(const Graph& chosen, const SanitizedOptions
   return PlanGraph(chosen, sanitized, executor);
 }
 
-void FillTimeReport(const Graph& graph, const std::vector<OpId>& order, const std::vector<int>& choice,
-                    v1::TimeReport* out) {
-  double fastest = 0, least = 0, time = 0;
-  const std::vector<int> least_choice = LeastWorkspaceChoice(graph);
-  for (OpId u = 0; u < graph.num_ops(); ++u) {
-    const std::vector<Primitive>& alternatives = graph.op(u).alternatives;
-    if (alternatives.empty()) continue;
-    double best = alternatives.front().time_us;
-    for (const Primitive& p : alternatives) best = std::min(best, p.time_us);
-    fastest += best;
-    least += alternatives[least_choice[u]].time_us;
-  }
+// The chosen alternative of every op with alternatives, in `order`, onto
+// `out`; returns their total time.
+double AppendChosen(const Graph& graph, const std::vector<OpId>& order, const std::vector<int>& choice,
+                    google::protobuf::RepeatedPtrField<v1::ChosenPrimitive>* out) {
+  double time = 0;
   for (OpId u : order) {
     if (choice[u] < 0) continue;
     const Primitive& p = graph.op(u).alternatives[choice[u]];
-    v1::ChosenPrimitive* chosen = out->add_primitives();
+    v1::ChosenPrimitive* chosen = out->Add();
     chosen->set_op(graph.op(u).name);
     chosen->set_name(p.name);
     chosen->set_time_us(p.time_us);
     chosen->set_workspace_bytes(p.workspace_bytes);
     time += p.time_us;
   }
-  out->set_time_us(time);
+  return time;
+}
+
+void FillTimeReport(const Graph& graph, const std::vector<OpId>& order, const std::vector<int>& choice,
+                    v1::TimeReport* out) {
+  double fastest = 0, least = 0;
+  const std::vector<int> least_choice = LeastWorkspaceChoices(graph);
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    fastest += FastestTime(graph.op(u));
+    least += TimeOf(graph.op(u), least_choice[u]);
+  }
+  out->set_time_us(AppendChosen(graph, order, choice, out->mutable_primitives()));
   out->set_fastest_everywhere_us(fastest);
   out->set_least_workspace_everywhere_us(least);
 }
@@ -97,9 +83,7 @@ absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, co
     out->set_peak_bytes(point.peak_bytes);
     out->set_time_us(point.selection.time_us);
     for (OpId u : point.selection.order) out->add_order_names(graph.op(u).name);
-    v1::TimeReport chosen_report;
-    FillTimeReport(graph, point.selection.order, point.selection.choice, &chosen_report);
-    *out->mutable_primitives() = chosen_report.primitives();
+    AppendChosen(graph, point.selection.order, point.selection.choice, out->mutable_primitives());
     // Each point's arena while time is left (and the call is wanted): the
     // points after that have none.
     const double left = seconds_left();
@@ -146,13 +130,8 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   }
   // What every budget must allow: each op's least-workspace alternative,
   // in the order of least peak (or the given order).
-  const std::vector<int> least_choice = LeastWorkspaceChoice(graph);
-  std::vector<int64_t> least_workspaces(graph.num_ops());
-  for (OpId u = 0; u < graph.num_ops(); ++u) {
-    least_workspaces[u] =
-        least_choice[u] < 0 ? graph.op(u).workspace_bytes : graph.op(u).alternatives[least_choice[u]].workspace_bytes;
-  }
-  const Graph least = graph.WithWorkspaces(least_workspaces);
+  const std::vector<int> least_choice = LeastWorkspaceChoices(graph);
+  const Graph least = graph.WithWorkspaces(WorkspacesOf(graph, least_choice));
   // The time limit: up to 30% for that order (60% with a budget to fit),
   // 80% of the rest for the primitives, the rest for planning the chosen
   // order (its steps, arena and the least peak with those primitives, for
@@ -223,29 +202,26 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
       // least peak: the search may still find one that does.
       result = MinimizeTime(buffers, start_order, budget, limits_for(0.8));
     }
-    if (!result.feasible) {
+    states += result.states;
+    if (result.feasible) {
+      selection = std::move(result.selection);
+      lower_bound = result.lower_bound_us;
+      // A given order's primitives are the best for it, not a search's.
+      certificate = !options->given_order.empty() ? v1::CERTIFICATE_BASELINE
+                    : result.proven               ? v1::CERTIFICATE_OPTIMAL
+                                                  : v1::CERTIFICATE_BEST_FOUND;
+    } else {
       // Nothing fits (proven by the least-peak search or the time search;
       // with a given order, that order does not fit), or the search found
       // nothing before its limit: the least-workspace plan of the start
-      // order, certificate baseline when proven, best_found when not.
-      ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(least, options, start_order, seconds_left(), executor));
-      plan.algorithm = options->given_order.empty() ? "time" : "given";
-      v1::Plan out = PlanToProto(least, plan, options);
-      v1::TimeReport* time = out.mutable_time();
-      FillTimeReport(graph, plan.order, least_choice, time);
-      time->set_lower_bound_us(time->time_us());
-      time->set_certificate(result.proven ? v1::CERTIFICATE_BASELINE : v1::CERTIFICATE_BEST_FOUND);
-      time->set_states(states + result.states);
-      if (frontier.has_value()) RETURN_IF_ERROR(AddFrontier(graph, options, *frontier, seconds_left, executor, time));
-      return out;
+      // order (feasible false), certificate baseline when proven,
+      // best_found when not.
+      selection.order = start_order;
+      selection.choice = least_choice;
+      selection.workspace_bytes = WorkspacesOf(graph, least_choice);
+      lower_bound = std::numeric_limits<double>::infinity();  // (its own time, below)
+      certificate = result.proven ? v1::CERTIFICATE_BASELINE : v1::CERTIFICATE_BEST_FOUND;
     }
-    selection = std::move(result.selection);
-    lower_bound = result.lower_bound_us;
-    states += result.states;
-    // A given order's primitives are the best for it, not a search's.
-    certificate = !options->given_order.empty() ? v1::CERTIFICATE_BASELINE
-                  : result.proven               ? v1::CERTIFICATE_OPTIMAL
-                                                : v1::CERTIFICATE_BEST_FOUND;
   } else {
     // The least peak within the time cap, or the frontier's least peak.
     const double cap = options->max_time_us > 0 ? options->max_time_us : std::numeric_limits<double>::infinity();
@@ -258,11 +234,7 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
     }
     if (least_peak == nullptr) {
       double fastest = 0;
-      for (const Op& op : graph.ops()) {
-        double best = op.alternatives.empty() ? 0 : op.alternatives.front().time_us;
-        for (const Primitive& p : op.alternatives) best = std::min(best, p.time_us);
-        fastest += best;
-      }
+      for (const Op& op : graph.ops()) fastest += FastestTime(op);
       if (fastest > cap) {
         return absl::FailedPreconditionError(absl::StrCat("even the fastest alternative of every op takes ", fastest,
                                                           " us in all, more than max_time_us (", cap, ")"));

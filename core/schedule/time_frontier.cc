@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/memory/simulator.h"
+#include "core/schedule/time_search.h"
 #include "core/util/deadline.h"
 
 namespace serenity {
@@ -12,20 +13,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The peak of `selection`'s order with its workspaces.
-int64_t PeakOf(const BufferModel& buffers, const PrimitiveSelection& selection) {
-  const Graph chosen = buffers.graph().WithWorkspaces(selection.workspace_bytes);
-  absl::StatusOr<MemoryProfile> profile = Simulate(BufferModel(chosen, buffers.model()), selection.order);
-  return profile.ok() ? profile->peak_bytes : std::numeric_limits<int64_t>::max();
-}
-
 }  // namespace
 
 TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpId>& start_order,
                                const SearchOptions& limits, double max_time_us) {
-  const Clock::time_point deadline =
-      limits.time_limit_seconds > 0 ? TimeAfter(Clock::now(), limits.time_limit_seconds) : Clock::time_point::max();
+  const Clock::time_point deadline = DeadlineIn(limits.time_limit_seconds);
   TimeFrontier frontier;
+  // The estimates' bound is the same at every budget: computed once, in a
+  // tenth of the time.
+  const std::vector<int64_t> surely_live = SurelyLiveBytes(
+      buffers,
+      deadline == Clock::time_point::max() ? deadline : TimeAfter(Clock::now(), 0.1 * limits.time_limit_seconds));
   bool all_proven = true;
   // Above every peak (every buffer and every op's largest workspace at
   // once, which Graph::Build keeps within 64 bits): the fastest plans.
@@ -44,7 +42,7 @@ TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpI
       step.time_limit_seconds = left;
     }
     if (Cancelled(limits)) break;
-    TimeSearchResult result = MinimizeTime(buffers, start_order, budget, step);
+    TimeSearchResult result = MinimizeTime(buffers, start_order, budget, step, &surely_live);
     frontier.states += result.states;
     if (!result.feasible) {
       // Nothing fits this budget: the sweep is done (when proven).
@@ -57,7 +55,8 @@ TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpI
       break;
     }
     FrontierPoint point;
-    point.peak_bytes = PeakOf(buffers, result.selection);
+    const Graph chosen = buffers.graph().WithWorkspaces(result.selection.workspace_bytes);
+    point.peak_bytes = PeakOf(BufferModel(chosen, buffers.model()), result.selection.order);
     point.selection = std::move(result.selection);
     budget = point.peak_bytes - 1;
     // Points no faster than this one, at larger peaks, are dominated (after

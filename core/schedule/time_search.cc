@@ -47,10 +47,6 @@ int FastestThatFits(const Op& op, int64_t room, double* time) {
   return best;
 }
 
-int64_t WorkspaceOf(const Op& op, int choice) {
-  return choice < 0 ? op.workspace_bytes : op.alternatives[choice].workspace_bytes;
-}
-
 // Ops run so far, one bit each.
 using OpSet = std::vector<uint64_t>;
 
@@ -59,7 +55,7 @@ void Add(OpSet* set, OpId u) { (*set)[u >> 6] |= uint64_t{1} << (u & 63); }
 
 struct Node {
   int32_t parent;  // -1: the empty set
-  OpId op;         // the op this node ran last
+  int op;          // the op this node ran last, by its index in the segment
   int choice;
   double time;  // g: the time of the ops run
   double rest;  // h: the estimate for the ops not run
@@ -67,6 +63,18 @@ struct Node {
 };
 
 }  // namespace
+
+int64_t WorkspaceOf(const Op& op, int choice) {
+  return choice < 0 ? op.workspace_bytes : op.alternatives[choice].workspace_bytes;
+}
+
+double TimeOf(const Op& op, int choice) { return choice < 0 ? 0 : op.alternatives[choice].time_us; }
+
+double FastestTime(const Op& op) {
+  double time = 0;
+  FastestThatFits(op, std::numeric_limits<int64_t>::max(), &time);
+  return time;
+}
 
 std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
                                                  int64_t budget) {
@@ -90,16 +98,36 @@ std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, con
   return out;
 }
 
-std::vector<int64_t> LeastWorkspaces(const Graph& graph) {
-  std::vector<int64_t> out(graph.num_ops());
+std::vector<int> LeastWorkspaceChoices(const Graph& graph) {
+  std::vector<int> out(graph.num_ops(), -1);
   for (OpId u = 0; u < graph.num_ops(); ++u) {
-    const Op& op = graph.op(u);
-    out[u] = op.workspace_bytes;
-    for (size_t a = 0; a < op.alternatives.size(); ++a) {
-      if (a == 0 || op.alternatives[a].workspace_bytes < out[u]) out[u] = op.alternatives[a].workspace_bytes;
+    const std::vector<Primitive>& alternatives = graph.op(u).alternatives;
+    for (int a = 0; a < static_cast<int>(alternatives.size()); ++a) {
+      const int b = out[u];
+      if (b < 0 || alternatives[a].workspace_bytes < alternatives[b].workspace_bytes ||
+          (alternatives[a].workspace_bytes == alternatives[b].workspace_bytes &&
+           alternatives[a].time_us < alternatives[b].time_us)) {
+        out[u] = a;
+      }
     }
   }
   return out;
+}
+
+std::vector<int64_t> WorkspacesOf(const Graph& graph, const std::vector<int>& choices) {
+  std::vector<int64_t> out(graph.num_ops());
+  for (OpId u = 0; u < graph.num_ops(); ++u) out[u] = WorkspaceOf(graph.op(u), choices[u]);
+  return out;
+}
+
+std::vector<int64_t> SurelyLiveBytes(const BufferModel& buffers, std::chrono::steady_clock::time_point end) {
+  const Graph& graph = buffers.graph();
+  std::vector<int64_t> without(graph.num_ops());
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    without[u] = graph.op(u).alternatives.empty() ? graph.op(u).workspace_bytes : 0;
+  }
+  const Graph bare = graph.WithWorkspaces(without);
+  return ClosureStepLowerBounds(BufferModel(bare, buffers.model()), Reachability(bare), end);
 }
 
 namespace {
@@ -114,7 +142,6 @@ struct SegmentResult {
   double time = 0;
   double lower_bound = 0;
   int64_t states = 0;
-  bool hit_limit = false;
 };
 
 SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& before, const std::vector<OpId>& ops,
@@ -132,7 +159,6 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     result.lower_bound = total_estimate;
     result.proven = false;
     result.states = 0;
-    result.hit_limit = false;
     best = result.time;
   }
   if (best <= total_estimate) {  // the start meets the bound
@@ -162,7 +188,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
   nodes.push_back({-1, kNoOp, -1, 0, total_estimate, 0});
   open.push({total_estimate, 0, 0});
   OpSet set(words);
-  std::vector<OpId> path;
+  std::vector<int> path;  // local indices
   int32_t goal = -1;
   bool stopped = false;
   while (!open.empty()) {
@@ -187,8 +213,8 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     std::fill(set.begin(), set.end(), 0);
     MemoryTracker tracker = before;
     for (auto it = path.rbegin(); it != path.rend(); ++it) {
-      tracker.Run(*it);
-      Add(&set, local.at(*it));
+      tracker.Run(ops[*it]);
+      Add(&set, *it);
     }
     auto seen = best_time.find(set);
     if (seen != best_time.end() && seen->second < node.time) continue;  // reached faster since
@@ -243,7 +269,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
         if (it->second <= time) continue;
         it->second = time;
       }
-      nodes.push_back({index, move.op, move.choice, time, rest, node.depth + 1});
+      nodes.push_back({index, move.local, move.choice, time, rest, node.depth + 1});
       open.push({time + rest, -(node.depth + 1), static_cast<int32_t>(nodes.size() - 1)});
     }
   }
@@ -251,7 +277,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     result.order.clear();
     result.choice.clear();
     for (int32_t at = goal; nodes[at].parent >= 0; at = nodes[at].parent) {
-      result.order.push_back(nodes[at].op);
+      result.order.push_back(ops[nodes[at].op]);
       result.choice.push_back(nodes[at].choice);
     }
     std::reverse(result.order.begin(), result.order.end());
@@ -259,7 +285,6 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     result.time = nodes[goal].time;
     result.feasible = true;
   }
-  result.hit_limit = stopped;
   if (!stopped) {
     // Exhausted (or every open set at or above the plan found): optimal,
     // or nothing fits.
@@ -278,8 +303,7 @@ std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers,
                                                      const SearchOptions& limits) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
-  const Clock::time_point deadline =
-      limits.time_limit_seconds > 0 ? TimeAfter(Clock::now(), limits.time_limit_seconds) : Clock::time_point::max();
+  const Clock::time_point deadline = DeadlineIn(limits.time_limit_seconds);
   // Per op the alternative aimed at: the fastest first (ties: the smaller
   // workspace).
   std::vector<int> target(n, -1);
@@ -287,18 +311,15 @@ std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers,
     double time = 0;
     target[u] = FastestThatFits(graph.op(u), std::numeric_limits<int64_t>::max(), &time);
   }
-  std::vector<OpId> order = FileOrder(graph);
   while (Clock::now() < deadline && !Cancelled(limits)) {
-    std::vector<int64_t> workspace(n);
-    for (OpId u = 0; u < n; ++u) workspace[u] = WorkspaceOf(graph.op(u), target[u]);
-    const Graph aimed = graph.WithWorkspaces(workspace);
+    const Graph aimed = graph.WithWorkspaces(WorkspacesOf(graph, target));
     const BufferModel aimed_buffers(aimed, buffers.model());
     SearchOptions search = limits;
     search.time_limit_seconds = deadline == Clock::time_point::max()
                                     ? 0
                                     : std::max(1e-3, std::chrono::duration<double>(deadline - Clock::now()).count());
     const MinimizeResult best = MinimizePeak(aimed_buffers, GreedyOrder(aimed_buffers), 0, search, budget);
-    order = best.order;
+    const std::vector<OpId>& order = best.order;
     if (best.peak_bytes <= budget) return SelectForOrder(buffers, order, budget);
     // The steps above the budget: of their ops, the one whose next smaller
     // workspace costs the least time per byte saved steps down to it.
@@ -331,32 +352,29 @@ std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers,
 }
 
 TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId>& start_order, int64_t budget,
-                              const SearchOptions& limits) {
+                              const SearchOptions& limits, const std::vector<int64_t>* surely_live) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
-  const Clock::time_point deadline = limits.time_limit_seconds > 0 && limits.time_limit_seconds < 1e9
-                                         ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                              std::chrono::duration<double>(limits.time_limit_seconds))
-                                         : Clock::time_point::max();
+  const Clock::time_point deadline = DeadlineIn(limits.time_limit_seconds);
   TimeSearchResult result;
 
   // The estimate: per op, the fastest alternative that fits beside what is
-  // surely live at its step in every order: the closure bound
-  // (closure_bound.h) of the graph with no workspace on the ops that choose
-  // one.
-  std::vector<int64_t> without(n);
-  for (OpId u = 0; u < n; ++u) without[u] = graph.op(u).alternatives.empty() ? graph.op(u).workspace_bytes : 0;
-  const Graph bare = graph.WithWorkspaces(without);
-  const BufferModel bare_buffers(bare, buffers.model());
-  // (A tenth of the time at most: the ops it does not reach keep a weaker
-  // bound.)
-  const Clock::time_point bound_end =
-      deadline == Clock::time_point::max() ? deadline : TimeAfter(Clock::now(), 0.1 * limits.time_limit_seconds);
-  const std::vector<int64_t> surely_live = ClosureStepLowerBounds(bare_buffers, Reachability(bare), bound_end);
+  // surely live at its step in every order (SurelyLiveBytes; a tenth of the
+  // time at most when computed here: the ops it does not reach keep a
+  // weaker bound).
+  std::vector<int64_t> computed;
+  if (surely_live == nullptr) {
+    computed = SurelyLiveBytes(buffers, deadline == Clock::time_point::max()
+                                            ? deadline
+                                            : TimeAfter(Clock::now(), 0.1 * limits.time_limit_seconds));
+    surely_live = &computed;
+  }
   std::vector<double> estimate(n, 0);
   double total_estimate = 0;
   for (OpId u = 0; u < n; ++u) {
-    FastestThatFits(graph.op(u), budget - (surely_live[u] - without[u]), &estimate[u]);
+    const Op& op = graph.op(u);
+    FastestThatFits(op, budget - ((*surely_live)[u] - (op.alternatives.empty() ? op.workspace_bytes : 0)),
+                    &estimate[u]);
     if (estimate[u] == kInfinity) {  // u fits at no step
       result.proven = true;
       return result;
@@ -417,7 +435,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
       std::sort(s.order.begin(), s.order.end(), [&](OpId a, OpId b) { return position[a] < position[b]; });
       for (OpId u : s.order) {
         s.choice.push_back(starts[i].choice[u]);
-        s.time += s.choice.back() < 0 ? 0 : graph.op(u).alternatives[s.choice.back()].time_us;
+        s.time += TimeOf(graph.op(u), s.choice.back());
       }
       if (!from_start.has_value() || s.time < from_start->time) from_start = std::move(s);
     }
@@ -426,7 +444,6 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
                                           share(m, ops_left), limits, &charge);
     ops_left -= m;
     result.states += segment.states;
-    result.hit_limit = result.hit_limit || segment.hit_limit;
     if (!segment.feasible) {
       // Nothing fits this segment (proven), or the search stopped before
       // finding a plan for it and the start order has none.
@@ -460,7 +477,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
       found.order.push_back(u);
       found.choice[u] = segment.choice[i];
       found.workspace_bytes[u] = WorkspaceOf(graph.op(u), segment.choice[i]);
-      found.time_us += segment.choice[i] < 0 ? 0 : graph.op(u).alternatives[segment.choice[i]].time_us;
+      found.time_us += TimeOf(graph.op(u), segment.choice[i]);
     }
   }
   result.feasible = true;

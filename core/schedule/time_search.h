@@ -21,6 +21,7 @@
 #ifndef SERENITY_CORE_SCHEDULE_TIME_SEARCH_H_
 #define SERENITY_CORE_SCHEDULE_TIME_SEARCH_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -49,9 +50,26 @@ struct PrimitiveSelection {
 std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
                                                  int64_t budget);
 
-// The least-workspace alternative of every op (ties: the faster): what
-// every budget must allow at least.
-std::vector<int64_t> LeastWorkspaces(const Graph& graph);
+// The workspace and the time of `op` run with alternative `choice` (-1:
+// the op's own workspace_bytes, in no time).
+int64_t WorkspaceOf(const Op& op, int choice);
+double TimeOf(const Op& op, int choice);
+
+// The time of `op`'s fastest alternative (0 without alternatives).
+double FastestTime(const Op& op);
+
+// Per op the index of its least-workspace alternative (ties: the faster,
+// then the first; -1 without alternatives): what every budget must allow.
+std::vector<int> LeastWorkspaceChoices(const Graph& graph);
+
+// Per op the workspace `choices` give it (WorkspaceOf).
+std::vector<int64_t> WorkspacesOf(const Graph& graph, const std::vector<int>& choices);
+
+// Per op, the bytes live at its step in every order when the ops that
+// choose an alternative have no workspace (the closure bound of
+// closure_bound.h, reaching the ops it can by `end`): what MinimizeTime's
+// estimate stands on, the same for every budget.
+std::vector<int64_t> SurelyLiveBytes(const BufferModel& buffers, std::chrono::steady_clock::time_point end);
 
 // A plan from the primitives' side: every op aims at its fastest
 // alternative; while the least peak with the aimed workspaces
@@ -72,15 +90,17 @@ struct TimeSearchResult {
   PrimitiveSelection selection;
   double lower_bound_us = 0;  // no plan within the budget is faster
   int64_t states = 0;         // sets of ops expanded
-  bool hit_limit = false;     // time, state cap or cancellation stopped it
 };
 
 // Minimises the total time within `budget` from `start_order` (a valid
 // order: its SelectForOrder, when it fits, is the first plan found) within
 // `limits` (time_limit_seconds, max_states, cancelled, and memory: the
 // sets it keeps are charged there; the other fields are not read).
+// `surely_live`, when given, is SurelyLiveBytes(buffers, ...) (a caller
+// that searches several budgets computes it once); otherwise it is computed
+// in a tenth of the time.
 TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId>& start_order, int64_t budget,
-                              const SearchOptions& limits);
+                              const SearchOptions& limits, const std::vector<int64_t>* surely_live = nullptr);
 
 }  // namespace serenity
 

@@ -37,7 +37,7 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
     model.alias_views = trial % 4 == 2;
     const BufferModel buffers(graph, model);
     // Budgets from tight to loose around the least-workspace peak.
-    const Graph least = graph.WithWorkspaces(LeastWorkspaces(graph));
+    const Graph least = graph.WithWorkspaces(WorkspacesOf(graph, LeastWorkspaceChoices(graph)));
     const BufferModel least_buffers(least, model);
     int64_t floor = std::numeric_limits<int64_t>::max();
     testing::ForEachTopologicalOrder(least, [&](const std::vector<OpId>& order) {

@@ -16,6 +16,13 @@ inline std::chrono::steady_clock::time_point TimeAfter(std::chrono::steady_clock
                      std::chrono::duration<double>(std::max(0.0, seconds)));
 }
 
+// A search's end from its limit in seconds: none (the clock's end of
+// time) when `seconds` is not positive, as SearchOptions::time_limit_seconds.
+inline std::chrono::steady_clock::time_point DeadlineIn(double seconds) {
+  return seconds > 0 ? TimeAfter(std::chrono::steady_clock::now(), seconds)
+                     : std::chrono::steady_clock::time_point::max();
+}
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_UTIL_DEADLINE_H_
