@@ -152,6 +152,17 @@ TEST(PrimitivePlanTest, ParetoAndTimeCapMatchBruteForce) {
       ASSERT_TRUE(IsTopologicalOrder(graph, order));
       EXPECT_EQ(testing::NaivePeak(chosen, order, false, false), point.peak_bytes());
       EXPECT_GE(point.arena().size_bytes(), point.peak_bytes());
+      // The point's arena, through the independent verifier: every live
+      // buffer covered, none overlapping another live at the same step.
+      v1::Plan as_plan;
+      as_plan.set_nodes(graph.num_ops());
+      for (OpId u : order) as_plan.add_order(u);
+      *as_plan.mutable_order_names() = point.order_names();
+      as_plan.set_peak_bytes(point.peak_bytes());
+      *as_plan.mutable_memory_model() = plan->memory_model();
+      *as_plan.mutable_arena() = point.arena();
+      const absl::Status verified = testing::VerifyPlan(chosen, as_plan);
+      EXPECT_TRUE(verified.ok()) << "trial " << trial << " point " << k << ": " << verified;
     }
     // The plan itself is the frontier's least peak.
     EXPECT_EQ(plan->peak_bytes(), expected.front().first);
