@@ -185,6 +185,12 @@ struct PlanOptions {
   int max_pareto_points = 16;
   // > 0: the least peak whose time is at most this (objective kMinPeak).
   double max_time_us = 0;
+  // False: no built-in alternatives for ONNX Conv, Gemm and MatMul ops.
+  bool catalogue = true;
+  // Also plan the baselines (Plan.time.baselines).
+  bool primitive_baselines = false;
+  // Several budgets (objective kTime): one plan per budget.
+  std::vector<int64_t> budgets;
 };
 
 // True when `options` ask for time (objective kTime, pareto or

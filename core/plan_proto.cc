@@ -15,6 +15,10 @@ Primitive PrimitiveFromProto(const v1::Primitive& p) {
   return {p.name(), p.time_us(), p.workspace_bytes(), p.layout(), p.weight_bytes()};
 }
 
+LayoutTransform LayoutTransformFromProto(const v1::LayoutTransform& t) {
+  return {t.from_layout(), t.to_layout(), t.time_us_per_mb(), t.workspace_bytes_per_mb()};
+}
+
 GraphSpec GraphSpecFromProto(const v1::Graph& graph) {
   GraphSpec spec;
   spec.name = graph.name();
@@ -41,6 +45,9 @@ GraphSpec GraphSpecFromProto(const v1::Graph& graph) {
   }
   spec.inputs.assign(graph.inputs().begin(), graph.inputs().end());
   spec.outputs.assign(graph.outputs().begin(), graph.outputs().end());
+  for (const v1::LayoutTransform& t : graph.layout_transforms()) {
+    spec.layout_transforms.push_back(LayoutTransformFromProto(t));
+  }
   return spec;
 }
 
@@ -122,6 +129,9 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   if (options.max_pareto_points() < 0) return absl::InvalidArgumentError("max_pareto_points must not be negative");
   if (options.max_pareto_points() > 0) out.max_pareto_points = options.max_pareto_points();
   out.max_time_us = options.max_time_us();
+  out.catalogue = !options.no_catalogue();
+  out.primitive_baselines = options.primitive_baselines();
+  out.budgets.assign(options.budgets().begin(), options.budgets().end());
   // Several memories (issue 18): checked by SanitizePlanOptions.
   for (const v1::Memory& memory : options.memories()) {
     if (memory.alignment() < 0) {
@@ -151,6 +161,12 @@ namespace {
 
 // Replaces the alternatives of the ops options.primitives names.
 absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
+  if (!options.layout_transforms().empty()) {
+    spec->layout_transforms.clear();
+    for (const v1::LayoutTransform& t : options.layout_transforms()) {
+      spec->layout_transforms.push_back(LayoutTransformFromProto(t));
+    }
+  }
   if (options.primitives().empty()) return absl::OkStatus();
   if (options.objective() != "time" && !options.pareto() && !(options.max_time_us() > 0)) {
     return absl::InvalidArgumentError(

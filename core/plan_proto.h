@@ -13,6 +13,7 @@ namespace serenity {
 
 // A Primitive message as the graph's Primitive.
 Primitive PrimitiveFromProto(const v1::Primitive& p);
+LayoutTransform LayoutTransformFromProto(const v1::LayoutTransform& t);
 
 // Copies a Graph message into a GraphSpec (validated later by Graph::Build).
 GraphSpec GraphSpecFromProto(const v1::Graph& graph);

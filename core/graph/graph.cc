@@ -217,6 +217,7 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     if (!t.is_graph_output) g.outputs_.push_back(*id);
     t.is_graph_output = true;
   }
+  g.layout_transforms_ = std::move(spec.layout_transforms);
 
   // Cycle check (Kahn).
   std::vector<int> indegree(g.ops_.size());

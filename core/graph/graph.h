@@ -40,14 +40,26 @@ struct TensorSpec {
 
 // One way to run an op (issue 19): a kernel such as direct, im2col + GEMM or
 // Winograd, with its own time and its own workspace, a buffer live only
-// while the op runs. `layout` and `weight_bytes` (its transformed weights)
-// are reported, not modelled yet.
+// while the op runs. `layout` is the data layout it reads and writes (empty:
+// any); `weight_bytes` (its transformed weights) is reported, not modelled
+// yet.
 struct Primitive {
   std::string name;
   double time_us = 0;
   int64_t workspace_bytes = 0;
   std::string layout;
   int64_t weight_bytes = 0;
+};
+
+// Converting a tensor between data layouts (issue 19): before an op whose
+// chosen primitive reads layout `to` an input its producer's primitive wrote
+// in layout `from`. Per MiB (2^20 bytes) of the tensor: its time, and the
+// bytes of the converted copy, a workspace of the op's step.
+struct LayoutTransform {
+  std::string from;
+  std::string to;
+  double time_us_per_mb = 0;
+  double workspace_bytes_per_mb = 0;
 };
 
 // Limits on alternatives: per op, and the time of one (10^12 us, 11.6
@@ -79,6 +91,9 @@ struct GraphSpec {
   std::vector<TensorSpec> tensors;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
+  // The layout conversions alternatives may need; a pair not listed cannot
+  // be converted.
+  std::vector<LayoutTransform> layout_transforms;
 };
 
 struct Tensor {
@@ -130,6 +145,8 @@ class Graph {
   const std::vector<Tensor>& tensors() const { return tensors_; }
   const std::vector<TensorId>& inputs() const { return inputs_; }
   const std::vector<TensorId>& outputs() const { return outputs_; }
+  // As GraphSpec's (issue 19).
+  const std::vector<LayoutTransform>& layout_transforms() const { return layout_transforms_; }
 
   // Total bytes of weight tensors.
   int64_t weight_bytes() const { return weight_bytes_; }
@@ -151,6 +168,7 @@ class Graph {
   std::vector<Tensor> tensors_;
   std::vector<TensorId> inputs_;
   std::vector<TensorId> outputs_;
+  std::vector<LayoutTransform> layout_transforms_;
   int64_t weight_bytes_ = 0;
   int64_t total_macs_ = 0;
   absl::flat_hash_map<std::string, TensorId> tensor_index_;
