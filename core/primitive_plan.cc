@@ -15,6 +15,7 @@
 #include "core/memory/buffer_model.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
+#include "core/schedule/layout_conversions.h"
 #include "core/schedule/time_frontier.h"
 #include "core/schedule/time_search.h"
 #include "core/util/memory_account.h"
@@ -38,11 +39,12 @@ absl::StatusOr<Plan> PlanChosenOrder(const Graph& chosen, const SanitizedOptions
   return PlanGraph(chosen, sanitized, executor);
 }
 
-// The chosen alternative of every op with alternatives, in `order`, onto
-// `out`; returns their total time.
-double AppendChosen(const Graph& graph, const std::vector<OpId>& order, const std::vector<int>& choice,
-                    google::protobuf::RepeatedPtrField<v1::ChosenPrimitive>* out) {
-  double time = 0;
+// The chosen alternative of every op with alternatives, in `order`, with
+// the conversions of its inputs, onto `out`; returns the conversions' total
+// time.
+double AppendChosen(const Graph& graph, const LayoutConversions& conversions, const std::vector<OpId>& order,
+                    const std::vector<int>& choice, google::protobuf::RepeatedPtrField<v1::ChosenPrimitive>* out) {
+  double converting = 0;
   for (OpId u : order) {
     if (choice[u] < 0) continue;
     const Primitive& p = graph.op(u).alternatives[choice[u]];
@@ -51,22 +53,31 @@ double AppendChosen(const Graph& graph, const std::vector<OpId>& order, const st
     chosen->set_name(p.name);
     chosen->set_time_us(p.time_us);
     chosen->set_workspace_bytes(p.workspace_bytes);
-    time += p.time_us;
+    chosen->set_layout(p.layout);
+    const int to = conversions.LayoutOf(u, choice[u]);
+    for (const LayoutConversions::Input& input : conversions.inputs(u)) {
+      const int from = conversions.LayoutOf(input.producer, choice[input.producer]);
+      if (to == 0 || from == 0 || from == to) continue;
+      const ConversionCost cost = CostOf(conversions.transform(from, to), graph.tensor(input.tensor).bytes);
+      v1::ChosenTransform* transform = chosen->add_transforms();
+      transform->set_tensor(graph.tensor(input.tensor).name);
+      transform->set_from_layout(conversions.LayoutName(from));
+      transform->set_to_layout(conversions.LayoutName(to));
+      transform->set_time_us(cost.time_us);
+      transform->set_workspace_bytes(cost.workspace_bytes);
+      converting += cost.time_us;
+    }
   }
-  return time;
+  return converting;
 }
 
 void FillTimeReport(const Graph& graph, const std::vector<OpId>& order, const std::vector<int>& choice,
                     v1::TimeReport* out) {
-  double fastest = 0, least = 0;
-  const std::vector<int> least_choice = LeastWorkspaceChoices(graph);
-  for (OpId u = 0; u < graph.num_ops(); ++u) {
-    fastest += FastestTime(graph.op(u));
-    least += TimeOf(graph.op(u), least_choice[u]);
-  }
-  out->set_time_us(AppendChosen(graph, order, choice, out->mutable_primitives()));
-  out->set_fastest_everywhere_us(fastest);
-  out->set_least_workspace_everywhere_us(least);
+  const LayoutConversions conversions(graph);
+  out->set_transform_time_us(AppendChosen(graph, conversions, order, choice, out->mutable_primitives()));
+  out->set_time_us(ChoiceTime(graph, choice));
+  out->set_fastest_everywhere_us(ChoiceTime(graph, FastestChoices(graph)));
+  out->set_least_workspace_everywhere_us(ChoiceTime(graph, LeastWorkspaceChoices(graph)));
 }
 
 // Plan.time.pareto: the frontier's points (thinned to
@@ -74,6 +85,7 @@ void FillTimeReport(const Graph& graph, const std::vector<OpId>& order, const st
 // for its arena.
 absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, const TimeFrontier& frontier,
                          const std::function<double()>& seconds_left, Executor* executor, v1::TimeReport* time) {
+  const LayoutConversions conversions(graph);
   std::vector<FrontierPoint> points = ThinFrontier(frontier.points, options->max_pareto_points);
   time->set_pareto_thinned(points.size() < frontier.points.size());
   time->set_pareto_proven(frontier.proven);
@@ -83,7 +95,7 @@ absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, co
     out->set_peak_bytes(point.peak_bytes);
     out->set_time_us(point.selection.time_us);
     for (OpId u : point.selection.order) out->add_order_names(graph.op(u).name);
-    AppendChosen(graph, point.selection.order, point.selection.choice, out->mutable_primitives());
+    AppendChosen(graph, conversions, point.selection.order, point.selection.choice, out->mutable_primitives());
     // Each point's arena while time is left (and the call is wanted): the
     // points after that have none.
     const double left = seconds_left();
@@ -218,7 +230,7 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
       // best_found when not.
       selection.order = start_order;
       selection.choice = least_choice;
-      selection.workspace_bytes = WorkspacesOf(graph, least_choice);
+      selection.workspace_bytes = StepWorkspaces(graph, least_choice);
       lower_bound = std::numeric_limits<double>::infinity();  // (its own time, below)
       certificate = result.proven ? v1::CERTIFICATE_BASELINE : v1::CERTIFICATE_BEST_FOUND;
     }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/dtype.h"
+#include "core/util/status_macros.h"
 
 namespace serenity {
 namespace {
@@ -44,6 +45,72 @@ std::string DescribeCycle(const std::vector<Op>& ops, const std::vector<bool>& s
   }
   names.push_back(ops[walk.back()].name);
   return absl::StrJoin(names, " -> ");
+}
+
+}  // namespace
+
+namespace {
+
+// The layout transforms (issue 19): named, distinct pairs, rates within
+// kMaxTransformTimeUsPerMb and kMaxTransformBytesPerMb, and one for every
+// conversion some choice of alternatives needs (a producer's stated layout
+// to a consumer's). Adds each op's largest conversion workspace to
+// `*all_bytes` (OutOfRange past 64 bits).
+absl::Status CheckLayoutTransforms(const Graph& g, int64_t* all_bytes) {
+  absl::flat_hash_set<std::pair<absl::string_view, absl::string_view>> pairs;
+  for (const LayoutTransform& t : g.layout_transforms()) {
+    const std::string what = absl::StrCat("layout transform from '", t.from, "' to '", t.to, "'");
+    if (t.from.empty() || t.to.empty() || t.from == t.to) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": both layouts must be named and differ"));
+    }
+    if (!pairs.emplace(t.from, t.to).second) return absl::InvalidArgumentError(absl::StrCat(what, " is given twice"));
+    if (!(t.time_us_per_mb >= 0 && t.time_us_per_mb <= kMaxTransformTimeUsPerMb)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has time_us_per_mb ", t.time_us_per_mb,
+                                                     ": it must be a number from 0 to ", kMaxTransformTimeUsPerMb));
+    }
+    if (!(t.workspace_bytes_per_mb >= 0 && t.workspace_bytes_per_mb <= kMaxTransformBytesPerMb)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has workspace_bytes_per_mb ", t.workspace_bytes_per_mb,
+                                                     ": it must be a number from 0 to ", kMaxTransformBytesPerMb));
+    }
+  }
+  const auto stated = [&](OpId u) {
+    std::vector<absl::string_view> out;
+    for (const Primitive& p : g.op(u).alternatives) {
+      if (!p.layout.empty() && std::find(out.begin(), out.end(), p.layout) == out.end()) out.push_back(p.layout);
+    }
+    return out;
+  };
+  for (OpId v = 0; v < g.num_ops(); ++v) {
+    const std::vector<absl::string_view> to = stated(v);
+    if (to.empty()) continue;
+    int64_t converted = 0;  // the bytes of v's inputs that may convert
+    absl::flat_hash_set<TensorId> seen;
+    for (TensorId t : g.op(v).inputs) {
+      const OpId p = g.tensor(t).producer;
+      if (p == kNoOp || !seen.insert(t).second) continue;
+      const std::vector<absl::string_view> from = stated(p);
+      for (absl::string_view a : from) {
+        for (absl::string_view b : to) {
+          if (a != b && !pairs.contains(std::make_pair(a, b))) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("op '", g.op(v).name, "' may read in layout '", b, "' tensor '", g.tensor(t).name,
+                             "', which op '", g.op(p).name, "' may write in layout '", a,
+                             "', and layout_transforms has no transform from '", a, "' to '", b, "'"));
+          }
+        }
+      }
+      if (!from.empty()) converted += g.tensor(t).bytes;
+    }
+    // A conversion's copy is at most kMaxTransformBytesPerMb / 2^20 bytes
+    // per byte, plus one for rounding up.
+    int64_t workspace = 0;
+    if (__builtin_mul_overflow(converted, static_cast<int64_t>(kMaxTransformBytesPerMb / 1048576) + 1, &workspace) ||
+        __builtin_add_overflow(*all_bytes, workspace, all_bytes)) {
+      return absl::OutOfRangeError(
+          "the total size of all tensors, workspaces and layout conversions overflows 64 bits");
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -261,6 +328,7 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
       return absl::OutOfRangeError("the total MAC count overflows 64 bits");
     }
   }
+  RETURN_IF_ERROR(CheckLayoutTransforms(g, &all_bytes));
   return g;
 }
 

@@ -67,6 +67,10 @@ struct LayoutTransform {
 // microsecond.
 inline constexpr size_t kMaxAlternatives = 64;
 inline constexpr double kMaxPrimitiveTimeUs = 1e12;
+// Limits on a layout transform's rates: a second per MiB, and a copy 64
+// times the tensor.
+inline constexpr double kMaxTransformTimeUsPerMb = 1e6;
+inline constexpr double kMaxTransformBytesPerMb = 64.0 * 1048576;
 
 // Input description of one op. Inputs and outputs are tensor names; an empty
 // input name (an omitted optional ONNX input) is ignored.
@@ -131,9 +135,13 @@ class Graph {
   // given size (`has_bytes`), a negative workspace or MAC count; more than
   // kMaxAlternatives alternatives on an op, an alternative with an empty or
   // repeated name (per op), a time outside [0, kMaxPrimitiveTimeUs] (NaN
-  // included), or negative bytes. OutOfRange (each op counted at its
-  // largest workspace, its own or an alternative's)
-  // for sizes that overflow 64 bits (one tensor, or all buffers together).
+  // included), or negative bytes; a layout transform without both layouts,
+  // from a layout to itself, given twice, with rates outside
+  // [0, kMaxTransformTimeUsPerMb] or [0, kMaxTransformBytesPerMb], or missing
+  // for a conversion some choice needs (layout_conversions.h). OutOfRange
+  // (each op counted at its largest workspace, its own or an alternative's,
+  // plus its largest conversions) for sizes that overflow 64 bits (one
+  // tensor, or all buffers together).
   static absl::StatusOr<Graph> Build(GraphSpec spec);
 
   const std::string& name() const { return name_; }

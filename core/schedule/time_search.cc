@@ -14,6 +14,7 @@
 #include "core/graph/reachability.h"
 #include "core/memory/closure_bound.h"
 #include "core/schedule/baselines.h"
+#include "core/schedule/layout_conversions.h"
 #include "core/schedule/partition.h"
 #include "core/util/deadline.h"
 #include "core/util/memory_account.h"
@@ -47,6 +48,55 @@ int FastestThatFits(const Op& op, int64_t room, double* time) {
   return best;
 }
 
+// The fastest alternative of op u of layout `layout` (LayoutConversions
+// ids) whose workspace fits in `room`, as FastestThatFits.
+int FastestOfLayoutThatFits(const Op& op, const LayoutConversions& conversions, OpId u, int layout, int64_t room,
+                            double* time) {
+  int best = -1;
+  *time = kInfinity;
+  for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
+    const Primitive& p = op.alternatives[a];
+    if (conversions.LayoutOf(u, a) != layout || p.workspace_bytes > room) continue;
+    if (best < 0 || p.time_us < *time ||
+        (p.time_us == *time && p.workspace_bytes < op.alternatives[best].workspace_bytes)) {
+      best = a;
+      *time = p.time_us;
+    }
+  }
+  return best;
+}
+
+// One way to run a sensitive op (layout_conversions.h) at a step: its
+// layout, its fastest alternative of that layout that fits beside its
+// conversions, and their time together.
+struct LayoutMove {
+  int layout;
+  int choice;
+  double time;
+};
+
+// The ways op u can run with `room` bytes beside the live ones, its input
+// producers' layouts given by `layout_of`: per layout, the fastest that
+// fits; only the fastest of all when u's layout matters to no op after it.
+template <typename LayoutOfProducer>
+std::vector<LayoutMove> LayoutMoves(const Op& op, const LayoutConversions& conversions, OpId u, int64_t room,
+                                    LayoutOfProducer layout_of) {
+  std::vector<LayoutMove> moves;
+  for (int layout : conversions.layouts(u)) {
+    const ConversionCost cost = conversions.InputCost(u, layout, layout_of);
+    double time = 0;
+    const int choice = FastestOfLayoutThatFits(op, conversions, u, layout, room - cost.workspace_bytes, &time);
+    if (choice < 0) continue;
+    moves.push_back({layout, choice, time + cost.time_us});
+  }
+  if (!conversions.feeds_sensitive(u) && moves.size() > 1) {
+    auto fastest = std::min_element(moves.begin(), moves.end(),
+                                    [](const LayoutMove& a, const LayoutMove& b) { return a.time < b.time; });
+    moves = {*fastest};
+  }
+  return moves;
+}
+
 // Ops run so far, one bit each.
 using OpSet = std::vector<uint64_t>;
 
@@ -76,9 +126,121 @@ double FastestTime(const Op& op) {
   return time;
 }
 
+namespace {
+
+// SelectForOrder when some alternatives state layouts: a shortest path over
+// the order's steps whose states are the layouts of the ops run whose
+// layout still matters (LayoutConversions::feeds_sensitive, with a
+// consumer not run yet); the bytes live before each step are the same in
+// every state. Past kMaxLayoutStates states at a step, the fastest are
+// kept.
+constexpr size_t kMaxLayoutStates = 4096;
+
+std::optional<PrimitiveSelection> SelectForOrderWithLayouts(const BufferModel& buffers,
+                                                            const LayoutConversions& conversions,
+                                                            const std::vector<OpId>& order, int64_t budget) {
+  const Graph& graph = buffers.graph();
+  const int n = graph.num_ops();
+  struct Step {
+    int32_t parent;  // index in the previous step's states
+    int choice;
+    double time;
+  };
+  std::vector<std::vector<Step>> steps;
+  // The current states: per state, the layouts of `open` (parallel).
+  std::vector<std::vector<int>> signatures(1);
+  std::vector<double> times(1, 0);
+  std::vector<OpId> open;
+  std::vector<int> slot(n, -1);    // an open op's index in `open`
+  std::vector<int> pending(n, 0);  // sensitive consumers not run yet
+  for (OpId u = 0; u < n; ++u) {
+    for (const LayoutConversions::Input& input : conversions.inputs(u)) ++pending[input.producer];
+  }
+  MemoryTracker tracker(buffers);
+  for (OpId u : order) {
+    const Op& op = graph.op(u);
+    const int64_t room = budget - (tracker.StepBytes(u) - op.workspace_bytes);
+    // The open ops after u.
+    for (const LayoutConversions::Input& input : conversions.inputs(u)) --pending[input.producer];
+    std::vector<OpId> next_open;
+    for (OpId p : open) {
+      if (pending[p] > 0) next_open.push_back(p);
+    }
+    const bool opens = pending[u] > 0;
+    absl::flat_hash_map<std::vector<int>, int32_t> index;
+    std::vector<std::vector<int>> next_signatures;
+    std::vector<Step> next;
+    for (size_t s = 0; s < signatures.size(); ++s) {
+      const std::vector<int>& signature = signatures[s];
+      const auto layout_of = [&](OpId p) { return slot[p] < 0 ? 0 : signature[slot[p]]; };
+      std::vector<LayoutMove> moves;
+      if (conversions.sensitive(u)) {
+        moves = LayoutMoves(op, conversions, u, room, layout_of);
+      } else {
+        double time = 0;
+        const int choice = FastestThatFits(op, room, &time);
+        if (time != kInfinity) moves.push_back({0, choice, time});
+      }
+      for (const LayoutMove& move : moves) {
+        std::vector<int> key;
+        for (OpId p : next_open) key.push_back(signature[slot[p]]);
+        if (opens) key.push_back(move.layout);
+        const double time = times[s] + move.time;
+        auto [it, inserted] = index.try_emplace(std::move(key), static_cast<int32_t>(next.size()));
+        if (inserted) {
+          next_signatures.push_back(it->first);
+          next.push_back({static_cast<int32_t>(s), move.choice, time});
+        } else if (time < next[it->second].time) {
+          next[it->second] = {static_cast<int32_t>(s), move.choice, time};
+        }
+      }
+    }
+    if (next.empty()) return std::nullopt;
+    if (next.size() > kMaxLayoutStates) {
+      std::vector<int32_t> keep(next.size());
+      for (size_t i = 0; i < keep.size(); ++i) keep[i] = static_cast<int32_t>(i);
+      std::nth_element(keep.begin(), keep.begin() + kMaxLayoutStates, keep.end(),
+                       [&](int32_t a, int32_t b) { return next[a].time < next[b].time; });
+      keep.resize(kMaxLayoutStates);
+      std::vector<Step> kept;
+      std::vector<std::vector<int>> kept_signatures;
+      for (int32_t i : keep) {
+        kept.push_back(next[i]);
+        kept_signatures.push_back(std::move(next_signatures[i]));
+      }
+      next = std::move(kept);
+      next_signatures = std::move(kept_signatures);
+    }
+    for (OpId p : open) slot[p] = -1;
+    open = std::move(next_open);
+    if (opens) open.push_back(u);
+    for (size_t i = 0; i < open.size(); ++i) slot[open[i]] = static_cast<int>(i);
+    signatures = std::move(next_signatures);
+    times.clear();
+    for (const Step& step : next) times.push_back(step.time);
+    steps.push_back(std::move(next));
+    tracker.Run(u);
+  }
+  PrimitiveSelection out;
+  out.order = order;
+  out.choice.assign(n, -1);
+  int32_t at = static_cast<int32_t>(std::min_element(times.begin(), times.end()) - times.begin());
+  for (size_t i = order.size(); i-- > 0;) {
+    out.choice[order[i]] = steps[i][at].choice;
+    at = steps[i][at].parent;
+  }
+  out.workspace_bytes = StepWorkspaces(graph, out.choice);
+  out.time_us = ChoiceTime(graph, out.choice);
+  return out;
+}
+
+}  // namespace
+
 std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
                                                  int64_t budget) {
   const Graph& graph = buffers.graph();
+  const LayoutConversions conversions(graph);
+  if (conversions.active()) return SelectForOrderWithLayouts(buffers, conversions, order, budget);
   PrimitiveSelection out;
   out.order = order;
   out.choice.assign(graph.num_ops(), -1);
@@ -94,6 +256,15 @@ std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, con
     out.workspace_bytes[u] = WorkspaceOf(op, choice);
     out.time_us += time;
     tracker.Run(u);
+  }
+  return out;
+}
+
+std::vector<int> FastestChoices(const Graph& graph) {
+  std::vector<int> out(graph.num_ops());
+  double time = 0;
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    out[u] = FastestThatFits(graph.op(u), std::numeric_limits<int64_t>::max(), &time);
   }
   return out;
 }
@@ -144,7 +315,8 @@ struct SegmentResult {
   int64_t states = 0;
 };
 
-SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& before, const std::vector<OpId>& ops,
+SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions& conversions,
+                            const MemoryTracker& before, const std::vector<OpId>& ops,
                             const std::vector<double>& estimate, int64_t budget, std::optional<SegmentResult> start,
                             Clock::time_point deadline, const SearchOptions& limits, MemoryCharge* charge) {
   const Graph& graph = buffers.graph();
@@ -178,6 +350,34 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     }
   }
   const size_t words = (static_cast<size_t>(m) + 63) / 64;
+  // With layouts (layout_conversions.h), a state is the set and the
+  // layouts of the ops run whose layout still matters: each such op (by
+  // local index) with its sensitive consumers (all in the segment: the
+  // caller does not cut between them).
+  std::vector<std::pair<int, std::vector<int>>> layout_feeders;
+  if (conversions.active()) {
+    for (int i = 0; i < m; ++i) {
+      if (!conversions.feeds_sensitive(ops[i])) continue;
+      std::vector<int> consumers;
+      for (OpId c : graph.op(ops[i]).successors) {
+        auto it = local.find(c);
+        if (it != local.end() && conversions.sensitive(c)) consumers.push_back(it->second);
+      }
+      layout_feeders.emplace_back(i, std::move(consumers));
+    }
+  }
+  std::vector<int> layout_now(graph.num_ops(), 0);  // per op on the path replayed
+  // The set's bits, then the layouts that still matter.
+  const auto key_of = [&](const OpSet& set) {
+    OpSet key = set;
+    for (const auto& [i, consumers] : layout_feeders) {
+      if (!Has(set, i)) continue;
+      bool matters = false;
+      for (int c : consumers) matters = matters || !Has(set, c);
+      if (matters) key.push_back(static_cast<uint64_t>(layout_now[ops[i]]));
+    }
+    return key;
+  };
 
   // A*: nodes in the order made; open ones by (time + estimate, deeper
   // first). A set reached again at no less time is not pushed.
@@ -212,11 +412,14 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
     for (int32_t at = index; nodes[at].parent >= 0; at = nodes[at].parent) path.push_back(nodes[at].op);
     std::fill(set.begin(), set.end(), 0);
     MemoryTracker tracker = before;
+    for (int32_t at = index; nodes[at].parent >= 0; at = nodes[at].parent) {
+      layout_now[ops[nodes[at].op]] = conversions.LayoutOf(ops[nodes[at].op], nodes[at].choice);
+    }
     for (auto it = path.rbegin(); it != path.rend(); ++it) {
       tracker.Run(ops[*it]);
       Add(&set, *it);
     }
-    auto seen = best_time.find(set);
+    auto seen = best_time.find(layout_feeders.empty() ? set : key_of(set));
     if (seen != best_time.end() && seen->second < node.time) continue;  // reached faster since
     if (node.depth == m) {
       goal = index;
@@ -241,10 +444,21 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
       if (!ready) continue;
       const Op& op = graph.op(u);
       const int64_t without = tracker.StepBytes(u) - op.workspace_bytes;
-      double time = 0;
-      const int choice = FastestThatFits(op, budget - without, &time);
-      if (time == kInfinity) continue;
-      moves.push_back({u, i, choice, time});
+      if (conversions.sensitive(u)) {
+        for (const LayoutMove& move :
+             LayoutMoves(op, conversions, u, budget - without, [&](OpId p) { return layout_now[p]; })) {
+          moves.push_back({u, i, move.choice, move.time});
+        }
+        // (Its layout may matter later: not forced, unless it matters to
+        // no op after it.)
+        if (moves.empty() || moves.back().op != u || conversions.feeds_sensitive(u)) continue;
+      } else {
+        double time = 0;
+        const int choice = FastestThatFits(op, budget - without, &time);
+        if (time == kInfinity) continue;
+        moves.push_back({u, i, choice, time});
+      }
+      const double time = moves.back().time;
       // Its time here is the least it can have anywhere (estimate[u] is a
       // bound), and running it raises nothing: it runs at once.
       // (Graph inputs nobody reads die after the first step whichever op
@@ -264,6 +478,10 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
       const double time = node.time + move.time;
       const double rest = node.rest - estimate[move.op];
       if (time + rest >= best) continue;
+      if (!layout_feeders.empty()) {
+        layout_now[move.op] = conversions.LayoutOf(move.op, move.choice);
+        next = key_of(next);
+      }
       auto [it, inserted] = best_time.try_emplace(std::move(next), time);
       if (!inserted) {
         if (it->second <= time) continue;
@@ -297,22 +515,42 @@ SegmentResult SearchSegment(const BufferModel& buffers, const MemoryTracker& bef
   return result;
 }
 
+// The segments MinimizeTime searches one by one: the graph's at cut points
+// (partition.h), joined where an op's layout matters to an op in a later
+// one (their choices are then not independent).
+std::vector<std::vector<OpId>> SegmentsFor(const Graph& graph, const LayoutConversions& conversions) {
+  std::vector<std::vector<OpId>> segments = SplitAtCutPoints(graph);
+  if (!conversions.active()) return segments;
+  std::vector<int> segment_of(graph.num_ops());
+  for (size_t k = 0; k < segments.size(); ++k) {
+    for (OpId u : segments[k]) segment_of[u] = static_cast<int>(k);
+  }
+  // joined[k]: segment k + 1 joins segment k.
+  std::vector<bool> joined(segments.size(), false);
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    for (const LayoutConversions::Input& input : conversions.inputs(u)) {
+      for (int k = segment_of[input.producer]; k < segment_of[u]; ++k) joined[k] = true;
+    }
+  }
+  std::vector<std::vector<OpId>> out;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    if (k == 0 || !joined[k - 1]) out.emplace_back();
+    out.back().insert(out.back().end(), segments[k].begin(), segments[k].end());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers, int64_t budget,
                                                      const SearchOptions& limits) {
   const Graph& graph = buffers.graph();
-  const int n = graph.num_ops();
   const Clock::time_point deadline = DeadlineIn(limits.time_limit_seconds);
   // Per op the alternative aimed at: the fastest first (ties: the smaller
   // workspace).
-  std::vector<int> target(n, -1);
-  for (OpId u = 0; u < n; ++u) {
-    double time = 0;
-    target[u] = FastestThatFits(graph.op(u), std::numeric_limits<int64_t>::max(), &time);
-  }
+  std::vector<int> target = FastestChoices(graph);
   while (Clock::now() < deadline && !Cancelled(limits)) {
-    const Graph aimed = graph.WithWorkspaces(WorkspacesOf(graph, target));
+    const Graph aimed = graph.WithWorkspaces(StepWorkspaces(graph, target));
     const BufferModel aimed_buffers(aimed, buffers.model());
     SearchOptions search = limits;
     search.time_limit_seconds = deadline == Clock::time_point::max()
@@ -414,7 +652,8 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   bool all_proven = true;
   // Time: each segment gets a share of what is left by its ops; a second
   // pass gives what the first left to the segments it did not prove.
-  const std::vector<std::vector<OpId>> segments = SplitAtCutPoints(graph);
+  const LayoutConversions conversions(graph);
+  const std::vector<std::vector<OpId>> segments = SegmentsFor(graph, conversions);
   std::vector<SegmentResult> solved(segments.size());
   std::vector<std::pair<size_t, MemoryTracker>> unproven;  // (segment, the state before it)
   const auto share = [&](int64_t ops, int64_t of) {
@@ -435,12 +674,12 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
       std::sort(s.order.begin(), s.order.end(), [&](OpId a, OpId b) { return position[a] < position[b]; });
       for (OpId u : s.order) {
         s.choice.push_back(starts[i].choice[u]);
-        s.time += TimeOf(graph.op(u), s.choice.back());
+        s.time += TimeOf(graph.op(u), s.choice.back()) + conversions.CostFor(u, starts[i].choice).time_us;
       }
       if (!from_start.has_value() || s.time < from_start->time) from_start = std::move(s);
     }
     const int64_t m = static_cast<int64_t>(ops.size());
-    SegmentResult segment = SearchSegment(buffers, before, ops, estimate, budget, std::move(from_start),
+    SegmentResult segment = SearchSegment(buffers, conversions, before, ops, estimate, budget, std::move(from_start),
                                           share(m, ops_left), limits, &charge);
     ops_left -= m;
     result.states += segment.states;
@@ -462,7 +701,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   for (const auto& [k, state] : unproven) {
     if (Clock::now() >= deadline || Cancelled(limits)) break;
     const int64_t m = static_cast<int64_t>(segments[k].size());
-    SegmentResult again = SearchSegment(buffers, state, segments[k], estimate, budget, solved[k],
+    SegmentResult again = SearchSegment(buffers, conversions, state, segments[k], estimate, budget, solved[k],
                                         share(m, unproven_ops), limits, &charge);
     unproven_ops -= m;
     result.states += again.states;
@@ -476,10 +715,10 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
       const OpId u = segment.order[i];
       found.order.push_back(u);
       found.choice[u] = segment.choice[i];
-      found.workspace_bytes[u] = WorkspaceOf(graph.op(u), segment.choice[i]);
-      found.time_us += TimeOf(graph.op(u), segment.choice[i]);
     }
   }
+  found.workspace_bytes = StepWorkspaces(graph, found.choice);
+  found.time_us = ChoiceTime(graph, found.choice);
   result.feasible = true;
   result.proven = all_proven;
   result.selection = std::move(found);

@@ -18,6 +18,14 @@
 // completion lowers or keeps every later step, so every later choice still
 // fits). An op without alternatives runs with its workspace_bytes
 // in no time.
+//
+// With layouts (layout_conversions.h) an op's time and step also count its
+// input conversions, which depend on its producers' choices: a state is
+// then the set and the layouts of the ops run that still matter, a ready op
+// branches on its layouts, only an op whose layout matters to no later op
+// is forced, and segments are not cut between an op and a consumer its
+// layout matters to. A selection's time and workspaces include the
+// conversions (ChoiceTime, StepWorkspaces).
 #ifndef SERENITY_CORE_SCHEDULE_TIME_SEARCH_H_
 #define SERENITY_CORE_SCHEDULE_TIME_SEARCH_H_
 
@@ -46,7 +54,10 @@ struct PrimitiveSelection {
 // The fastest alternative of every op that fits `budget` at its step of
 // `order` (ties: the smaller workspace, then the first listed); nullopt when
 // some op has none that fits (or, without alternatives, its step does not
-// fit). `order` must be a valid order of buffers.graph().
+// fit). `order` must be a valid order of buffers.graph(). With layouts, the
+// least total time of the choices that fit, conversions included (a
+// shortest path over the steps; past 4096 layout states at a step, the
+// fastest are kept, and the result may then not be the least).
 std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
                                                  int64_t budget);
 
@@ -58,11 +69,16 @@ double TimeOf(const Op& op, int choice);
 // The time of `op`'s fastest alternative (0 without alternatives).
 double FastestTime(const Op& op);
 
+// Per op the index of its fastest alternative (ties: the smaller
+// workspace, then the first; -1 without alternatives).
+std::vector<int> FastestChoices(const Graph& graph);
+
 // Per op the index of its least-workspace alternative (ties: the faster,
 // then the first; -1 without alternatives): what every budget must allow.
 std::vector<int> LeastWorkspaceChoices(const Graph& graph);
 
-// Per op the workspace `choices` give it (WorkspaceOf).
+// Per op the workspace `choices` give it (WorkspaceOf), without layout
+// conversions (a bound: StepWorkspaces in layout_conversions.h adds them).
 std::vector<int64_t> WorkspacesOf(const Graph& graph, const std::vector<int>& choices);
 
 // Per op, the bytes live at its step in every order when the ops that

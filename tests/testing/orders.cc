@@ -1,6 +1,7 @@
 #include "tests/testing/orders.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -45,19 +46,48 @@ void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const 
   Extend(graph, prefix, indegree, visit);
 }
 
+ChoiceCost CostOfChoice(const Graph& graph, const std::vector<int>& choice) {
+  const int n = graph.num_ops();
+  ChoiceCost out;
+  out.workspace.resize(n);
+  const auto layout = [&](OpId u) -> std::string {
+    const Op& op = graph.op(u);
+    return op.alternatives.empty() || choice[u] < 0 ? "" : op.alternatives[choice[u]].layout;
+  };
+  for (OpId v = 0; v < n; ++v) {
+    const Op& op = graph.op(v);
+    const bool has = !op.alternatives.empty() && choice[v] >= 0;
+    out.workspace[v] = has ? op.alternatives[choice[v]].workspace_bytes : op.workspace_bytes;
+    out.time += has ? op.alternatives[choice[v]].time_us : 0;
+    const std::string to = layout(v);
+    if (to.empty()) continue;
+    std::vector<TensorId> converted;
+    for (TensorId t : op.inputs) {
+      const OpId p = graph.tensor(t).producer;
+      if (p == kNoOp || std::find(converted.begin(), converted.end(), t) != converted.end()) continue;
+      const std::string from = layout(p);
+      if (from.empty() || from == to) continue;
+      converted.push_back(t);
+      for (const LayoutTransform& transform : graph.layout_transforms()) {
+        if (transform.from != from || transform.to != to) continue;
+        const double mib = static_cast<double>(graph.tensor(t).bytes) / (1 << 20);
+        out.time += transform.time_us_per_mb * mib;
+        out.workspace[v] += static_cast<int64_t>(std::ceil(transform.workspace_bytes_per_mb * mib));
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& graph, bool alias_views, bool in_place) {
   const int n = graph.num_ops();
   std::vector<int> choice(n, 0);
   std::vector<std::pair<int64_t, double>> plans;  // (least peak, time) per choice
   std::function<void(int)> choose = [&](int u) {
     if (u == n) {
-      std::vector<int64_t> workspace(n);
-      double time = 0;
-      for (OpId v = 0; v < n; ++v) {
-        const Op& op = graph.op(v);
-        workspace[v] = op.alternatives.empty() ? op.workspace_bytes : op.alternatives[choice[v]].workspace_bytes;
-        time += op.alternatives.empty() ? 0 : op.alternatives[choice[v]].time_us;
-      }
+      const ChoiceCost cost = CostOfChoice(graph, choice);
+      const std::vector<int64_t>& workspace = cost.workspace;
+      const double time = cost.time;
       const Graph chosen = graph.WithWorkspaces(workspace);
       int64_t least = std::numeric_limits<int64_t>::max();
       ForEachTopologicalOrder(chosen, [&](const std::vector<OpId>& order) {

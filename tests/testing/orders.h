@@ -23,6 +23,15 @@ void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const 
 // independent verifier's NaivePeak with the chosen workspaces: by
 // increasing peak, each point faster than every point before it. n! x
 // (choices) simulations: keep graphs tiny.
+// The workspace of every op's step and the total time with `choice` (per
+// op its alternative, ignored for ops without), layout conversions
+// included (docs/primitives.md), computed on their own for the tests.
+struct ChoiceCost {
+  std::vector<int64_t> workspace;
+  double time = 0;
+};
+ChoiceCost CostOfChoice(const Graph& graph, const std::vector<int>& choice);
+
 std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& graph, bool alias_views, bool in_place);
 
 // The least total time of BruteForceTimeFrontier's plans whose peak is at

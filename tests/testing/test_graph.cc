@@ -251,6 +251,17 @@ void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in, 
   }
 }
 
+void AddRandomLayouts(GraphSpec* spec, std::mt19937& rng, int max_time_per_mb, int max_bytes_per_mb) {
+  static const char* const kLayouts[] = {"", "A", "B"};
+  for (OpSpec& op : spec->ops) {
+    for (Primitive& p : op.alternatives) p.layout = kLayouts[rng() % 3];
+  }
+  for (const auto& [from, to] : {std::pair<const char*, const char*>{"A", "B"}, {"B", "A"}}) {
+    spec->layout_transforms.push_back({from, to, static_cast<double>(rng() % max_time_per_mb),
+                                       static_cast<double>(rng() % max_bytes_per_mb)});
+  }
+}
+
 void AddUnusedInput(GraphSpec* spec, const std::string& name, int64_t bytes) {
   spec->tensors.push_back({name, {}, 1, bytes, false, true});
   spec->inputs.push_back(name);

@@ -52,6 +52,13 @@ GraphSpec RandomDag(int num_ops, std::mt19937& rng, bool concats = false);
 void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in = 3, int min_count = 1,
                            int max_count = 3, int max_time_us = 40, int64_t max_workspace = 100);
 
+// Gives each alternative of `spec` a layout drawn from "", "A" and "B"
+// (every op's alternatives keep distinct names), and the graph transforms
+// A to B and B to A with times 0..`max_time_per_mb` - 1 and copies of
+// 0..`max_bytes_per_mb` - 1 bytes per MiB (layout_conversions.h).
+void AddRandomLayouts(GraphSpec* spec, std::mt19937& rng, int max_time_per_mb = 600000,
+                      int max_bytes_per_mb = 2097152);
+
 // Adds a graph input named `name` of `bytes` that no op reads (live at the
 // first step only, whichever op runs it).
 void AddUnusedInput(GraphSpec* spec, const std::string& name, int64_t bytes);
