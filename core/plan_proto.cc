@@ -81,6 +81,13 @@ v1::Graph GraphSpecToProto(const GraphSpec& spec) {
   }
   for (const std::string& in : spec.inputs) g.add_inputs(in);
   for (const std::string& out : spec.outputs) g.add_outputs(out);
+  for (const LayoutTransform& t : spec.layout_transforms) {
+    v1::LayoutTransform* out = g.add_layout_transforms();
+    out->set_from_layout(t.from);
+    out->set_to_layout(t.to);
+    out->set_time_us_per_mb(t.time_us_per_mb);
+    out->set_workspace_bytes_per_mb(t.workspace_bytes_per_mb);
+  }
   return g;
 }
 
@@ -161,6 +168,12 @@ namespace {
 
 // Replaces the alternatives of the ops options.primitives names.
 absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
+  const bool asks_for_time = options.objective() == "time" || options.pareto() || options.max_time_us() > 0;
+  if (!options.layout_transforms().empty() && !asks_for_time) {
+    return absl::InvalidArgumentError(
+        "layout_transforms are read only with objective time (--objective time --budget BYTES), --pareto or "
+        "--max-time-us");
+  }
   if (!options.layout_transforms().empty()) {
     spec->layout_transforms.clear();
     for (const v1::LayoutTransform& t : options.layout_transforms()) {
@@ -168,7 +181,7 @@ absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
     }
   }
   if (options.primitives().empty()) return absl::OkStatus();
-  if (options.objective() != "time" && !options.pareto() && !(options.max_time_us() > 0)) {
+  if (!asks_for_time) {
     return absl::InvalidArgumentError(
         "primitives (--primitives) are read only with objective time (--objective time --budget BYTES), "
         "--pareto or --max-time-us");

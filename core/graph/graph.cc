@@ -73,6 +73,9 @@ absl::Status CheckLayoutTransforms(const Graph& g, int64_t* all_bytes) {
                                                      ": it must be a number from 0 to ", kMaxTransformBytesPerMb));
     }
   }
+  double rate = 0;
+  for (const LayoutTransform& t : g.layout_transforms()) rate = std::max(rate, t.workspace_bytes_per_mb);
+  const int64_t most = static_cast<int64_t>(std::ceil(rate / 1048576));
   const auto stated = [&](OpId u) {
     std::vector<absl::string_view> out;
     for (const Primitive& p : g.op(u).alternatives) {
@@ -101,10 +104,11 @@ absl::Status CheckLayoutTransforms(const Graph& g, int64_t* all_bytes) {
       }
       if (!from.empty()) converted += g.tensor(t).bytes;
     }
-    // A conversion's copy is at most kMaxTransformBytesPerMb / 2^20 bytes
-    // per byte, plus one for rounding up.
+    // A conversion's copy is at most `most` bytes per byte, plus a margin
+    // per input for rounding (up, and in doubles).
     int64_t workspace = 0;
-    if (__builtin_mul_overflow(converted, static_cast<int64_t>(kMaxTransformBytesPerMb / 1048576) + 1, &workspace) ||
+    if (__builtin_mul_overflow(converted, most, &workspace) ||
+        __builtin_add_overflow(workspace, 4096 * static_cast<int64_t>(g.op(v).inputs.size()), &workspace) ||
         __builtin_add_overflow(*all_bytes, workspace, all_bytes)) {
       return absl::OutOfRangeError(
           "the total size of all tensors, workspaces and layout conversions overflows 64 bits");

@@ -234,5 +234,44 @@ TEST(GraphTest, KeepsAlternativesAndRefusesBadOnes) {
   EXPECT_THAT(refused({{"a", 1, 0, "", -5}}), HasSubstr("negative bytes"));
 }
 
+// Layout transforms (issue 19, layout_conversions.h): every conversion some
+// choice needs must be listed, once, with rates in range.
+TEST(GraphTest, ChecksLayoutTransforms) {
+  GraphSpec spec = Diamond();  // a -> b, a -> c, b and c -> d
+  spec.ops[1].alternatives = {{"k", 1, 0, "nchw", 0}};
+  spec.ops[2].alternatives = {{"k", 1, 0, "", 0}};  // any layout: nothing to convert
+  spec.ops[3].alternatives = {{"x", 1, 0, "nchw", 0}, {"y", 1, 0, "nhwc", 0}};
+  EXPECT_THAT(std::string(Graph::Build(spec).status().message()), HasSubstr("op 'd' may read in layout 'nhwc' tensor"));
+  EXPECT_THAT(std::string(Graph::Build(spec).status().message()),
+              HasSubstr("which op 'b' may write in layout 'nchw', and layout_transforms has no transform from "
+                        "'nchw' to 'nhwc'"));
+  spec.layout_transforms = {{"nchw", "nhwc", 100, 1048576}};
+  absl::StatusOr<Graph> g = Graph::Build(spec);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->layout_transforms().size(), 1u);
+  EXPECT_EQ(g->layout_transforms()[0].to, "nhwc");
+
+  const auto refused = [&](std::vector<LayoutTransform> transforms) {
+    GraphSpec bad = spec;
+    bad.layout_transforms = std::move(transforms);
+    return std::string(Graph::Build(bad).status().message());
+  };
+  EXPECT_THAT(refused({{"nchw", "nhwc", 1, 0}, {"nchw", "nhwc", 2, 0}}), HasSubstr("is given twice"));
+  EXPECT_THAT(refused({{"nchw", "nchw", 1, 0}}), HasSubstr("both layouts must be named and differ"));
+  EXPECT_THAT(refused({{"", "nhwc", 1, 0}}), HasSubstr("both layouts must be named and differ"));
+  EXPECT_THAT(refused({{"nchw", "nhwc", -1, 0}}), HasSubstr("time_us_per_mb -1: it must be a number from 0 to"));
+  EXPECT_THAT(refused({{"nchw", "nhwc", std::nan(""), 0}}), HasSubstr("must be a number from 0 to 1e+06"));
+  EXPECT_THAT(refused({{"nchw", "nhwc", 1, 65.0 * 1048576}}), HasSubstr("workspace_bytes_per_mb"));
+  // Sizes that fit 64 bits until the converted copies count.
+  GraphSpec huge = spec;
+  for (TensorSpec& t : huge.tensors) {
+    t.bytes = int64_t{1} << 57;
+    t.has_bytes = true;
+  }
+  EXPECT_TRUE(Graph::Build(huge).ok());
+  huge.layout_transforms = {{"nchw", "nhwc", 1, 64.0 * 1048576}};
+  EXPECT_EQ(Graph::Build(huge).status().code(), absl::StatusCode::kOutOfRange);
+}
+
 }  // namespace
 }  // namespace serenity

@@ -23,6 +23,7 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
   for (int trial = 0; trial < 300; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
     testing::AddRandomAlternatives(&spec, rng);
+    if (trial % 3 == 2) testing::AddRandomLayouts(&spec, rng);
     // Every other graph has an input nobody reads: it dies after the first
     // step whichever op runs it (a forced-op rule once took it for a saving).
     if (trial % 2 == 1) testing::AddUnusedInput(&spec, "unused", 1 + static_cast<int64_t>(rng() % 150));
@@ -37,7 +38,7 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
     ASSERT_EQ(frontier.points.size(), expected.size()) << "trial " << trial;
     for (size_t k = 0; k < expected.size(); ++k) {
       EXPECT_EQ(frontier.points[k].peak_bytes, expected[k].first) << "trial " << trial << " point " << k;
-      EXPECT_NEAR(frontier.points[k].selection.time_us, expected[k].second, 1e-9) << "trial " << trial;
+      EXPECT_NEAR(frontier.points[k].selection.time_us, expected[k].second, 1e-6) << "trial " << trial;
       EXPECT_TRUE(IsTopologicalOrder(graph, frontier.points[k].selection.order));
     }
     several += expected.size() >= 2;

@@ -257,8 +257,8 @@ void AddRandomLayouts(GraphSpec* spec, std::mt19937& rng, int max_time_per_mb, i
     for (Primitive& p : op.alternatives) p.layout = kLayouts[rng() % 3];
   }
   for (const auto& [from, to] : {std::pair<const char*, const char*>{"A", "B"}, {"B", "A"}}) {
-    spec->layout_transforms.push_back({from, to, static_cast<double>(rng() % max_time_per_mb),
-                                       static_cast<double>(rng() % max_bytes_per_mb)});
+    spec->layout_transforms.push_back(
+        {from, to, static_cast<double>(rng() % max_time_per_mb), static_cast<double>(rng() % max_bytes_per_mb)});
   }
 }
 

@@ -56,8 +56,7 @@ void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in =
 // (every op's alternatives keep distinct names), and the graph transforms
 // A to B and B to A with times 0..`max_time_per_mb` - 1 and copies of
 // 0..`max_bytes_per_mb` - 1 bytes per MiB (layout_conversions.h).
-void AddRandomLayouts(GraphSpec* spec, std::mt19937& rng, int max_time_per_mb = 600000,
-                      int max_bytes_per_mb = 2097152);
+void AddRandomLayouts(GraphSpec* spec, std::mt19937& rng, int max_time_per_mb = 600000, int max_bytes_per_mb = 2097152);
 
 // Adds a graph input named `name` of `bytes` that no op reads (live at the
 // first step only, whichever op runs it).
