@@ -153,10 +153,11 @@ absl::Status ReadPrimitivesFile(const std::string& path, v1::PlanOptions& option
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("'", path,
                                                    "' is not a primitives file ({\"ops\": [{\"op\": NAME, "
-                                                   "\"alternatives\": [...]}]}): ",
+                                                   "\"alternatives\": [...]}], \"layout_transforms\": [...]}): ",
                                                    parsed.message().as_string()));
   }
   for (v1::OpPrimitives& entry : *set.mutable_ops()) *options.add_primitives() = std::move(entry);
+  for (v1::LayoutTransform& t : *set.mutable_layout_transforms()) *options.add_layout_transforms() = std::move(t);
   return absl::OkStatus();
 }
 

@@ -101,9 +101,10 @@ class Local:
             args += ["--max-pareto-points", str(o.max_pareto_points)]
         if o.max_time_us:
             args += ["--max-time-us", repr(o.max_time_us)]
-        if o.primitives:
+        if o.primitives or o.layout_transforms:
             path = os.path.join(directory, "primitives.json")
-            primitive_set = scheduler_pb2.PrimitiveSet(ops=list(o.primitives))
+            primitive_set = scheduler_pb2.PrimitiveSet(ops=list(o.primitives),
+                                                       layout_transforms=list(o.layout_transforms))
             with open(path, "w") as f:
                 f.write(json_format.MessageToJson(primitive_set, preserving_proto_field_name=True))
             args += ["--primitives", path]

@@ -16,7 +16,7 @@ _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "worksp
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
                        "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins",
-                       "primitives", "pareto"])
+                       "primitives", "layout_transforms", "pareto"])
 
 
 def plan_options(budget=None, **options):
@@ -33,8 +33,12 @@ def plan_options(budget=None, **options):
     (name, capacity) or (name, capacity, alignment), sizes as ints or
     strings; every buffer is then placed in one (the plan's `memories`).
     pins: {tensor: memory} or {tensor: (memory, offset)}.
-    primitives: {op name: [(name, time_us, workspace_bytes), ...]} (or
-    dicts with those keys), the ways to run each op named; read with
+    primitives: {op name: [(name, time_us, workspace_bytes[, layout]), ...]}
+    (or dicts with those keys), the ways to run each op named;
+    layout_transforms: [(from, to, time_us_per_mb, workspace_bytes_per_mb),
+    ...] (or dicts with keys from, to and those), the cost of converting a
+    tensor between the layouts of its producer's and its reader's
+    alternatives (docs/primitives.md, "Layouts"). Both are read with
     objective="time" and a budget, which choose one per op and the order
     for the least total time (the plan's `time`; docs/primitives.md);
     pareto=True adds the (peak, time) frontier (plan.time.pareto, at most
@@ -124,19 +128,42 @@ def plan_options(budget=None, **options):
                 entry = out.primitives.add(op=str(op))
                 for alternative in alternatives:
                     if isinstance(alternative, dict):
-                        if set(alternative) - {"name", "time_us", "workspace_bytes"}:
-                            raise ValueError(f"an alternative has name, time_us and workspace_bytes, not {alternative!r}")
+                        if set(alternative) - {"name", "time_us", "workspace_bytes", "layout"}:
+                            raise ValueError("an alternative has name, time_us, workspace_bytes and layout, "
+                                             f"not {alternative!r}")
                         alt_name = alternative.get("name", "")
                         time_us = alternative.get("time_us", 0)
                         workspace = alternative.get("workspace_bytes", 0)
-                    elif isinstance(alternative, (tuple, list)) and len(alternative) == 3:
-                        alt_name, time_us, workspace = alternative
+                        layout = alternative.get("layout", "")
+                    elif isinstance(alternative, (tuple, list)) and len(alternative) in (3, 4):
+                        alt_name, time_us, workspace, layout = (*alternative, "")[:4]
                     else:
-                        raise ValueError(f"an alternative is (name, time_us, workspace_bytes), not {alternative!r}")
+                        raise ValueError("an alternative is (name, time_us, workspace_bytes[, layout]), "
+                                         f"not {alternative!r}")
                     if isinstance(time_us, bool) or not isinstance(time_us, (int, float)):
                         raise ValueError(f"time_us of {op!r}'s alternative {alt_name!r} must be a number")
                     entry.alternatives.add(name=str(alt_name), time_us=float(time_us),
-                                           workspace_bytes=parse_size(workspace, "workspace_bytes"))
+                                           workspace_bytes=parse_size(workspace, "workspace_bytes"),
+                                           layout=str(layout))
+        elif name == "layout_transforms":
+            for transform in value:
+                if isinstance(transform, dict):
+                    if set(transform) - {"from", "to", "time_us_per_mb", "workspace_bytes_per_mb"}:
+                        raise ValueError("a layout transform has from, to, time_us_per_mb and "
+                                         f"workspace_bytes_per_mb, not {transform!r}")
+                    fields = (transform.get("from", ""), transform.get("to", ""),
+                              transform.get("time_us_per_mb", 0), transform.get("workspace_bytes_per_mb", 0))
+                elif isinstance(transform, (tuple, list)) and len(transform) == 4:
+                    fields = tuple(transform)
+                else:
+                    raise ValueError("a layout transform is (from, to, time_us_per_mb, workspace_bytes_per_mb), "
+                                     f"not {transform!r}")
+                for rate in fields[2:]:
+                    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+                        raise ValueError(f"the rates of layout transform {transform!r} must be numbers")
+                out.layout_transforms.add(from_layout=str(fields[0]), to_layout=str(fields[1]),
+                                          time_us_per_mb=float(fields[2]),
+                                          workspace_bytes_per_mb=float(fields[3]))
         elif name == "pareto":
             if not isinstance(value, bool):
                 raise ValueError(f"pareto is True or False, not {value!r}")

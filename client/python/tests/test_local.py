@@ -140,6 +140,31 @@ def test_objective_time_here_and_there(local, client):
         local.plan(g, peak, objective="time", primitives={"expand0": [("fast", "soon", 0)]})
 
 
+def test_layouts_here_and_there(local, client):
+    # Each expand writes NCHW (10 us) or NHWC (12 us); each reduce reads NHWC
+    # only, and converting a 4000-byte tensor costs 1 us: NCHW and convert.
+    g = diamond_graph(branches=2)
+    primitives = {f"expand{b}": [("nchw", 10, 0, "NCHW"), ("nhwc", 12, 0, "NHWC")] for b in range(2)}
+    primitives.update({f"reduce{b}": [{"name": "r", "time_us": 5, "workspace_bytes": 0, "layout": "NHWC"}]
+                       for b in range(2)})
+    options = dict(objective="time", primitives=primitives, layout_transforms=[("NCHW", "NHWC", 262.144, 0)])
+    budget = 2 * local.peak_bytes(g)
+    here, there = local.plan(g, budget, **options), client.plan(g, budget, **options)
+    assert here.time == there.time
+    chosen = {p.op: p for p in here.time.primitives}
+    assert (chosen["expand0"].name, chosen["expand0"].layout) == ("nchw", "NCHW")
+    [transform] = chosen["reduce0"].transforms
+    assert (transform.tensor, transform.from_layout, transform.to_layout) == ("big0", "NCHW", "NHWC")
+    assert transform.time_us == pytest.approx(1.0)
+    assert here.time.time_us == pytest.approx(32.0)
+    assert here.time.transform_time_us == pytest.approx(2.0)
+    with pytest.raises(serenity.SerenityError) as raised:
+        client.plan(g, budget, objective="time", primitives=primitives)
+    assert "no transform from 'NCHW' to 'NHWC'" in raised.value.message
+    with pytest.raises(ValueError):
+        local.plan(g, budget, objective="time", primitives=primitives, layout_transforms=[("NCHW", "NHWC", "x", 0)])
+
+
 def test_pareto_here_and_there(local, client):
     g = diamond_graph(branches=3)
     options = dict(pareto=True, primitives={f"expand{b}": [("fast", 10, 3000), ("slow", 30, 0)] for b in range(3)})
