@@ -198,12 +198,16 @@ TEST(PrimitiveCatalogueTest, MatMulBatchedAndVector) {
   model.Node("MatMul", {"v", "b"}, "z", "vector");
   model.Node("Relu", {"y"}, "r", "relu");
   model.Output("r");
+  // [4,5] x [5]: a 1-D B is a column, N = 1.
+  model.Input("m", {4, 5}).Output("column");
+  model.Node("MatMul", {"m", "v"}, "column", "column");
   const std::vector<std::vector<Primitive>> catalogue = model.Catalogue();
-  ASSERT_EQ(catalogue.size(), 3u);
+  ASSERT_EQ(catalogue.size(), 4u);
   const double macs = 8.0 * 3 * 5 * 6;
   ExpectAlternatives(catalogue[0], {{"naive", macs / 2000, 0}, {"packed", macs / 8000, 4 * (3 * 5 + 5 * 6)}});
   ExpectAlternatives(catalogue[1], {{"naive", 30.0 / 2000, 0}});
   EXPECT_TRUE(catalogue[2].empty());  // not a Conv, Gemm or MatMul
+  ExpectAlternatives(catalogue[3], {{"naive", 20.0 / 2000, 0}});
 }
 
 TEST(PrimitiveCatalogueTest, NumbersThatDoNotFitGiveNothing) {
