@@ -1,12 +1,18 @@
 #include "core/onnx/primitive_catalogue.h"
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "serenity/v1/scheduler.pb.h"
 
 namespace serenity {
 namespace {
@@ -227,6 +233,53 @@ TEST(PrimitiveCatalogueTest, NeedsOneOpPerNode) {
   graph.add_node()->set_op_type("Relu");
   EXPECT_EQ(CatalogueAlternatives(graph, GraphSpec()).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CatalogueAlternatives("not a model", GraphSpec()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The Conv model is bench/make_primitives.py's: on the repository's sample
+// models, the catalogue gives every Conv exactly the alternatives the script
+// wrote into testdata/<model>.primitives.json (regenerate with
+// `/usr/bin/python3 bench/make_primitives.py models/M.onnx >
+// core/onnx/testdata/M.primitives.json`).
+TEST(PrimitiveCatalogueTest, ConvsMatchBenchMakePrimitives) {
+  for (const char* name : {"inception_cell", "mobilenet_heads", "randwire_small"}) {
+    SCOPED_TRACE(name);
+    const std::string bytes = Read(absl::StrCat(SERENITY_SOURCE_DIR "/models/", name, ".onnx"));
+    v1::PrimitiveSet script;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                    Read(absl::StrCat(SERENITY_SOURCE_DIR "/core/onnx/testdata/", name, ".primitives.json")), &script)
+                    .ok());
+    absl::StatusOr<GraphSpec> spec = OnnxToGraphSpec(bytes, {});
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    absl::StatusOr<std::vector<std::vector<Primitive>>> catalogue = CatalogueAlternatives(bytes, *spec);
+    ASSERT_TRUE(catalogue.ok()) << catalogue.status();
+    absl::flat_hash_map<std::string, const v1::OpPrimitives*> by_op;
+    for (const v1::OpPrimitives& entry : script.ops()) by_op[entry.op()] = &entry;
+    size_t convs = 0;
+    for (size_t i = 0; i < spec->ops.size(); ++i) {
+      if (spec->ops[i].type != "Conv") continue;
+      ++convs;
+      auto it = by_op.find(spec->ops[i].name);
+      ASSERT_NE(it, by_op.end()) << spec->ops[i].name;
+      const std::vector<Primitive>& got = (*catalogue)[i];
+      ASSERT_EQ(got.size(), static_cast<size_t>(it->second->alternatives_size())) << spec->ops[i].name;
+      for (size_t k = 0; k < got.size(); ++k) {
+        const v1::Primitive& want = it->second->alternatives(static_cast<int>(k));
+        EXPECT_EQ(got[k].name, want.name());
+        EXPECT_EQ(got[k].time_us, want.time_us()) << spec->ops[i].name << " " << want.name();
+        EXPECT_EQ(got[k].workspace_bytes, want.workspace_bytes()) << spec->ops[i].name << " " << want.name();
+      }
+    }
+    EXPECT_EQ(convs, static_cast<size_t>(script.ops_size()));
+    EXPECT_GT(convs, 0u);
+  }
 }
 
 }  // namespace
