@@ -1,8 +1,10 @@
 #include "core/onnx/primitive_catalogue.h"
 
 #include <climits>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
