@@ -1,7 +1,12 @@
 #!/usr/bin/python3
 """Writes a primitives file (docs/primitives.md) for the convolutions of an
 ONNX model from a simple cost model: the benchmark's assumption, not a
-measurement of any device.
+measurement of any device. Serenity's built-in catalogue
+(core/onnx/primitive_catalogue.h; docs/primitives.md, "The built-in
+catalogue") uses exactly this Conv model (same names, times, workspaces and
+rules) for requests that ask for time without --no-catalogue, and adds Gemm
+and MatMul; ops this file names keep the file's alternatives, the others
+(Gemm, MatMul) get the catalogue's unless --no-catalogue is given.
 
 For each Conv (shapes by onnx shape inference; weights may be stripped),
 with MACs = N * M * Ho * Wo * (C / group) * kh * kw:

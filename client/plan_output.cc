@@ -119,6 +119,10 @@ std::string PlanSummary(const v1::Plan& plan) {
       absl::StrAppend(&out, "             ... ", t.primitives_size() - kShown, " more (--json lists them all)\n");
     }
     if (t.max_time_us() > 0) absl::StrAppend(&out, absl::StrFormat("             within %.3f us\n", t.max_time_us()));
+    if (t.catalogue_ops() > 0) {
+      absl::StrAppend(&out, "             catalogue ", t.catalogue_ops(),
+                      " ops (alternatives from the built-in cost model; --no-catalogue: none)\n");
+    }
     if (t.pareto_size() > 0) {
       absl::StrAppend(&out, "pareto       ", t.pareto_size(), " plans of the (peak, time) frontier",
                       t.pareto_proven() ? " (proven)" : " (not proven: a limit stopped the sweep)",

@@ -158,5 +158,17 @@ TEST(PlanOutputTest, SparsityReportIsSummarizedWhenPresent) {
   EXPECT_THAT(summary, HasSubstr("75.5 us  over"));
 }
 
+// The time block says how many ops' alternatives came from the built-in
+// catalogue, when any did.
+TEST(PlanOutputTest, CatalogueLineWhenTheCatalogueGaveAlternatives) {
+  v1::Plan plan;
+  plan.set_model("m");
+  plan.mutable_time()->set_time_us(10);
+  EXPECT_THAT(PlanSummary(plan), Not(HasSubstr("catalogue")));
+  plan.mutable_time()->set_catalogue_ops(7);
+  EXPECT_THAT(PlanSummary(plan),
+              HasSubstr("\n             catalogue 7 ops (alternatives from the built-in cost model"));
+}
+
 }  // namespace
 }  // namespace serenity

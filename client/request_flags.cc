@@ -76,6 +76,10 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
   flag_set.AddDouble("max-time-us", &flags->max_time_us, "MICROSECONDS",
                      "The least peak whose primitives take at most this in all (with --primitives;\n"
                      "not --time-limit, which is the search's wall clock).");
+  flag_set.AddBool("no-catalogue", &flags->no_catalogue,
+                   "No built-in alternatives. By default a plan that asks for time gives an ONNX\n"
+                   "model's Conv, Gemm and MatMul ops a cost model's (direct, im2col, Winograd;\n"
+                   "naive, packed GEMM; docs/primitives.md), except those --primitives names.");
 }
 
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
@@ -151,6 +155,7 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
   if (flags.max_pareto_points < 0) return absl::InvalidArgumentError("--max-pareto-points must be at least 1");
   options.set_max_pareto_points(static_cast<int32_t>(std::min<int64_t>(flags.max_pareto_points, INT32_MAX)));
   options.set_max_time_us(flags.max_time_us);
+  options.set_no_catalogue(flags.no_catalogue);
   if (!flags.primitives_file.empty()) RETURN_IF_ERROR(ReadPrimitivesFile(flags.primitives_file, options));
   if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
   return absl::OkStatus();

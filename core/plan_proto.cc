@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/onnx/onnx_import.h"
+#include "core/onnx/primitive_catalogue.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -166,10 +167,30 @@ OnnxImportOptions OnnxImportOptionsFromProto(const v1::PlanOptions& options) {
 
 namespace {
 
+// AsksForTime (plan_options.h) of options as they are on the wire.
+bool RequestAsksForTime(const v1::PlanOptions& options) {
+  return options.objective() == "time" || options.pareto() || options.max_time_us() > 0;
+}
+
+// Gives the ops of `spec` (imported from `model_bytes`) the built-in
+// catalogue's alternatives, except those options.primitives names (the
+// file's replace them); returns how many ops got some.
+absl::StatusOr<int> AddCatalogue(absl::string_view model_bytes, const v1::PlanOptions& options, GraphSpec* spec) {
+  ASSIGN_OR_RETURN(std::vector<std::vector<Primitive>> catalogue, CatalogueAlternatives(model_bytes, *spec));
+  absl::flat_hash_set<absl::string_view> named;
+  for (const v1::OpPrimitives& entry : options.primitives()) named.insert(entry.op());
+  int ops = 0;
+  for (size_t i = 0; i < spec->ops.size(); ++i) {
+    if (catalogue[i].empty() || named.contains(spec->ops[i].name)) continue;
+    spec->ops[i].alternatives = std::move(catalogue[i]);
+    ++ops;
+  }
+  return ops;
+}
+
 // Replaces the alternatives of the ops options.primitives names.
 absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
-  const bool asks_for_time = options.objective() == "time" || options.pareto() || options.max_time_us() > 0;
-  if (!options.layout_transforms().empty() && !asks_for_time) {
+  if (!options.layout_transforms().empty() && !RequestAsksForTime(options)) {
     return absl::InvalidArgumentError(
         "layout_transforms are read only with objective time (--objective time --budget BYTES), --pareto or "
         "--max-time-us");
@@ -181,7 +202,7 @@ absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
     }
   }
   if (options.primitives().empty()) return absl::OkStatus();
-  if (!asks_for_time) {
+  if (!RequestAsksForTime(options)) {
     return absl::InvalidArgumentError(
         "primitives (--primitives) are read only with objective time (--objective time --budget BYTES), "
         "--pareto or --max-time-us");
@@ -206,7 +227,8 @@ absl::Status ApplyPrimitives(const v1::PlanOptions& options, GraphSpec* spec) {
 
 }  // namespace
 
-absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
+absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request, RequestGraphInfo* info) {
+  if (info != nullptr) *info = RequestGraphInfo();
   switch (request.model_case()) {
     case v1::PlanRequest::kGraph: {
       if (!request.options().workspace_bytes().empty()) {
@@ -222,8 +244,14 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request) {
       ASSIGN_OR_RETURN(GraphSpec spec,
                        OnnxToGraphSpec(request.onnx_model(), OnnxImportOptionsFromProto(request.options())));
       if (!request.model_name().empty()) spec.name = request.model_name();
+      int catalogue_ops = 0;
+      if (RequestAsksForTime(request.options()) && !request.options().no_catalogue()) {
+        ASSIGN_OR_RETURN(catalogue_ops, AddCatalogue(request.onnx_model(), request.options(), &spec));
+      }
       RETURN_IF_ERROR(ApplyPrimitives(request.options(), &spec));
-      return Graph::Build(std::move(spec));
+      ASSIGN_OR_RETURN(Graph graph, Graph::Build(std::move(spec)));
+      if (info != nullptr) info->catalogue_ops = catalogue_ops;
+      return graph;
     }
     case v1::PlanRequest::MODEL_NOT_SET:
       break;

@@ -32,12 +32,25 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
 // bytes per op).
 OnnxImportOptions OnnxImportOptionsFromProto(const v1::PlanOptions& options);
 
+// What GraphFromRequest made of a request besides its graph.
+struct RequestGraphInfo {
+  // Ops whose alternatives came from the built-in catalogue
+  // (core/onnx/primitive_catalogue.h), reported as TimeReport.catalogue_ops.
+  int catalogue_ops = 0;
+};
+
 // Builds the Graph a request carries (Graph message or ONNX bytes, with the
 // request's dim values and workspace bytes, and its options.primitives
-// replacing the alternatives of the ops they name). InvalidArgument naming
-// the problem for every bad input: also primitives without objective
-// "time", naming an op the graph has not, or naming one twice.
-absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request);
+// replacing the alternatives of the ops they name). An ONNX request that
+// asks for time (objective "time", pareto or max_time_us) without
+// no_catalogue first gives its Conv, Gemm and MatMul ops the built-in
+// catalogue's alternatives (options.primitives replaces them for the ops it
+// names); a Graph request, or one that does not ask for time, gets none, and
+// the catalogue is not computed. `info` (may be null) receives what was
+// done. InvalidArgument naming the problem for every bad input: also
+// primitives without objective "time", naming an op the graph has not, or
+// naming one twice.
+absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request, RequestGraphInfo* info = nullptr);
 
 // Sets `plan`'s budget fields (memory_budget_bytes, feasible,
 // headroom_bytes, arena_fits_budget) for `budget_bytes` (0: none) from its

@@ -32,7 +32,8 @@ absl::Status CheckRewriteRequest(const v1::PlanRequest& request) {
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
   if (request.options().rewrite()) RETURN_IF_ERROR(CheckRewriteRequest(request));
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFromProto(request.options()));
-  ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request));
+  RequestGraphInfo info;
+  ASSIGN_OR_RETURN(Graph graph, GraphFromRequest(request, &info));
   const v1::GivenOrder& given = request.given_order();
   if (given.indices_size() > 0 && given.names_size() > 0) {
     return absl::InvalidArgumentError("give the order as indices or as names, not both");
@@ -44,7 +45,7 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request) {
     options.given_order.push_back(*u);
   }
   ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, std::move(options)));
-  PreparedRequest prepared{std::move(graph), std::move(sanitized), {}, {}, {}};
+  PreparedRequest prepared{std::move(graph), std::move(sanitized), {}, {}, {}, info.catalogue_ops};
   if (prepared.options->rewrite) {
     prepared.onnx_model = request.onnx_model();
     prepared.import = OnnxImportOptionsFromProto(request.options());
@@ -63,7 +64,11 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
     (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
     return out;
   }
-  if (AsksForTime(*prepared.options)) return PlanForTime(prepared.graph, prepared.options, executor);
+  if (AsksForTime(*prepared.options)) {
+    ASSIGN_OR_RETURN(v1::Plan out, PlanForTime(prepared.graph, prepared.options, executor));
+    out.mutable_time()->set_catalogue_ops(prepared.catalogue_ops);
+    return out;
+  }
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
   v1::Plan out = PlanToProto(prepared.graph, plan, prepared.options);
   AddSparsityReport(prepared.graph, prepared.options, &out);

@@ -28,6 +28,9 @@ struct PreparedRequest {
   std::string onnx_model;
   OnnxImportOptions import;
   std::string model_name;
+  // Ops whose alternatives came from the built-in catalogue
+  // (RequestGraphInfo), reported in Plan.time.
+  int catalogue_ops = 0;
 };
 
 // Reads and validates a request without planning it: InvalidArgument naming
@@ -38,7 +41,9 @@ struct PreparedRequest {
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::PlanRequest& request);
 
 // Plans a prepared request (PlanGraph + PlanToProto, and the SparsityReport
-// when the options give sparsity levels: sparsity_report.h). With
+// when the options give sparsity levels: sparsity_report.h). A request that
+// asks for time is planned by PlanForTime (primitive_plan.h), and its
+// Plan.time.catalogue_ops is prepared.catalogue_ops. With
 // options->rewrite, plans with rewriting instead (PlanWithRewrites,
 // core/rewrite/choose.h, with the prepared options: their deadline, memory
 // account, cancellation and score_only hold for every plan it makes): the

@@ -331,6 +331,18 @@ class CliJsonTest(unittest.TestCase):
         self.assertIn("is not a primitives file", r.stderr)
         self.assertIn("nme: Cannot find field", r.stderr)
 
+    def test_plan_catalogue(self):
+        # An ONNX model asking for time gets the built-in catalogue (docs/primitives.md); --no-catalogue none.
+        model = os.path.join(REPO, "models", "inception_cell.onnx")
+        common = ("plan", model, "--local", "--json", "--objective", "time", "--budget", "4MiB")
+        (line,) = parse_lines(self.run_client(*common).stdout)
+        self.check(line, "plan_line")
+        self.assertGreater(line["time"]["catalogue_ops"], 0)
+        self.assertEqual(len(line["time"]["primitives"]), line["time"]["catalogue_ops"])
+        (line,) = parse_lines(self.run_client(*common, "--no-catalogue").stdout)
+        self.check(line, "plan_line")
+        self.assertEqual((line["time"]["catalogue_ops"], line["time"]["primitives"]), (0, []))
+
     # --- nested sparse models (issue 20) -------------------------------------
 
     LEVELS = {"levels": [{"name": "full", "density": {"w": 1}, "time_us": 100},

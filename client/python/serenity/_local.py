@@ -101,6 +101,8 @@ class Local:
             args += ["--max-pareto-points", str(o.max_pareto_points)]
         if o.max_time_us:
             args += ["--max-time-us", repr(o.max_time_us)]
+        if o.no_catalogue:
+            args.append("--no-catalogue")
         if o.primitives or o.layout_transforms:
             path = os.path.join(directory, "primitives.json")
             primitive_set = scheduler_pb2.PrimitiveSet(ops=list(o.primitives),

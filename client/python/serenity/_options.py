@@ -16,7 +16,7 @@ _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "worksp
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
                        "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins",
-                       "primitives", "layout_transforms", "pareto"])
+                       "primitives", "layout_transforms", "pareto", "catalogue"])
 
 
 def plan_options(budget=None, **options):
@@ -43,6 +43,9 @@ def plan_options(budget=None, **options):
     for the least total time (the plan's `time`; docs/primitives.md);
     pareto=True adds the (peak, time) frontier (plan.time.pareto, at most
     max_pareto_points), max_time_us the least peak within that time.
+    catalogue=False: no built-in alternatives (by default a plan that asks
+    for time gives an ONNX model's Conv, Gemm and MatMul ops those of a
+    cost model, except the ops primitives names; plan.time.catalogue_ops).
     TypeError for an unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
@@ -168,6 +171,10 @@ def plan_options(budget=None, **options):
             if not isinstance(value, bool):
                 raise ValueError(f"pareto is True or False, not {value!r}")
             out.pareto = value
+        elif name == "catalogue":
+            if not isinstance(value, bool):
+                raise ValueError(f"catalogue is True or False, not {value!r}")
+            out.no_catalogue = not value
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):

@@ -1,9 +1,11 @@
 """serenity.Local (serenity-client --local as a subprocess) gives what the server gives."""
 
+import os
+
 import pytest
 
 import serenity
-from conftest import binary, branches_model, diamond_graph, onnx_model
+from conftest import REPO, binary, branches_model, diamond_graph, onnx_model
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +165,19 @@ def test_layouts_here_and_there(local, client):
     assert "no transform from 'NCHW' to 'NHWC'" in raised.value.message
     with pytest.raises(ValueError):
         local.plan(g, budget, objective="time", primitives=primitives, layout_transforms=[("NCHW", "NHWC", "x", 0)])
+
+
+def test_catalogue_here_and_there(local, client):
+    # A bundled ONNX model asking for time gets the built-in catalogue's alternatives.
+    model = os.path.join(REPO, "models", "inception_cell.onnx")
+    here, there = local.plan(model, "4MiB", objective="time"), client.plan(model, "4MiB", objective="time")
+    assert here.time.catalogue_ops == there.time.catalogue_ops > 0
+    assert here.time.primitives == there.time.primitives
+    assert len(here.time.primitives) == here.time.catalogue_ops
+    assert {p.name for p in here.time.primitives} <= {"direct", "im2col", "winograd23", "winograd43"}
+    for plan in (local.plan(model, "4MiB", objective="time", catalogue=False),
+                 client.plan(model, "4MiB", objective="time", catalogue=False)):
+        assert plan.time.catalogue_ops == 0 and not plan.time.primitives
 
 
 def test_pareto_here_and_there(local, client):

@@ -64,6 +64,14 @@ def test_options_map_to_plan_options():
         _options.plan_options(budgt=1)
 
 
+def test_catalogue_option():
+    assert not _options.plan_options()[0].no_catalogue
+    assert not _options.plan_options(catalogue=True)[0].no_catalogue
+    assert _options.plan_options(catalogue=False)[0].no_catalogue
+    with pytest.raises(ValueError):
+        _options.plan_options(catalogue="no")
+
+
 def test_model_request_kinds(tmp_path):
     g = chain_graph("g")
     assert serenity.model_request(g).graph == g

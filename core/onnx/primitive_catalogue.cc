@@ -1,0 +1,210 @@
+#include "core/onnx/primitive_catalogue.h"
+
+#include <climits>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "onnx/onnx_pb.h"
+
+namespace serenity {
+namespace {
+
+// Every size is counted in float32.
+constexpr int64_t kElementBytes = 4;
+// The model's rates, in MACs per microsecond: a plain loop, and a blocked
+// GEMM (im2col's, packed), which Winograd F(2,3) and F(4,3) divide by 2.25
+// and 4 multiplications.
+constexpr double kDirectMacsPerUs = 2000.0;
+constexpr double kGemmMacsPerUs = 8000.0;
+
+// The product of `factors` (none negative), or nullopt beyond INT64_MAX.
+std::optional<int64_t> CheckedProduct(std::initializer_list<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t f : factors) {
+    if (__builtin_mul_overflow(product, f, &product)) return std::nullopt;
+  }
+  return product;
+}
+
+// Appends {name, macs / macs_per_us, bytes} to `out`; false (and nothing
+// appended) when the time or the bytes do not fit.
+bool Append(const char* name, int64_t macs, double macs_per_us, std::optional<int64_t> bytes,
+            std::vector<Primitive>* out) {
+  const double time_us = static_cast<double>(macs) / macs_per_us;
+  if (!bytes.has_value() || !(time_us <= kMaxPrimitiveTimeUs)) return false;
+  Primitive p;
+  p.name = name;
+  p.time_us = time_us;
+  p.workspace_bytes = *bytes;
+  out->push_back(std::move(p));
+  return true;
+}
+
+const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, const char* name) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+// The two values of a 2-D Conv's ints attribute (default 1, 1); false when
+// it has not two.
+bool PairAttribute(const onnx::NodeProto& node, const char* name, int64_t* first, int64_t* second) {
+  const onnx::AttributeProto* a = FindAttribute(node, name);
+  if (a == nullptr) return true;  // (the defaults, already set)
+  if (a->ints_size() != 2) return false;
+  *first = a->ints(0);
+  *second = a->ints(1);
+  return true;
+}
+
+using Shapes = absl::flat_hash_map<absl::string_view, const std::vector<int64_t>*>;
+
+// The shape of input (or output) `index` of `node`, or null.
+const std::vector<int64_t>* ShapeOf(const onnx::NodeProto& node, int index, bool output, const Shapes& shapes) {
+  const auto& names = output ? node.output() : node.input();
+  if (index >= names.size() || names.Get(index).empty()) return nullptr;
+  auto it = shapes.find(names.Get(index));
+  if (it == shapes.end()) return nullptr;
+  for (int64_t d : *it->second) {
+    if (d < 0) return nullptr;
+  }
+  return it->second;
+}
+
+std::vector<Primitive> ConvNode(const onnx::NodeProto& node, const Shapes& shapes) {
+  const std::vector<int64_t>* x = ShapeOf(node, 0, false, shapes);
+  const std::vector<int64_t>* w = ShapeOf(node, 1, false, shapes);
+  const std::vector<int64_t>* y = ShapeOf(node, 0, true, shapes);
+  if (x == nullptr || w == nullptr || y == nullptr || x->size() != 4 || w->size() != 4 || y->size() != 4) return {};
+  ConvGeometry conv;
+  conv.n = (*x)[0];
+  conv.c = (*x)[1];
+  conv.m = (*w)[0];
+  conv.cg = (*w)[1];
+  conv.kh = (*w)[2];
+  conv.kw = (*w)[3];
+  conv.ho = (*y)[2];
+  conv.wo = (*y)[3];
+  if (const onnx::AttributeProto* group = FindAttribute(node, "group")) conv.group = group->i();
+  if (!PairAttribute(node, "strides", &conv.stride_h, &conv.stride_w) ||
+      !PairAttribute(node, "dilations", &conv.dilation_h, &conv.dilation_w)) {
+    return {};
+  }
+  return ConvCatalogue(conv);
+}
+
+std::vector<Primitive> GemmNode(const onnx::NodeProto& node, const Shapes& shapes) {
+  const std::vector<int64_t>* a = ShapeOf(node, 0, false, shapes);
+  const std::vector<int64_t>* y = ShapeOf(node, 0, true, shapes);
+  if (a == nullptr || y == nullptr || a->size() != 2 || y->size() != 2) return {};
+  const onnx::AttributeProto* trans_a = FindAttribute(node, "transA");
+  MatMulGeometry product;
+  product.m = (*y)[0];
+  product.n = (*y)[1];
+  product.k = trans_a != nullptr && trans_a->i() != 0 ? (*a)[0] : (*a)[1];
+  return MatMulCatalogue(product);
+}
+
+std::vector<Primitive> MatMulNode(const onnx::NodeProto& node, const Shapes& shapes) {
+  const std::vector<int64_t>* a = ShapeOf(node, 0, false, shapes);
+  const std::vector<int64_t>* b = ShapeOf(node, 1, false, shapes);
+  const std::vector<int64_t>* y = ShapeOf(node, 0, true, shapes);
+  if (a == nullptr || b == nullptr || y == nullptr || a->empty() || b->empty()) return {};
+  MatMulGeometry product;
+  product.k = a->back();
+  product.m = a->size() >= 2 ? (*a)[a->size() - 2] : 1;
+  product.n = b->size() >= 2 ? b->back() : 1;
+  // Y is the batch dims, then M (when A is not 1-D), then N (when B is not).
+  const size_t matrix_dims = (a->size() >= 2 ? 1 : 0) + (b->size() >= 2 ? 1 : 0);
+  if (y->size() < matrix_dims) return {};
+  for (size_t i = 0; i + matrix_dims < y->size(); ++i) {
+    if (__builtin_mul_overflow(product.batch, (*y)[i], &product.batch)) return {};
+  }
+  return MatMulCatalogue(product);
+}
+
+}  // namespace
+
+std::vector<Primitive> ConvCatalogue(const ConvGeometry& conv) {
+  const std::optional<int64_t> macs = CheckedProduct({conv.n, conv.m, conv.ho, conv.wo, conv.cg, conv.kh, conv.kw});
+  std::vector<Primitive> out;
+  if (!macs.has_value() || !Append("direct", *macs, kDirectMacsPerUs, 0, &out)) return {};
+  if (!(conv.kh == 1 && conv.kw == 1 && conv.stride_h == 1 && conv.stride_w == 1)) {
+    const std::optional<int64_t> patches =
+        CheckedProduct({kElementBytes, conv.n, conv.cg, conv.kh, conv.kw, conv.ho, conv.wo});
+    if (!Append("im2col", *macs, kGemmMacsPerUs, patches, &out)) return {};
+  }
+  if (conv.kh == 3 && conv.kw == 3 && conv.stride_h == 1 && conv.stride_w == 1 && conv.dilation_h == 1 &&
+      conv.dilation_w == 1 && conv.group == 1) {
+    int64_t channels = 0;
+    if (__builtin_add_overflow(conv.c, conv.m, &channels)) return {};
+    const auto ceil_div = [](int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); };
+    const std::optional<int64_t> tiles2 =
+        CheckedProduct({kElementBytes * 16, channels, conv.n, ceil_div(conv.ho, 2), ceil_div(conv.wo, 2)});
+    const std::optional<int64_t> tiles4 =
+        CheckedProduct({kElementBytes * 36, channels, conv.n, ceil_div(conv.ho, 4), ceil_div(conv.wo, 4)});
+    if (!Append("winograd23", *macs, kGemmMacsPerUs * 2.25, tiles2, &out) ||
+        !Append("winograd43", *macs, kGemmMacsPerUs * 4, tiles4, &out)) {
+      return {};
+    }
+  }
+  return out;
+}
+
+std::vector<Primitive> MatMulCatalogue(const MatMulGeometry& product) {
+  const std::optional<int64_t> macs = CheckedProduct({product.batch, product.m, product.k, product.n});
+  std::vector<Primitive> out;
+  if (!macs.has_value() || !Append("naive", *macs, kDirectMacsPerUs, 0, &out)) return {};
+  if (product.m != 1 && product.n != 1) {
+    const std::optional<int64_t> a = CheckedProduct({kElementBytes, product.m, product.k});
+    const std::optional<int64_t> b = CheckedProduct({kElementBytes, product.k, product.n});
+    int64_t panels = 0;
+    if (!a.has_value() || !b.has_value() || __builtin_add_overflow(*a, *b, &panels) ||
+        !Append("packed", *macs, kGemmMacsPerUs, panels, &out)) {
+      return {};
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::vector<Primitive>>> CatalogueAlternatives(const onnx::GraphProto& graph,
+                                                                          const GraphSpec& spec) {
+  if (spec.ops.size() != static_cast<size_t>(graph.node_size())) {
+    return absl::InvalidArgumentError(absl::StrCat("the catalogue needs one op per ONNX node: ", spec.ops.size(),
+                                                   " ops for ", graph.node_size(), " nodes"));
+  }
+  Shapes shapes;
+  shapes.reserve(spec.tensors.size());
+  for (const TensorSpec& t : spec.tensors) shapes[t.name] = &t.shape;
+  std::vector<std::vector<Primitive>> out(spec.ops.size());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+    if (node.op_type() == "Conv") {
+      out[i] = ConvNode(node, shapes);
+    } else if (node.op_type() == "Gemm") {
+      out[i] = GemmNode(node, shapes);
+    } else if (node.op_type() == "MatMul") {
+      out[i] = MatMulNode(node, shapes);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::vector<Primitive>>> CatalogueAlternatives(absl::string_view model_bytes,
+                                                                          const GraphSpec& spec) {
+  onnx::ModelProto model;
+  if (model_bytes.empty() || model_bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a valid ONNX model: ", model_bytes.size(), " bytes that do not parse as a ModelProto"));
+  }
+  return CatalogueAlternatives(model.graph(), spec);
+}
+
+}  // namespace serenity
