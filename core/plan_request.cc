@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/budget_levels.h"
 #include "core/primitive_plan.h"
 #include "core/rewrite/choose.h"
 #include "core/sparsity/sparsity_report.h"
@@ -63,6 +64,7 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
     (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
     return out;
   }
+  if (!prepared.options->budgets.empty()) return PlanBudgetLevels(prepared.graph, prepared.options, executor);
   if (AsksForTime(*prepared.options)) return PlanForTime(prepared.graph, prepared.options, executor);
   ASSIGN_OR_RETURN(Plan plan, PlanGraph(prepared.graph, prepared.options, executor));
   v1::Plan out = PlanToProto(prepared.graph, plan, prepared.options);
