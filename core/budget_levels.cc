@@ -17,6 +17,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The part of the time limit the levels' plans share (the rest lays out
+// their arenas).
+constexpr double kLevelsSearchShare = 0.9;
+
+// Most placements ShareOffsets tries pin by pin.
+constexpr int kMaxShareAttempts = 256;
+
+bool TimeIsOut(const ArenaLimits& limits) {
+  return (limits.deadline != Clock::time_point::max() && Clock::now() >= limits.deadline) ||
+         (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed));
+}
+
 // A row's tensor as MovedTensors keys it: a workspace apart from a tensor of
 // the same name.
 std::string KeyOf(v1::BufferKind kind, const std::string& name) {
@@ -155,34 +167,58 @@ absl::StatusOr<v1::Arena> ShareOffsets(const v1::Arena& previous, const v1::Aren
     pinned[j] = at;
     accepted.push_back(j);
   }
-  const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
-  while (!accepted.empty()) {
+  // Places the pieces with `set` pinned into `*out`: false when the arena
+  // ends above `bound` or the pairs are too many to search.
+  const auto place = [&](const std::vector<size_t>& set, ArenaPlan* out) -> absl::StatusOr<bool> {
     std::vector<int64_t> pins(pieces.size(), -1);
-    for (size_t j : accepted) pins[j] = pinned[j];
+    for (size_t j : set) pins[j] = pinned[j];
     absl::StatusOr<ArenaPlan> placed = PlanArenaInstanceWithPinned(pieces, pins, alignment, PlanArenaSearch(), limits);
-    if (absl::IsResourceExhausted(placed.status())) return own;
+    if (absl::IsResourceExhausted(placed.status())) return false;
     RETURN_IF_ERROR(placed.status());
-    if (placed->size_bytes <= bound) {
-      std::vector<int64_t> offsets(buffers.size(), 0);
-      std::vector<bool> in_block(buffers.size(), false);
-      for (size_t j = 0; j < blocks.size(); ++j) {
-        const size_t head = blocks[j].head;
-        in_block[head] = true;
-        offsets[head] = placed->offsets[j];
-        for (size_t m : members[head]) offsets[m] = offsets[head] + buffers[m].offset_from_anchor;
+    if (placed->size_bytes > bound) return false;
+    *out = *std::move(placed);
+    return true;
+  };
+  if (accepted.empty()) return own;
+  ArenaPlan best;
+  ASSIGN_OR_RETURN(bool found, place(accepted, &best));
+  if (!found) {
+    // Pin by pin, largest first: each kept when the arena still fits.
+    std::vector<size_t> kept;
+    int attempts = 0;
+    for (size_t j : accepted) {
+      if (++attempts > kMaxShareAttempts || TimeIsOut(limits)) break;
+      kept.push_back(j);
+      ArenaPlan placed;
+      ASSIGN_OR_RETURN(bool fits, place(kept, &placed));
+      if (fits) {
+        best = std::move(placed);
+        found = true;
+      } else {
+        kept.pop_back();
       }
-      // Zero-size buffers meet nothing: they keep their previous offset
-      // when it lies within the arena.
-      for (size_t i = 0; i < buffers.size(); ++i) {
-        if (in_block[i] || buffers[i].anchor >= 0 || !members[i].empty() || buffers[i].size != 0) continue;
-        const int64_t hint = hint_of(i);
-        if (hint >= 0 && hint <= placed->size_bytes) offsets[i] = hint;
-      }
-      return WithOffsets(own, buffers, std::move(offsets), placed->size_bytes);
     }
-    accepted.resize(accepted.size() / 2);
   }
-  return own;
+  if (!found) return own;
+  const std::vector<std::vector<size_t>> members = AnchoredBuffers(buffers);
+  std::vector<int64_t> offsets(buffers.size(), 0);
+  std::vector<bool> in_block(buffers.size(), false);
+  for (size_t j = 0; j < blocks.size(); ++j) {
+    const size_t head = blocks[j].head;
+    in_block[head] = true;
+    offsets[head] = best.offsets[j];
+    for (size_t m : members[head]) offsets[m] = offsets[head] + buffers[m].offset_from_anchor;
+  }
+  // Zero-size buffers meet nothing: they keep their previous offset when it
+  // lies within the arena.
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (in_block[i] || buffers[i].anchor >= 0 || !members[i].empty() || buffers[i].size != 0) continue;
+    const int64_t hint = hint_of(i);
+    if (hint >= 0 && hint <= best.size_bytes) offsets[i] = hint;
+  }
+  ASSIGN_OR_RETURN(v1::Arena shared, WithOffsets(own, buffers, std::move(offsets), best.size_bytes));
+  // (Own offsets may happen to keep more.)
+  return MovedTensors(previous, shared).size() < MovedTensors(previous, own).size() ? shared : own;
 }
 
 absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOptions& options, Executor* executor) {
@@ -190,16 +226,19 @@ absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOpt
   const std::vector<int64_t>& budgets = options->budgets;
   const size_t n = budgets.size();
   if (n == 0) return absl::InvalidArgumentError("no budgets to plan");
+  // 90% of the time limit for the levels' plans, the rest (at least) for
+  // their shared arenas.
   const double limit = options->time_limit_seconds;
+  const double search = kLevelsSearchShare * limit;
   const auto seconds_left = [&] {
-    double left = limit - std::chrono::duration<double>(Clock::now() - start).count();
+    double left = search - std::chrono::duration<double>(Clock::now() - start).count();
     if (options->deadline != Clock::time_point::max()) {
       left = std::min(left, std::chrono::duration<double>(options->deadline - Clock::now()).count());
     }
     return left;
   };
   // Each level: PlanForTime at its budget, with an equal share of the time
-  // left (at least a quarter of an even split of the limit).
+  // left (at least a quarter of an even split).
   std::vector<v1::Plan> plans;
   plans.reserve(n);
   for (size_t k = 0; k < n; ++k) {
@@ -207,15 +246,20 @@ absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOpt
     level.budgets.clear();
     level.memory_budget_bytes = budgets[k];
     level.time_limit_seconds =
-        std::max(seconds_left() / static_cast<double>(n - k), 0.25 * limit / static_cast<double>(n));
+        std::max(seconds_left() / static_cast<double>(n - k), 0.25 * search / static_cast<double>(n));
     ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(graph, std::move(level)));
     ASSIGN_OR_RETURN(v1::Plan plan, PlanForTime(graph, sanitized, executor));
     plans.push_back(std::move(plan));
   }
   // The arenas: the first level's as planned, each next one around the
-  // offsets of the one before it.
+  // offsets of the one before it, each with an equal share of what is left
+  // of the limit (at least a tenth of it in all), by the deadline.
+  Clock::time_point end = std::max(
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit)),
+      Clock::now() +
+          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>((1 - kLevelsSearchShare) * limit)));
+  end = std::min(end, options->deadline);
   ArenaLimits limits;
-  limits.deadline = options->deadline;
   limits.cancelled = options->cancelled;
   limits.memory = options->memory;
   v1::Plan out = plans[0];
@@ -224,6 +268,8 @@ absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOpt
   v1::Arena previous;
   for (size_t k = 0; k < n; ++k) {
     const v1::Plan& plan = plans[k];
+    const Clock::time_point now = Clock::now();
+    limits.deadline = now >= end ? now : now + (end - now) / static_cast<int64_t>(n - k);
     ASSIGN_OR_RETURN(v1::Arena arena, StaticArena(plan, limits));
     if (k > 0) {
       ASSIGN_OR_RETURN(arena, ShareOffsets(previous, arena, std::max(budgets[k], arena.size_bytes()), limits));

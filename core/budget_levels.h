@@ -24,12 +24,17 @@ namespace serenity {
 // memory_budget_bytes), in the order given. Level k is PlanForTime's answer
 // with memory_budget_bytes = budgets[k] (order, primitives, time and its
 // certificate; feasible false with the least-workspace plan when nothing
-// fits), searched with an equal share of the time left when it starts (at
-// least a quarter of time_limit_seconds / budgets.size()). The first level's
-// arena is its plan's; every later level's is ShareOffsets of its own with
+// fits). Of time_limit_seconds, 90% goes to these plans, each level an
+// equal share of what is left when it starts (at least a quarter of an even
+// split); the arenas' layout then gets the rest (at least a tenth of the
+// limit), each level an equal share, by options->deadline. The first
+// level's arena is its plan's (when that plan moves buffers mid-run, a
+// static placement of its rows instead, as for every level: a level's
+// arena has no moves); every later level's is ShareOffsets of its own with
 // the previous level's, within the larger of its budget and its own arena.
-// Returns the first budget's plan with Plan.time.levels, one BudgetLevel
-// per budget. Errors of PlanForTime and ShareOffsets.
+// Returns the first budget's plan (its moves, if any, kept) with
+// Plan.time.levels, one BudgetLevel per budget. Errors of PlanForTime and
+// ShareOffsets.
 absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOptions& options,
                                           Executor* executor = nullptr);
 
@@ -40,13 +45,16 @@ absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOpt
 // arena ends at most at `bound` bytes. Each free buffer, or Concat slice
 // group (placed as one block at its first slice), whose previous offset is
 // aligned and ends within `bound` is a candidate; candidates are accepted
-// largest first while they overlap no accepted co-live one, then the others
-// are placed around them (PlanArenaInstanceWithPinned). When that arena ends
-// above `bound`, half of the accepted ones (the smallest) are dropped and it
-// is tried again; with none left, `own` is returned unchanged. Zero-size
-// buffers keep their previous offset when it lies within the arena.
-// InvalidArgument when `own` is not a valid arena (a slice naming no
-// group), Internal when the result fails VerifyArena.
+// largest first while they overlap no accepted co-live one, and the others
+// placed around them (PlanArenaInstanceWithPinned). When that arena ends
+// above `bound`, the accepted ones are tried again one by one, largest
+// first, each kept when the arena still ends within `bound` (at most 256
+// placements, and none after limits.deadline). Zero-size buffers keep their
+// previous offset when it lies within the arena. Returns `own` unchanged
+// when no candidate could be kept or when it moves no more tensors
+// (MovedTensors) than the result. InvalidArgument when `own` is not a valid
+// arena (a slice naming no group), Internal when the result fails
+// VerifyArena.
 absl::StatusOr<v1::Arena> ShareOffsets(const v1::Arena& previous, const v1::Arena& own, int64_t bound,
                                        const ArenaLimits& limits = {});
 

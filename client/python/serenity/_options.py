@@ -16,7 +16,7 @@ _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "worksp
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
                        "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins",
-                       "primitives", "pareto"])
+                       "primitives", "pareto", "budgets"])
 
 
 def plan_options(budget=None, **options):
@@ -39,6 +39,9 @@ def plan_options(budget=None, **options):
     for the least total time (the plan's `time`; docs/primitives.md);
     pareto=True adds the (peak, time) frontier (plan.time.pareto, at most
     max_pareto_points), max_time_us the least peak within that time.
+    budgets: a list of sizes (ints or strings), with objective="time" and
+    instead of budget: one plan per budget (plan.time.levels), sharing arena
+    offsets where it can; each level lists its moved_tensors.
     TypeError for an unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
@@ -137,6 +140,11 @@ def plan_options(budget=None, **options):
                         raise ValueError(f"time_us of {op!r}'s alternative {alt_name!r} must be a number")
                     entry.alternatives.add(name=str(alt_name), time_us=float(time_us),
                                            workspace_bytes=parse_size(workspace, "workspace_bytes"))
+        elif name == "budgets":
+            # Several budgets (issue 19; docs/primitives.md "Several budgets").
+            if isinstance(value, (int, str)):
+                raise ValueError("budgets is a list of sizes, e.g. ['1MiB', '2MiB']")
+            out.budgets.extend(parse_size(b, "budgets") for b in value)
         elif name == "pareto":
             if not isinstance(value, bool):
                 raise ValueError(f"pareto is True or False, not {value!r}")
