@@ -21,6 +21,10 @@ using Clock = std::chrono::steady_clock;
 // their arenas).
 constexpr double kLevelsSearchShare = 0.9;
 
+// Times within this fraction of each other are the same (sums of the same
+// primitives' times in another order may differ in the last bits).
+constexpr double kSameTime = 1e-12;
+
 // Most placements ShareOffsets tries pin by pin.
 constexpr int kMaxShareAttempts = 256;
 
@@ -266,20 +270,29 @@ absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOpt
   v1::TimeReport* time = out.mutable_time();
   time->clear_levels();
   v1::Arena previous;
+  const v1::Plan* previous_plan = nullptr;
   for (size_t k = 0; k < n; ++k) {
-    const v1::Plan& plan = plans[k];
     const Clock::time_point now = Clock::now();
     limits.deadline = now >= end ? now : now + (end - now) / static_cast<int64_t>(n - k);
-    ASSIGN_OR_RETURN(v1::Arena arena, StaticArena(plan, limits));
-    if (k > 0) {
-      ASSIGN_OR_RETURN(arena, ShareOffsets(previous, arena, std::max(budgets[k], arena.size_bytes()), limits));
+    ASSIGN_OR_RETURN(v1::Arena arena, StaticArena(plans[k], limits));
+    const int64_t bound = std::max(budgets[k], arena.size_bytes());
+    // The previous level's plan, when it fits this budget (its arena
+    // within the bound) and is as fast: nothing moves.
+    const bool reuse = previous_plan != nullptr && plans[k].feasible() && previous_plan->peak_bytes() <= budgets[k] &&
+                       previous.size_bytes() <= bound &&
+                       previous_plan->time().time_us() <= plans[k].time().time_us() * (1 + kSameTime);
+    const v1::Plan& plan = reuse ? *previous_plan : plans[k];
+    if (reuse) {
+      arena = previous;
+    } else if (k > 0) {
+      ASSIGN_OR_RETURN(arena, ShareOffsets(previous, arena, bound, limits));
     }
     v1::BudgetLevel* level = time->add_levels();
     level->set_budget_bytes(budgets[k]);
-    level->set_feasible(plan.feasible());
+    level->set_feasible(plan.peak_bytes() <= budgets[k]);
     level->set_peak_bytes(plan.peak_bytes());
     level->set_time_us(plan.time().time_us());
-    level->set_certificate(plan.time().certificate());
+    level->set_certificate(plans[k].time().certificate());  // (the same time: its proof holds)
     *level->mutable_order_names() = plan.order_names();
     *level->mutable_primitives() = plan.time().primitives();
     if (k > 0) {
@@ -287,6 +300,7 @@ absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOpt
     }
     *level->mutable_arena() = arena;
     previous = std::move(arena);
+    previous_plan = &plan;
   }
   return out;
 }

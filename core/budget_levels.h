@@ -31,7 +31,11 @@ namespace serenity {
 // level's arena is its plan's (when that plan moves buffers mid-run, a
 // static placement of its rows instead, as for every level: a level's
 // arena has no moves); every later level's is ShareOffsets of its own with
-// the previous level's, within the larger of its budget and its own arena.
+// the previous level's, within the larger of its budget and its own arena
+// (the bound), except that a later level whose budget the previous level's
+// plan fits (peak within the budget, arena within the bound) with no more
+// time takes that plan and arena (order, primitives, peak; its own
+// certificate, which holds for the same time): nothing moves.
 // Returns the first budget's plan (its moves, if any, kept) with
 // Plan.time.levels, one BudgetLevel per budget. Errors of PlanForTime and
 // ShareOffsets.
