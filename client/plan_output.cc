@@ -133,6 +133,18 @@ std::string PlanSummary(const v1::Plan& plan) {
                                               WithCommas(p.arena().size_bytes())));
       }
     }
+    if (t.levels_size() > 0) {  // several budgets
+      absl::StrAppend(&out, "levels       ", t.levels_size(),
+                      " budgets (the plan above is the first's); moved: tensors at another offset than the "
+                      "level before\n");
+      absl::StrAppend(&out, absl::StrFormat("  %14s %8s %14s %14s %14s %8s\n", "budget bytes", "feasible", "peak bytes",
+                                            "time us", "arena bytes", "moved"));
+      for (const v1::BudgetLevel& l : t.levels()) {
+        absl::StrAppend(&out, absl::StrFormat("  %14s %8s %14s %14.3f %14s %8d\n", WithCommas(l.budget_bytes()),
+                                              l.feasible() ? "yes" : "NO", WithCommas(l.peak_bytes()), l.time_us(),
+                                              WithCommas(l.arena().size_bytes()), l.moved_tensors_size()));
+      }
+    }
   }
   if (plan.memory_budget_bytes() > 0) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()),

@@ -28,6 +28,10 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
   }
   flag_set.AddBytes("budget", &flags->budget, "BYTES",
                     "Memory budget, e.g. 2MiB; the plan reports whether it fits (default: 0, no budget).");
+  flag_set.AddString("budgets", &flags->budgets, "BYTES,...",
+                     "With --objective time, instead of --budget: one plan per budget, e.g. 1MiB,2MiB,4MiB,\n"
+                     "whose arenas keep tensors at the same offsets where they can; each level lists\n"
+                     "the tensors that move from the one before (tightest first works best).");
   flag_set.AddRepeated("dim", &flags->dims, "NAME=VALUE", "Value of a symbolic ONNX dimension, e.g. batch=1.");
   flag_set.AddString("workspace", &flags->workspace_file, "FILE",
                      "JSON object {\"op name\": bytes} of temporary workspace per ONNX op.");
@@ -102,6 +106,11 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
           absl::StrCat("--onchip takes positive byte counts separated by commas, not '", size, "'"));
     }
     options.add_onchip_bytes(*bytes);
+  }
+  for (absl::string_view size : absl::StrSplit(flags.budgets, ',', absl::SkipEmpty())) {
+    absl::StatusOr<int64_t> bytes = ParseByteSize(size);
+    if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat("--budgets: ", bytes.status().message()));
+    options.add_budgets(*bytes);
   }
   for (const std::string& dim : flags.dims) {
     std::vector<std::string> parts = absl::StrSplit(dim, absl::MaxSplits('=', 1));

@@ -21,6 +21,7 @@ struct RequestFlags {
   bool concat_in_place = false;
   int64_t alignment = kDefaultAlignment;
   int64_t budget = 0;
+  std::string budgets;  // BYTES,... (objective time: one plan per budget)
   std::vector<std::string> dims;
   std::string workspace_file;
   std::string primitives_file;
@@ -44,7 +45,7 @@ struct RequestFlags {
 void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs);
 
 // Fills `options` from the flags. InvalidArgument naming the flag for a bad
-// --onchip, --dim, --memory, --pin or --workspace value.
+// --onchip, --budgets, --dim, --memory, --pin or --workspace value.
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options);
 
 }  // namespace serenity

@@ -139,6 +139,41 @@ absl::Status ValidateMemories(const PlanOptions& options) {
   return absl::OkStatus();
 }
 
+// Several budgets (issue 19; core/budget_levels.h): objective time, in
+// place of one budget, and none of what plans one level only.
+absl::Status ValidateBudgets(const PlanOptions& options) {
+  if (options.budgets.empty()) return absl::OkStatus();
+  if (options.objective != Objective::kTime) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("several budgets (--budgets) need objective time, not '", ObjectiveName(options.objective), "'"));
+  }
+  if (options.memory_budget_bytes != 0) {
+    return absl::InvalidArgumentError("give several budgets (--budgets) or one (--budget), not both");
+  }
+  if (options.budgets.size() > kMaxBudgets) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.budgets.size(), " budgets: a request takes at most ", kMaxBudgets));
+  }
+  absl::flat_hash_set<int64_t> seen;
+  for (int64_t budget : options.budgets) {
+    if (budget <= 0) return absl::InvalidArgumentError(absl::StrCat("budgets must be positive, not ", budget));
+    if (!seen.insert(budget).second) {
+      return absl::InvalidArgumentError(absl::StrCat("budget ", budget, " is given twice"));
+    }
+  }
+  const char* other = options.pareto                                              ? "pareto"
+                      : options.max_time_us > 0                                   ? "max_time_us"
+                      : !options.given_order.empty()                              ? "a given order (--order)"
+                      : options.rewrite                                           ? "rewrite"
+                      : !options.levels.empty() || !options.switch_points.empty() ? "sparsity levels"
+                      : !options.memories.empty()                                 ? "memories"
+                                                                                  : nullptr;
+  if (other != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("several budgets (--budgets) cannot be combined with ", other));
+  }
+  return absl::OkStatus();
+}
+
 // Objective time, pareto and max_time_us (issue 19): what they need and
 // what they do not combine with yet.
 absl::Status ValidateTimeObjective(const PlanOptions& options) {
@@ -158,9 +193,9 @@ absl::Status ValidateTimeObjective(const PlanOptions& options) {
   if (!options.memories.empty()) {
     return absl::InvalidArgumentError("primitive selection cannot be combined with memories yet");
   }
-  if (options.objective == Objective::kTime && options.memory_budget_bytes <= 0) {
+  if (options.objective == Objective::kTime && options.memory_budget_bytes <= 0 && options.budgets.empty()) {
     return absl::InvalidArgumentError(
-        "objective time needs a memory budget (--budget): the least time is that of the fastest primitive "
+        "objective time needs a memory budget (--budget or --budgets): the least time is that of the fastest primitive "
         "everywhere otherwise");
   }
   if (options.rewrite) return absl::InvalidArgumentError("primitive selection cannot be combined with rewrite yet");
@@ -181,6 +216,7 @@ absl::Status ValidatePlanOptions(const PlanOptions& options) {
   if (options.objective == Objective::kFit && options.memory_budget_bytes <= 0) {
     return absl::InvalidArgumentError("objective fit needs a memory budget");
   }
+  RETURN_IF_ERROR(ValidateBudgets(options));
   RETURN_IF_ERROR(ValidateTimeObjective(options));
   if (options.memory_budget_bytes < 0) return absl::InvalidArgumentError("memory budget must not be negative");
   if (options.max_search_states < 1) return absl::InvalidArgumentError("max_search_states must be at least 1");

@@ -189,9 +189,15 @@ struct PlanOptions {
   bool catalogue = true;
   // Also plan the baselines (Plan.time.baselines).
   bool primitive_baselines = false;
-  // Several budgets (objective kTime): one plan per budget.
+  // Several budgets (objective kTime; core/budget_levels.h): one plan per
+  // budget, in place of memory_budget_bytes. Each positive, no two equal, at
+  // most kMaxBudgets; not with pareto, max_time_us, a given order, rewrite,
+  // sparsity levels or memories.
   std::vector<int64_t> budgets;
 };
+
+// Most budgets of one request (PlanOptions::budgets).
+inline constexpr size_t kMaxBudgets = 16;
 
 // True when `options` ask for time (objective kTime, pareto or
 // max_time_us): the ops' alternatives are read then only.

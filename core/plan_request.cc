@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/budget_levels.h"
 #include "core/primitive_plan.h"
 #include "core/rewrite/choose.h"
 #include "core/sparsity/sparsity_report.h"
@@ -64,8 +65,10 @@ absl::StatusOr<v1::Plan> ExecutePreparedRequest(const PreparedRequest& prepared,
     (*out.mutable_stats()->mutable_phase_ms())["rewrite"] = rewritten.report.rewrite_ms;
     return out;
   }
-  if (AsksForTime(*prepared.options)) {
-    ASSIGN_OR_RETURN(v1::Plan out, PlanForTime(prepared.graph, prepared.options, executor));
+  if (!prepared.options->budgets.empty() || AsksForTime(*prepared.options)) {
+    ASSIGN_OR_RETURN(v1::Plan out, !prepared.options->budgets.empty()
+                                       ? PlanBudgetLevels(prepared.graph, prepared.options, executor)
+                                       : PlanForTime(prepared.graph, prepared.options, executor));
     out.mutable_time()->set_catalogue_ops(prepared.catalogue_ops);
     return out;
   }

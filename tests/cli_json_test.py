@@ -343,6 +343,31 @@ class CliJsonTest(unittest.TestCase):
         self.check(line, "plan_line")
         self.assertEqual((line["time"]["catalogue_ops"], line["time"]["primitives"]), (0, []))
 
+    def test_plan_budgets(self):
+        primitives = self.write("primitives.json", json.dumps(self.PRIMITIVES))
+        # One plan per budget: winograd fits 12000, direct 10000, nothing 9000.
+        for where in (["--local"], ["--server", self.server_address()]):
+            r = self.run_client("plan", self.diamond, *where, "--json", "--objective", "time", "--budgets",
+                                "12000,10000,9000", "--primitives", primitives)
+            (line,) = parse_lines(r.stdout)
+            self.check(line, "plan_line")
+            levels = line["time"]["levels"]
+            self.assertEqual([(l["budget_bytes"], l["feasible"], l["time_us"]) for l in levels],
+                             [(12000, True, 10), (10000, True, 30), (9000, False, 30)])
+            self.assertEqual([l["primitives"][0]["name"] for l in levels], ["winograd", "direct", "direct"])
+            self.assertEqual(levels[0]["moved_tensors"], [])
+            self.assertEqual((line["memory_budget_bytes"], line["time"]["time_us"]), (12000, 10))
+            self.assertEqual(levels[0]["arena"], line["arena"])
+        r = self.run_client("plan", self.diamond, "--local", "--objective", "time", "--budgets", "12000,10000",
+                            "--primitives", primitives)
+        self.assertIn("levels       2 budgets", r.stdout)
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--objective", "time", "--budgets",
+                            "12000,10000", "--budget", "12000", "--primitives", primitives, expect=1)
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "error_line")
+        self.assertEqual(line["error"]["code"], "INVALID_ARGUMENT")
+        self.assertIn("not both", line["error"]["message"])
+
     # --- nested sparse models (issue 20) -------------------------------------
 
     LEVELS = {"levels": [{"name": "full", "density": {"w": 1}, "time_us": 100},

@@ -95,6 +95,8 @@ class Local:
             args += ["--memory", f"{m.name}:{m.capacity_bytes}" + (f":{m.alignment}" if m.alignment else "")]
         for p in o.pins:
             args += ["--pin", f"{p.tensor}={p.memory}" + (f"@{p.offset}" if p.HasField("offset") else "")]
+        if o.budgets:
+            args += ["--budgets", ",".join(str(b) for b in o.budgets)]
         if o.pareto:
             args.append("--pareto")
         if o.max_pareto_points:

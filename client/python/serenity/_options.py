@@ -16,7 +16,7 @@ _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "worksp
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
                        "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins",
-                       "primitives", "layout_transforms", "pareto", "catalogue"])
+                       "primitives", "layout_transforms", "pareto", "catalogue", "budgets"])
 
 
 def plan_options(budget=None, **options):
@@ -46,6 +46,9 @@ def plan_options(budget=None, **options):
     catalogue=False: no built-in alternatives (by default a plan that asks
     for time gives an ONNX model's Conv, Gemm and MatMul ops those of a
     cost model, except the ops primitives names; plan.time.catalogue_ops).
+    budgets: a list of sizes (ints or strings), with objective="time" and
+    instead of budget: one plan per budget (plan.time.levels), sharing arena
+    offsets where it can; each level lists its moved_tensors.
     TypeError for an unknown option, ValueError for a bad value."""
     out = scheduler_pb2.PlanOptions()
     given = scheduler_pb2.GivenOrder()
@@ -167,6 +170,11 @@ def plan_options(budget=None, **options):
                 out.layout_transforms.add(from_layout=str(fields[0]), to_layout=str(fields[1]),
                                           time_us_per_mb=float(fields[2]),
                                           workspace_bytes_per_mb=float(fields[3]))
+        elif name == "budgets":
+            # Several budgets (issue 19; docs/primitives.md "Several budgets").
+            if isinstance(value, (int, str)):
+                raise ValueError("budgets is a list of sizes, e.g. ['1MiB', '2MiB']")
+            out.budgets.extend(parse_size(b, "budgets") for b in value)
         elif name == "pareto":
             if not isinstance(value, bool):
                 raise ValueError(f"pareto is True or False, not {value!r}")

@@ -190,3 +190,15 @@ def test_pareto_here_and_there(local, client):
     assert all(a[1] > b[1] for a, b in zip(points, points[1:]))  # strictly faster as the peak grows
     capped = local.plan(g, objective="peak", max_time_us=points[-1][1], primitives=options["primitives"])
     assert (capped.peak_bytes, capped.time.time_us) == points[-1]
+
+
+def test_budgets_here_and_there(local, client):
+    g = diamond_graph(branches=3)
+    primitives = {f"expand{b}": [("fast", 10, 3000), ("slow", 30, 0)] for b in range(3)}
+    points = [(p.peak_bytes, p.time_us) for p in local.plan(g, pareto=True, primitives=primitives).time.pareto]
+    options = dict(objective="time", budgets=[points[0][0], points[-1][0]], primitives=primitives)
+    here, there = local.plan(g, **options), client.plan(g, **options)
+    levels = [(l.budget_bytes, l.feasible, l.time_us, l.moved_tensors) for l in here.time.levels]
+    assert levels == [(l.budget_bytes, l.feasible, l.time_us, l.moved_tensors) for l in there.time.levels]
+    assert [(b, t) for b, _, t, _ in levels] == [points[0], points[-1]]  # each level: its budget's least time
+    assert here.memory_budget_bytes == points[0][0] and here.time.time_us == points[0][1]

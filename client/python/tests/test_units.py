@@ -62,6 +62,9 @@ def test_options_map_to_plan_options():
         _options.plan_options(order=[0, "a"])
     with pytest.raises(TypeError):
         _options.plan_options(budgt=1)
+    assert list(_options.plan_options(objective="time", budgets=["1KiB", 2048])[0].budgets) == [1024, 2048]
+    with pytest.raises(ValueError):
+        _options.plan_options(objective="time", budgets="1KiB")
 
 
 def test_catalogue_option():
