@@ -112,11 +112,20 @@ std::string PlanSummary(const v1::Plan& plan) {
     constexpr int kShown = 8;
     for (int i = 0; i < t.primitives_size() && i < kShown; ++i) {
       const v1::ChosenPrimitive& c = t.primitives(i);
-      absl::StrAppend(&out, absl::StrFormat("             %s: %s (%.3f us, %s bytes of workspace)\n", c.op(), c.name(),
+      absl::StrAppend(&out, absl::StrFormat("             %s: %s%s (%.3f us, %s bytes of workspace)\n", c.op(),
+                                            c.name(), c.layout().empty() ? "" : absl::StrCat(", ", c.layout()),
                                             c.time_us(), WithCommas(c.workspace_bytes())));
+      for (const v1::ChosenTransform& x : c.transforms()) {
+        absl::StrAppend(&out, absl::StrFormat("               converts %s from %s (%.3f us, %s bytes)\n", x.tensor(),
+                                              x.from_layout(), x.time_us(), WithCommas(x.workspace_bytes())));
+      }
     }
     if (t.primitives_size() > kShown) {
       absl::StrAppend(&out, "             ... ", t.primitives_size() - kShown, " more (--json lists them all)\n");
+    }
+    if (t.transform_time_us() > 0) {
+      absl::StrAppend(&out,
+                      absl::StrFormat("             of which %.3f us converting layouts\n", t.transform_time_us()));
     }
     if (t.max_time_us() > 0) absl::StrAppend(&out, absl::StrFormat("             within %.3f us\n", t.max_time_us()));
     if (t.catalogue_ops() > 0) {

@@ -158,6 +158,26 @@ TEST(PlanOutputTest, SparsityReportIsSummarizedWhenPresent) {
   EXPECT_THAT(summary, HasSubstr("75.5 us  over"));
 }
 
+// The summary shows each chosen primitive's layout, the inputs it converts
+// and the time spent converting.
+TEST(PlanOutputTest, SummaryShowsLayoutConversions) {
+  v1::Plan plan;
+  v1::ChosenPrimitive* c = plan.mutable_time()->add_primitives();
+  c->set_op("conv2");
+  c->set_name("winograd");
+  c->set_layout("NHWC");
+  v1::ChosenTransform* x = c->add_transforms();
+  x->set_tensor("y1");
+  x->set_from_layout("NCHW");
+  x->set_time_us(2.5);
+  x->set_workspace_bytes(4096);
+  plan.mutable_time()->set_transform_time_us(2.5);
+  const std::string summary = PlanSummary(plan);
+  EXPECT_THAT(summary, HasSubstr("conv2: winograd, NHWC ("));
+  EXPECT_THAT(summary, HasSubstr("converts y1 from NCHW (2.500 us, 4,096 bytes)"));
+  EXPECT_THAT(summary, HasSubstr("of which 2.500 us converting layouts"));
+}
+
 // The time block says how many ops' alternatives came from the built-in
 // catalogue, when any did.
 TEST(PlanOutputTest, CatalogueLineWhenTheCatalogueGaveAlternatives) {
