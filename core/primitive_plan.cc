@@ -15,6 +15,7 @@
 #include "core/memory/buffer_model.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
+#include "core/primitive_baselines.h"
 #include "core/schedule/time_frontier.h"
 #include "core/schedule/time_search.h"
 #include "core/util/memory_account.h"
@@ -136,7 +137,9 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   // 80% of the rest for the primitives, the rest for planning the chosen
   // order (its steps, arena and the least peak with those primitives, for
   // comparison).
-  const double limit = options->time_limit_seconds;
+  // (With primitive_baselines, kPrimitiveBaselinesShare of it is kept for
+  // the baselines.)
+  const double limit = options->time_limit_seconds * (options->primitive_baselines ? 1 - kPrimitiveBaselinesShare : 1);
   const auto seconds_left = [&] {
     double left = limit - std::chrono::duration<double>(Clock::now() - start).count();
     if (options->deadline != Clock::time_point::max()) {
@@ -262,6 +265,11 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   if (frontier.has_value() && options->pareto) {
     RETURN_IF_ERROR(AddFrontier(graph, options, *frontier, seconds_left, executor, time));
   }
+  // The summed footprint, and the baselines when asked (the rest of the
+  // whole time limit).
+  RETURN_IF_ERROR(AddPrimitiveBaselines(
+      graph, options, selection.choice,
+      options->time_limit_seconds - std::chrono::duration<double>(Clock::now() - start).count(), executor, time));
   return out;
 }
 
