@@ -76,6 +76,11 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
   flag_set.AddDouble("max-time-us", &flags->max_time_us, "MICROSECONDS",
                      "The least peak whose primitives take at most this in all (with --primitives;\n"
                      "not --time-limit, which is the search's wall clock).");
+  flag_set.AddBool("primitive-baselines", &flags->primitive_baselines,
+                   "With --objective time, --pareto or --max-time-us: also the other ways to choose\n"
+                   "primitives, for comparison: fastest / least workspace / one primitive everywhere,\n"
+                   "order first, primitives first, the file order, the summed-footprint model\n"
+                   "(plan.time.baselines; a quarter of --time-limit; docs/primitives.md).");
 }
 
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
@@ -151,6 +156,10 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
   if (flags.max_pareto_points < 0) return absl::InvalidArgumentError("--max-pareto-points must be at least 1");
   options.set_max_pareto_points(static_cast<int32_t>(std::min<int64_t>(flags.max_pareto_points, INT32_MAX)));
   options.set_max_time_us(flags.max_time_us);
+  if (flags.primitive_baselines && flags.objective != "time" && !flags.pareto && flags.max_time_us <= 0) {
+    return absl::InvalidArgumentError("--primitive-baselines needs --objective time, --pareto or --max-time-us");
+  }
+  options.set_primitive_baselines(flags.primitive_baselines);
   if (!flags.primitives_file.empty()) RETURN_IF_ERROR(ReadPrimitivesFile(flags.primitives_file, options));
   if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
   return absl::OkStatus();

@@ -27,6 +27,7 @@ struct RequestFlags {
   bool pareto = false;
   int64_t max_pareto_points = 0;
   double max_time_us = 0;
+  bool primitive_baselines = false;
   double time_limit = 0;
   std::string algorithm = "auto";
   std::string objective = "min_peak";
