@@ -165,6 +165,7 @@ TEST(PlanOutputTest, SummaryPrintsThePrimitiveBaselines) {
   plan.set_peak_bytes(220);
   plan.set_feasible(true);
   plan.set_certificate(v1::CERTIFICATE_BASELINE);
+  plan.set_memory_budget_bytes(1000);
   v1::TimeReport* t = plan.mutable_time();
   t->set_time_us(20);
   t->set_summed_footprint_bytes(340);
@@ -179,9 +180,9 @@ TEST(PlanOutputTest, SummaryPrintsThePrimitiveBaselines) {
   const std::string summary = PlanSummary(plan);
   EXPECT_THAT(summary, HasSubstr("baselines    other ways to choose"));
   EXPECT_THAT(summary, HasSubstr("  together (this plan)             20.000            220 baseline   yes   "
-                                 "             340\n"));
+                                 "             340 yes\n"));
   EXPECT_THAT(summary, HasSubstr("  file_order                       40.000          1,210 baseline   no    "
-                                 "           2,280\n"));
+                                 "           2,280 no\n"));
 }
 
 }  // namespace
