@@ -101,6 +101,8 @@ class Local:
             args += ["--max-pareto-points", str(o.max_pareto_points)]
         if o.max_time_us:
             args += ["--max-time-us", repr(o.max_time_us)]
+        if o.primitive_baselines:
+            args.append("--primitive-baselines")
         if o.primitives:
             path = os.path.join(directory, "primitives.json")
             primitive_set = scheduler_pb2.PrimitiveSet(ops=list(o.primitives))
