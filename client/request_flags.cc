@@ -80,7 +80,7 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
                    "With --objective time, --pareto or --max-time-us: also the other ways to choose\n"
                    "primitives, for comparison: fastest / least workspace / one primitive everywhere,\n"
                    "order first, primitives first, the file order, the summed-footprint model\n"
-                   "(plan.time.baselines; a quarter of --time-limit; docs/primitives.md).");
+                   "(plan.time.baselines; they take up to half of --time-limit more; docs/primitives.md).");
 }
 
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {

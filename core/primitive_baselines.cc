@@ -182,12 +182,15 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
     return absl::OkStatus();
   };
   // An order with the fastest alternative that fits each of its steps; when
-  // one step fits none, the least-workspace alternatives (above the budget).
+  // one step fits none, the least-workspace alternatives (above the budget),
+  // whose peak then has the certificate of the search that found the order
+  // (`not_fitting`; baseline for an order given).
   const std::vector<int> least_choice = LeastWorkspaceChoices(graph);
-  const auto add_for_order = [&](const std::string& name, const std::vector<OpId>& order) {
+  const auto add_for_order = [&](const std::string& name, const std::vector<OpId>& order, v1::Certificate not_fitting) {
     std::optional<PrimitiveSelection> selection = SelectForOrder(runner.buffers(), order, budget);
     const std::vector<int>& chosen = selection.has_value() ? selection->choice : least_choice;
-    add(name, chosen, runner.PeakOfOrder(chosen, order), v1::CERTIFICATE_BASELINE);
+    add(name, chosen, runner.PeakOfOrder(chosen, order),
+        selection.has_value() ? v1::CERTIFICATE_BASELINE : not_fitting);
   };
 
   RETURN_IF_ERROR(add_searched("fastest", FastestChoices(graph)));
@@ -197,7 +200,7 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
   // Order first: the least-peak order of the least workspaces (searched
   // above), then its best primitives.
   ASSIGN_OR_RETURN(LeastPeak least, runner.Search(least_choice));
-  add_for_order("order_first", least.order);
+  add_for_order("order_first", least.order, least.certificate);
   // Primitives first: the fastest alternatives, downgraded until their least
   // peak fits; when that finds nothing, it ends at the least workspaces.
   if (std::optional<PrimitiveSelection> s = DowngradeUntilFits(runner.buffers(), budget, runner.Limits())) {
@@ -209,7 +212,7 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
   // for that order: the steps' choices are independent).
   std::vector<OpId> file_order(graph.num_ops());
   for (OpId u = 0; u < graph.num_ops(); ++u) file_order[u] = u;
-  add_for_order("file_order", file_order);
+  add_for_order("file_order", file_order, v1::CERTIFICATE_BASELINE);
   // The summed-footprint model's optimum, then its least peak in ours.
   SummedFootprintLimits limits;
   limits.deadline = runner.deadline();

@@ -207,8 +207,12 @@ TEST(PrimitiveBaselinesTest, MatchIndependentComputations) {
     // at its least workspace.
     const v1::PrimitiveBaseline* order_first = Find(*plan, "order_first");
     EXPECT_EQ(order_first->fits(), least_peak <= budget) << "trial " << trial;
+    // (Its certificate: of the search for its order when that order does not
+    // fit, proven on graphs this small; baseline when it fits.)
+    EXPECT_EQ(order_first->certificate(), order_first->fits() ? v1::CERTIFICATE_BASELINE : v1::CERTIFICATE_OPTIMAL);
     if (least_peak > budget) {
       EXPECT_NEAR(order_first->time_us(), least_time, 1e-9);
+      EXPECT_EQ(order_first->peak_bytes(), least_peak);
     } else {
       bool matched = false;
       testing::ForEachTopologicalOrder(graph, [&](const std::vector<OpId>& order) {

@@ -137,9 +137,7 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   // 80% of the rest for the primitives, the rest for planning the chosen
   // order (its steps, arena and the least peak with those primitives, for
   // comparison).
-  // (With primitive_baselines, kPrimitiveBaselinesShare of it is kept for
-  // the baselines.)
-  const double limit = options->time_limit_seconds * (options->primitive_baselines ? 1 - kPrimitiveBaselinesShare : 1);
+  const double limit = options->time_limit_seconds;
   const auto seconds_left = [&] {
     double left = limit - std::chrono::duration<double>(Clock::now() - start).count();
     if (options->deadline != Clock::time_point::max()) {
@@ -265,11 +263,10 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   if (frontier.has_value() && options->pareto) {
     RETURN_IF_ERROR(AddFrontier(graph, options, *frontier, seconds_left, executor, time));
   }
-  // The summed footprint, and the baselines when asked (the rest of the
-  // whole time limit).
-  RETURN_IF_ERROR(AddPrimitiveBaselines(
-      graph, options, selection.choice,
-      options->time_limit_seconds - std::chrono::duration<double>(Clock::now() - start).count(), executor, time));
+  // The summed footprint, and the baselines when asked (in time of their
+  // own, after the plan's).
+  RETURN_IF_ERROR(AddPrimitiveBaselines(graph, options, selection.choice,
+                                        kPrimitiveBaselinesShare * options->time_limit_seconds, executor, time));
   return out;
 }
 
