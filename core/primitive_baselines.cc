@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// `seconds` from now (at most 10^7 s, so that the sum cannot overflow).
+Clock::time_point In(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(seconds, 0.0, 1e7)));
+}
+
 // The least peak found for one choice's workspaces, with its order.
 struct LeastPeak {
   std::vector<OpId> order;
@@ -37,16 +44,18 @@ struct LeastPeak {
 // searched once.
 class BaselineRunner {
  public:
-  BaselineRunner(const Graph& graph, const SanitizedOptions& options, double seconds, int searches, Executor* executor)
+  BaselineRunner(const Graph& graph, const SanitizedOptions& options, double seconds, Executor* executor)
       : graph_(graph),
         options_(options),
         executor_(executor),
         buffers_(graph, options->memory_model),
         budget_(options->memory_budget_bytes > 0 ? options->memory_budget_bytes : std::numeric_limits<int64_t>::max()),
-        deadline_(
-            std::min(options->deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                           std::chrono::duration<double>(std::max(seconds, 0.0))))),
-        searches_left_(searches) {}
+        deadline_(std::min(options->deadline, In(seconds))),
+        searches_left_(1) {}
+
+  // The searches still to run (the least-peak ones of workspaces not
+  // searched yet, and Limits' callers).
+  void set_searches(int searches) { searches_left_ = searches; }
 
   const BufferModel& buffers() const { return buffers_; }
   int64_t budget() const { return budget_; }
@@ -161,10 +170,23 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
   time->set_summed_footprint_bytes(SummedFootprintBytes(graph, choice, count_weights));
   if (!options->primitive_baselines) return absl::OkStatus();
   const std::vector<std::string> names = PrimitiveNames(graph);
-  // The searches: fastest, least workspace, one per name, summed footprint
-  // (each least-peak search), and primitives first's downgrading.
-  BaselineRunner runner(graph, options, seconds, 4 + static_cast<int>(names.size()), executor);
+  BaselineRunner runner(graph, options, seconds, executor);
   const int64_t budget = runner.budget();
+  // The choices without an order of their own, the summed-footprint
+  // model's optimum among them (its knapsack in up to a tenth of the time).
+  const std::vector<int> least_choice = LeastWorkspaceChoices(graph);
+  std::vector<std::pair<std::string, std::vector<int>>> searched = {{"fastest", FastestChoices(graph)},
+                                                                    {"least_workspace", least_choice}};
+  for (const std::string& name : names) searched.emplace_back(absl::StrCat("one:", name), OneChoices(graph, name));
+  SummedFootprintLimits limits;
+  limits.deadline = std::min(runner.deadline(), In(0.1 * seconds));
+  limits.memory = options->memory;
+  const SummedFootprintChoice summed = LeastTimeWithinFootprint(graph, budget, count_weights, limits);
+  // The time is shared by the least-peak searches of distinct workspaces
+  // and primitives first's downgrading.
+  std::set<std::vector<int64_t>> distinct = {WorkspacesOf(graph, summed.choice)};
+  for (const auto& [name, chosen] : searched) distinct.insert(WorkspacesOf(graph, chosen));
+  runner.set_searches(static_cast<int>(distinct.size()) + 1);
   const auto add = [&](const std::string& name, const std::vector<int>& chosen, int64_t peak,
                        v1::Certificate certificate) {
     v1::PrimitiveBaseline* out = time->add_baselines();
@@ -185,7 +207,6 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
   // one step fits none, the least-workspace alternatives (above the budget),
   // whose peak then has the certificate of the search that found the order
   // (`not_fitting`; baseline for an order given).
-  const std::vector<int> least_choice = LeastWorkspaceChoices(graph);
   const auto add_for_order = [&](const std::string& name, const std::vector<OpId>& order, v1::Certificate not_fitting) {
     std::optional<PrimitiveSelection> selection = SelectForOrder(runner.buffers(), order, budget);
     const std::vector<int>& chosen = selection.has_value() ? selection->choice : least_choice;
@@ -193,10 +214,7 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
         selection.has_value() ? v1::CERTIFICATE_BASELINE : not_fitting);
   };
 
-  RETURN_IF_ERROR(add_searched("fastest", FastestChoices(graph)));
-  RETURN_IF_ERROR(add_searched("least_workspace", least_choice));
-  for (const std::string& name : names)
-    RETURN_IF_ERROR(add_searched(absl::StrCat("one:", name), OneChoices(graph, name)));
+  for (const auto& [name, chosen] : searched) RETURN_IF_ERROR(add_searched(name, chosen));
   // Order first: the least-peak order of the least workspaces (searched
   // above), then its best primitives.
   ASSIGN_OR_RETURN(LeastPeak least, runner.Search(least_choice));
@@ -214,10 +232,6 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
   for (OpId u = 0; u < graph.num_ops(); ++u) file_order[u] = u;
   add_for_order("file_order", file_order, v1::CERTIFICATE_BASELINE);
   // The summed-footprint model's optimum, then its least peak in ours.
-  SummedFootprintLimits limits;
-  limits.deadline = runner.deadline();
-  limits.memory = options->memory;
-  const SummedFootprintChoice summed = LeastTimeWithinFootprint(graph, budget, count_weights, limits);
   RETURN_IF_ERROR(add_searched("summed_footprint", summed.choice));
   // (Its knapsack stopped short of a proof: its time may not be least.)
   if (!summed.proven) time->mutable_baselines()->rbegin()->set_certificate(v1::CERTIFICATE_BEST_FOUND);
