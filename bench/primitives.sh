@@ -3,15 +3,27 @@
 # with the convolutions' alternatives from bench/make_primitives.py's cost
 # model (the benchmark's assumption, not a device's measurements). For each
 # model and each budget (1.0x, 1.25x and 1.5x the least peak with every op
-# at its least-workspace alternative, i.e. the model as given), the total
-# time of:
-#   - together: --objective time (order and primitives chosen together),
-#     with its certificate and lower bound;
+# at its least-workspace alternative, i.e. the model as given), one run of
+# --objective time --primitive-baselines gives the total time in us of:
+#   - together: order and primitives chosen together, with its certificate
+#     (and lower bound when not optimal);
 #   - order first: the least-peak order, then the fastest primitive that
-#     fits each of its steps (--order with that order);
-#   - fastest everywhere: every conv at its fastest alternative, then the
-#     least-peak order; "does not fit" when that peak exceeds the budget.
-# Prints a markdown table.
+#     fits each of its steps;
+#   - primitives first: the fastest primitives, downgraded until their least
+#     peak fits, then that order's best primitives;
+#   - fastest: every conv at its fastest alternative, then the least-peak
+#     order ("fastest primitive everywhere, then schedule");
+#   - file order: the model's own order with the fastest primitive that fits
+#     each step ("fixed order, ILP primitives": exact for that order);
+#   - summed: the summed-footprint model's optimum (every activation and
+#     workspace at once, the PACT 2019 poster's); "needs N" when no choice's
+#     summed footprint is within the budget (N: the least footprint);
+# "does not fit" when the baseline's peak is above the budget ("none found"
+# when its least-peak search stopped before finding an order that fits);
+# and the time together saves against the best separate choice (order first
+# or primitives first) and against the file order, where they fit.
+# Prints a markdown table. The plan gets the time limit; the baselines up to
+# half of it more.
 # Usage: bench/primitives.sh [TIME_LIMIT_SECONDS] [MODEL.onnx...]   (10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,31 +34,47 @@ MODELS=${SERENITY_MODELS_DIR:-../shared/bench/models}
 if [ $# -eq 0 ]; then set -- "$MODELS"/*.onnx; fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-echo "| model | convs | budget | together (cert, lower bound) | order first | fastest everywhere | ms together |"
-echo "|---|---:|---:|---|---:|---:|---:|"
+echo "| model | convs | budget | together (cert) | order first | primitives first | fastest | file order | summed | saved vs separate | saved vs file order | ms |"
+echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for f in "$@"; do
   /usr/bin/python3 bench/make_primitives.py "$f" >"$dir/p.json"
-  /usr/bin/python3 bench/make_primitives.py "$f" --only fastest >"$dir/fastest.json"
   "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" >"$dir/plain.json"
-  /usr/bin/python3 -c "import json,sys; json.dump(json.load(open(sys.argv[1]))['order_names'], open(sys.argv[2], 'w'))" \
-    "$dir/plain.json" "$dir/order.json"
   peak=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_bytes'])" "$dir/plain.json")
   for factor in 1.0 1.25 1.5; do
     budget=$(/usr/bin/python3 -c "print(int($peak * $factor))")
-    common=(--local --json --time-limit "$LIMIT" --objective time --budget "$budget")
-    "$CLIENT" plan "$f" "${common[@]}" --primitives "$dir/p.json" >"$dir/together.json"
-    "$CLIENT" plan "$f" "${common[@]}" --primitives "$dir/p.json" --order "$dir/order.json" >"$dir/order_first.json"
-    "$CLIENT" plan "$f" "${common[@]}" --primitives "$dir/fastest.json" >"$dir/fastest_out.json"
+    "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" --objective time --budget "$budget" \
+      --primitives "$dir/p.json" --primitive-baselines >"$dir/together.json"
     /usr/bin/python3 - "$dir" "$factor" <<'PY'
 import json, sys
 d, factor = sys.argv[1], sys.argv[2]
-t, o, f = (json.load(open(f"{d}/{n}.json")) for n in ("together", "order_first", "fastest_out"))
-def us(plan):
-    return f"{plan['time']['time_us']:,.0f}" if plan["feasible"] else "does not fit"
-cert = t["time"]["certificate"]
-bound = "" if cert == "optimal" else f", >= {t['time']['lower_bound_us']:,.0f}"
-print(f"| {t['model']} | {len(t['time']['primitives'])} | {t['memory_budget_bytes']:,} ({factor}x) | "
-      f"{us(t)} ({cert}{bound}) | {us(o)} | {us(f)} | {t['stats']['total_ms']:.0f} |")
+t = json.load(open(f"{d}/together.json"))
+time, budget = t["time"], t["memory_budget_bytes"]
+b = {x["name"]: x for x in time["baselines"]}
+def us(x):
+    if x["fits"]:
+        return f"{x['time_us']:,.0f}"
+    # best_found: its search found no order that fits, not a proof.
+    return "does not fit" if x["certificate"] != "best_found" else "none found"
+def summed(x):
+    if x["summed_footprint_bytes"] > budget:
+        return f"needs {x['summed_footprint_bytes'] / 2**20:,.1f} MiB"
+    return f"{x['time_us']:,.0f}" + ("" if x["certificate"] == "optimal" else f" ({x['certificate']})")
+def saved(others):
+    fitting = [x["time_us"] for x in others if x["fits"]]
+    if not t["feasible"] or not fitting:
+        return "-"
+    best = min(fitting)
+    saved = best - time["time_us"]
+    if abs(saved) < 1e-6 * best:  # the same sum, added in another order
+        saved = 0.0
+    return f"{saved:,.0f} ({100 * saved / best:.1f}%)"
+cert = time["certificate"]
+bound = "" if cert == "optimal" else f", >= {time['lower_bound_us']:,.0f}"
+together = f"{time['time_us']:,.0f} ({cert}{bound})" if t["feasible"] else f"does not fit ({cert})"
+print(f"| {t['model']} | {len(time['primitives'])} | {budget:,} ({factor}x) | {together} | "
+      f"{us(b['order_first'])} | {us(b['primitives_first'])} | {us(b['fastest'])} | {us(b['file_order'])} | "
+      f"{summed(b['summed_footprint'])} | {saved([b['order_first'], b['primitives_first']])} | "
+      f"{saved([b['file_order']])} | {t['stats']['total_ms']:.0f} |")
 PY
   done
 done

@@ -14,6 +14,7 @@
 #include "client/levels_file.h"
 #include "client/memory_plot.h"
 #include "client/model_file.h"
+#include "client/pareto_plot.h"
 #include "client/plan_output.h"
 #include "client/request_flags.h"
 #include "common/command_line.h"
@@ -40,7 +41,8 @@ struct PlanFlags {
   std::string order_file;
   std::string export_path;
   std::string plot_path;
-  std::string levels_file;  // issue 20: nested sparse models
+  std::string pareto_svg_path;  // issue 19: the (peak, time) frontier
+  std::string levels_file;      // issue 20: nested sparse models
   double timeout = 120;
   int64_t max_ops = 200000;
   bool rewrite = false;  // identity graph rewriting (issue 17)
@@ -133,6 +135,8 @@ int RunPlan(const std::vector<std::string>& args) {
                      "and the arena in metadata_props (serenity.offset/<tensor>, ...; see docs/client.md).");
   flag_set.AddString("plot", &flags.plot_path, "OUT.svg",
                      "Draw live bytes per step of every order and the arena (SVG).");
+  flag_set.AddString("pareto-svg", &flags.pareto_svg_path, "OUT.svg",
+                     "With --pareto: draw the (peak, time) frontier, its staircase and the plan (SVG).");
   flag_set.AddDouble("timeout", &flags.timeout, "SECONDS", "Deadline of each call to the server.");
   // Identity graph rewriting (issue 17).
   flag_set.AddBool("rewrite", &flags.rewrite,
@@ -192,6 +196,10 @@ int RunPlan(const std::vector<std::string>& args) {
     std::cerr << "serenity-client plan: --export-ordered and --plot apply to one model\n";
     return 2;
   }
+  if (!flags.pareto_svg_path.empty() && (!flags.request.pareto || flag_set.positionals().size() > 1)) {
+    std::cerr << "serenity-client plan: --pareto-svg needs --pareto and applies to one model\n";
+    return 2;
+  }
   if (flags.rewrite) {
     if (!flags.order_file.empty()) {
       std::cerr << "serenity-client plan: --order cannot be combined with --rewrite (the order names the ops of "
@@ -249,6 +257,14 @@ int RunPlan(const std::vector<std::string>& args) {
       svg << MemoryPlotSvg(*plan);
       if (!svg.good()) {
         printer.Fail(path, absl::UnavailableError(absl::StrCat("cannot write '", flags.plot_path, "'")));
+        continue;
+      }
+    }
+    if (!flags.pareto_svg_path.empty()) {
+      std::ofstream svg(flags.pareto_svg_path);
+      svg << ParetoPlotSvg(*plan);
+      if (!svg.good()) {
+        printer.Fail(path, absl::UnavailableError(absl::StrCat("cannot write '", flags.pareto_svg_path, "'")));
         continue;
       }
     }

@@ -154,6 +154,25 @@ std::string PlanSummary(const v1::Plan& plan) {
                                               WithCommas(l.arena().size_bytes()), l.moved_tensors_size()));
       }
     }
+    if (t.baselines_size() > 0) {  // --primitive-baselines
+      absl::StrAppend(&out,
+                      "baselines    other ways to choose (peak: the least found in Serenity's model; summed: "
+                      "the summed-footprint model)\n");
+      absl::StrAppend(&out, absl::StrFormat("  %-24s %14s %14s %-10s %-5s %16s %s\n", "choice", "time us", "peak bytes",
+                                            "peak cert", "fits", "summed bytes", "summed fits"));
+      const int64_t budget = plan.memory_budget_bytes();
+      const auto row = [&out, budget](const std::string& name, double time_us, int64_t peak,
+                                      v1::Certificate certificate, bool fits, int64_t summed) {
+        absl::StrAppend(&out, absl::StrFormat("  %-24s %14.3f %14s %-10s %-5s %16s %s\n", name, time_us,
+                                              WithCommas(peak), EnumShortName(certificate), fits ? "yes" : "no",
+                                              WithCommas(summed), budget <= 0 || summed <= budget ? "yes" : "no"));
+      };
+      row("together (this plan)", t.time_us(), plan.peak_bytes(), plan.certificate(), plan.feasible(),
+          t.summed_footprint_bytes());
+      for (const v1::PrimitiveBaseline& b : t.baselines()) {
+        row(b.name(), b.time_us(), b.peak_bytes(), b.certificate(), b.fits(), b.summed_footprint_bytes());
+      }
+    }
   }
   if (plan.memory_budget_bytes() > 0) {
     absl::StrAppend(&out, "budget       ", WithCommas(plan.memory_budget_bytes()),

@@ -84,6 +84,11 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
                    "No built-in alternatives. By default a plan that asks for time gives an ONNX\n"
                    "model's Conv, Gemm and MatMul ops a cost model's (direct, im2col, Winograd;\n"
                    "naive, packed GEMM; docs/primitives.md), except those --primitives names.");
+  flag_set.AddBool("primitive-baselines", &flags->primitive_baselines,
+                   "With --objective time, --pareto or --max-time-us: also the other ways to choose\n"
+                   "primitives, for comparison: fastest / least workspace / one primitive everywhere,\n"
+                   "order first, primitives first, the file order, the summed-footprint model\n"
+                   "(plan.time.baselines; they take up to half of --time-limit more; docs/primitives.md).");
 }
 
 absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
@@ -165,6 +170,10 @@ absl::Status FillOptions(const RequestFlags& flags, v1::PlanOptions& options) {
   options.set_max_pareto_points(static_cast<int32_t>(std::min<int64_t>(flags.max_pareto_points, INT32_MAX)));
   options.set_max_time_us(flags.max_time_us);
   options.set_no_catalogue(flags.no_catalogue);
+  if (flags.primitive_baselines && flags.objective != "time" && !flags.pareto && flags.max_time_us <= 0) {
+    return absl::InvalidArgumentError("--primitive-baselines needs --objective time, --pareto or --max-time-us");
+  }
+  options.set_primitive_baselines(flags.primitive_baselines);
   if (!flags.primitives_file.empty()) RETURN_IF_ERROR(ReadPrimitivesFile(flags.primitives_file, options));
   if (!flags.workspace_file.empty()) return ReadWorkspaceFile(flags.workspace_file, options);
   return absl::OkStatus();

@@ -29,6 +29,7 @@ struct RequestFlags {
   int64_t max_pareto_points = 0;
   double max_time_us = 0;
   bool no_catalogue = false;
+  bool primitive_baselines = false;
   double time_limit = 0;
   std::string algorithm = "auto";
   std::string objective = "min_peak";

@@ -15,6 +15,7 @@
 #include "core/memory/buffer_model.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
+#include "core/primitive_baselines.h"
 #include "core/schedule/layout_conversions.h"
 #include "core/schedule/time_frontier.h"
 #include "core/schedule/time_search.h"
@@ -274,6 +275,10 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   if (frontier.has_value() && options->pareto) {
     RETURN_IF_ERROR(AddFrontier(graph, options, *frontier, seconds_left, executor, time));
   }
+  // The summed footprint, and the baselines when asked (in time of their
+  // own, after the plan's).
+  RETURN_IF_ERROR(AddPrimitiveBaselines(graph, options, selection.choice,
+                                        kPrimitiveBaselinesShare * options->time_limit_seconds, executor, time));
   return out;
 }
 

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import unittest
+from xml.etree import ElementTree
 
 import jsonschema
 
@@ -367,6 +368,33 @@ class CliJsonTest(unittest.TestCase):
         self.check(line, "error_line")
         self.assertEqual(line["error"]["code"], "INVALID_ARGUMENT")
         self.assertIn("not both", line["error"]["message"])
+    def test_plan_primitive_baselines(self):
+        primitives = self.write("primitives.json", json.dumps(self.PRIMITIVES))
+        # At 10,000 bytes winograd does not fit a's step (11,120 bytes).
+        r = self.run_client("plan", self.diamond, "--local", "--json", "--objective", "time", "--budget", "10000",
+                            "--primitives", primitives, "--primitive-baselines")
+        (line,) = parse_lines(r.stdout)
+        self.check(line, "plan_line")
+        baselines = {b["name"]: b for b in line["time"]["baselines"]}
+        self.assertEqual(list(baselines), ["fastest", "least_workspace", "one:direct", "one:winograd", "order_first",
+                                           "primitives_first", "file_order", "summed_footprint"])
+        fastest = baselines["fastest"]
+        self.assertEqual((fastest["time_us"], fastest["peak_bytes"], fastest["fits"]), (10, 11120, False))
+        self.assertEqual((baselines["order_first"]["time_us"], baselines["order_first"]["fits"]), (30, True))
+        self.assertEqual(line["time"]["time_us"], 30)
+        self.assertGreater(line["time"]["summed_footprint_bytes"], 0)
+        r = self.run_client("plan", self.diamond, "--local", "--primitive-baselines", expect=2)
+        self.assertIn("--primitive-baselines needs --objective time", r.stderr)
+        # The frontier as SVG: one dot per point.
+        svg = os.path.join(self.dir, "pareto.svg")
+        self.run_client("plan", self.diamond, "--local", "--pareto", "--primitives", primitives, "--pareto-svg", svg)
+        with open(svg, "rb") as f:
+            text = f.read()
+        root = ElementTree.fromstring(text)  # well-formed
+        self.assertEqual(root.tag, "{http://www.w3.org/2000/svg}svg")
+        self.assertEqual(text.count(b'<circle class="point"'), 2)
+        r = self.run_client("plan", self.diamond, "--local", "--pareto-svg", svg, expect=2)
+        self.assertIn("--pareto-svg needs --pareto", r.stderr)
 
     # --- nested sparse models (issue 20) -------------------------------------
 

@@ -105,6 +105,8 @@ class Local:
             args += ["--max-time-us", repr(o.max_time_us)]
         if o.no_catalogue:
             args.append("--no-catalogue")
+        if o.primitive_baselines:
+            args.append("--primitive-baselines")
         if o.primitives or o.layout_transforms:
             path = os.path.join(directory, "primitives.json")
             primitive_set = scheduler_pb2.PrimitiveSet(ops=list(o.primitives),

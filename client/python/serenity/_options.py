@@ -16,7 +16,8 @@ _DICTS = {"dims": "dim_values", "dim_values": "dim_values", "workspace": "worksp
           "workspace_bytes": "workspace_bytes"}
 OPTION_NAMES = sorted([*_NUMBERS, *_STRINGS, *_MEMORY_MODEL, *_DICTS, "alignment", "onchip", "onchip_bytes",
                        "order", "fast", "levels", "switch_points", "rewrite", "rewrite_form", "memories", "pins",
-                       "primitives", "layout_transforms", "pareto", "catalogue", "budgets"])
+                       "primitives", "layout_transforms", "pareto", "catalogue", "budgets",
+                       "primitive_baselines"])
 
 
 def plan_options(budget=None, **options):
@@ -42,7 +43,10 @@ def plan_options(budget=None, **options):
     objective="time" and a budget, which choose one per op and the order
     for the least total time (the plan's `time`; docs/primitives.md);
     pareto=True adds the (peak, time) frontier (plan.time.pareto, at most
-    max_pareto_points), max_time_us the least peak within that time.
+    max_pareto_points), max_time_us the least peak within that time;
+    primitive_baselines=True adds the other ways to choose (fastest, least
+    workspace or one primitive everywhere, order first, primitives first,
+    the file order, the summed-footprint model: plan.time.baselines).
     catalogue=False: no built-in alternatives (by default a plan that asks
     for time gives an ONNX model's Conv, Gemm and MatMul ops those of a
     cost model, except the ops primitives names; plan.time.catalogue_ops).
@@ -183,6 +187,10 @@ def plan_options(budget=None, **options):
             if not isinstance(value, bool):
                 raise ValueError(f"catalogue is True or False, not {value!r}")
             out.no_catalogue = not value
+        elif name == "primitive_baselines":
+            if not isinstance(value, bool):
+                raise ValueError(f"primitive_baselines is True or False, not {value!r}")
+            out.primitive_baselines = value
         elif name == "fast":
             if value:
                 if options.get("algorithm") not in (None, "baseline"):

@@ -202,3 +202,21 @@ def test_budgets_here_and_there(local, client):
     assert levels == [(l.budget_bytes, l.feasible, l.time_us, l.moved_tensors) for l in there.time.levels]
     assert [(b, t) for b, _, t, _ in levels] == [points[0], points[-1]]  # each level: its budget's least time
     assert here.memory_budget_bytes == points[0][0] and here.time.time_us == points[0][1]
+def test_primitive_baselines_here_and_there(local, client):
+    g = diamond_graph(branches=3)
+    peak = local.peak_bytes(g)
+    options = dict(objective="time", primitive_baselines=True,
+                   primitives={f"expand{b}": [("fast", 10, 3000), ("slow", 30, 0)] for b in range(3)})
+    here, there = local.plan(g, peak + 3000, **options), client.plan(g, peak + 3000, **options)
+    names = [b.name for b in here.time.baselines]
+    assert names == ["fastest", "least_workspace", "one:fast", "one:slow", "order_first", "primitives_first",
+                     "file_order", "summed_footprint"]
+    assert [(b.name, b.time_us, b.fits) for b in here.time.baselines] == \
+        [(b.name, b.time_us, b.fits) for b in there.time.baselines]
+    least = here.time.baselines[1]
+    assert (least.time_us, least.peak_bytes, least.fits) == (90, peak, True)
+    assert all(here.time.time_us <= b.time_us for b in here.time.baselines if b.fits)
+    assert here.time.summed_footprint_bytes > 0
+    assert not local.plan(g, peak + 3000, objective="time", primitives=options["primitives"]).time.baselines
+    with pytest.raises(ValueError):
+        local.plan(g, peak, objective="time", primitive_baselines="yes")
