@@ -188,32 +188,34 @@ TEST(PlanOutputTest, CatalogueLineWhenTheCatalogueGaveAlternatives) {
   plan.mutable_time()->set_catalogue_ops(7);
   EXPECT_THAT(PlanSummary(plan),
               HasSubstr("\n             catalogue 7 ops (alternatives from the built-in cost model"));
-  // --primitive-baselines: one row for the plan and one per baseline.
-  TEST(PlanOutputTest, SummaryPrintsThePrimitiveBaselines) {
-    v1::Plan plan;
-    plan.set_model("m");
-    plan.set_peak_bytes(220);
-    plan.set_feasible(true);
-    plan.set_certificate(v1::CERTIFICATE_BASELINE);
-    plan.set_memory_budget_bytes(1000);
-    v1::TimeReport* t = plan.mutable_time();
-    t->set_time_us(20);
-    t->set_summed_footprint_bytes(340);
-    EXPECT_THAT(PlanSummary(plan), Not(HasSubstr("baselines    other ways")));
-    v1::PrimitiveBaseline* b = t->add_baselines();
-    b->set_name("file_order");
-    b->set_time_us(40);
-    b->set_peak_bytes(1210);
-    b->set_certificate(v1::CERTIFICATE_BASELINE);
-    b->set_fits(false);
-    b->set_summed_footprint_bytes(2280);
-    const std::string summary = PlanSummary(plan);
-    EXPECT_THAT(summary, HasSubstr("baselines    other ways to choose"));
-    EXPECT_THAT(summary, HasSubstr("  together (this plan)             20.000            220 baseline   yes   "
-                                   "             340 yes\n"));
-    EXPECT_THAT(summary, HasSubstr("  file_order                       40.000          1,210 baseline   no    "
-                                   "           2,280 no\n"));
-  }
+}
+
+// --primitive-baselines: one row for the plan and one per baseline.
+TEST(PlanOutputTest, SummaryPrintsThePrimitiveBaselines) {
+  v1::Plan plan;
+  plan.set_model("m");
+  plan.set_peak_bytes(220);
+  plan.set_feasible(true);
+  plan.set_certificate(v1::CERTIFICATE_BASELINE);
+  plan.set_memory_budget_bytes(1000);
+  v1::TimeReport* t = plan.mutable_time();
+  t->set_time_us(20);
+  t->set_summed_footprint_bytes(340);
+  EXPECT_THAT(PlanSummary(plan), Not(HasSubstr("baselines    other ways")));
+  v1::PrimitiveBaseline* b = t->add_baselines();
+  b->set_name("file_order");
+  b->set_time_us(40);
+  b->set_peak_bytes(1210);
+  b->set_certificate(v1::CERTIFICATE_BASELINE);
+  b->set_fits(false);
+  b->set_summed_footprint_bytes(2280);
+  const std::string summary = PlanSummary(plan);
+  EXPECT_THAT(summary, HasSubstr("baselines    other ways to choose"));
+  EXPECT_THAT(summary, HasSubstr("  together (this plan)             20.000            220 baseline   yes   "
+                                 "             340 yes\n"));
+  EXPECT_THAT(summary, HasSubstr("  file_order                       40.000          1,210 baseline   no    "
+                                 "           2,280 no\n"));
+}
 
 }  // namespace
 }  // namespace serenity
