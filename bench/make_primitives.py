@@ -23,9 +23,12 @@ with MACs = N * M * Ho * Wo * (C / group) * kh * kw:
 Depthwise and other grouped convolutions get direct and im2col only; a
 1x1 stride-1 kernel, direct alone (listed, so that its time counts).
 
-Usage: bench/make_primitives.py MODEL.onnx [--only fastest|least] > primitives.json
+Usage: bench/make_primitives.py MODEL.onnx [--only fastest|least] [--layouts] > primitives.json
   --only fastest: each op's fastest alternative alone (the "fastest
   everywhere" baseline); --only least: the least-workspace one alone.
+  --layouts: direct and im2col read and write NCHW, the Winograd kernels
+  NHWC, and converting between them is a copy at 10 GB/s (100 us and a
+  copy of the tensor per MiB, layout_transforms in docs/primitives.md).
 Debian's /usr/bin/python3 with python3-onnx.
 """
 
@@ -72,6 +75,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model")
     parser.add_argument("--only", choices=["fastest", "least"])
+    parser.add_argument("--layouts", action="store_true")
     args = parser.parse_args()
     model = shape_inference.infer_shapes(onnx.load(args.model, load_external_data=False))
     shapes = {}
@@ -94,7 +98,14 @@ def main():
             print(f"node {i} ({node.op_type}) has no name: no alternatives", file=sys.stderr)
             continue
         ops.append({"op": node.name, "alternatives": alts})
-    json.dump({"ops": ops}, sys.stdout)
+    out = {"ops": ops}
+    if args.layouts:
+        for entry in ops:
+            for a in entry["alternatives"]:
+                a["layout"] = "NHWC" if a["name"].startswith("winograd") else "NCHW"
+        copy = {"time_us_per_mb": 100.0, "workspace_bytes_per_mb": 1048576}
+        out["layout_transforms"] = [{"from": "NCHW", "to": "NHWC", **copy}, {"from": "NHWC", "to": "NCHW", **copy}]
+    json.dump(out, sys.stdout)
     print()
 
 

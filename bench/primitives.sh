@@ -23,8 +23,10 @@
 # and the time together saves against the best separate choice (order first
 # or primitives first) and against the file order, where they fit.
 # Prints a markdown table. The plan gets the time limit; the baselines up to
-# half of it more.
-# Usage: bench/primitives.sh [TIME_LIMIT_SECONDS] [MODEL.onnx...]   (10)
+# half of it more. With LAYOUTS=1, the alternatives state layouts and
+# converting between them costs (make_primitives.py --layouts); together's
+# cell then adds the time spent converting ("conv. N").
+# Usage: [LAYOUTS=1] bench/primitives.sh [TIME_LIMIT_SECONDS] [MODEL.onnx...]   (10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIMIT=${1:-10}
@@ -37,13 +39,13 @@ trap 'rm -rf "$dir"' EXIT
 echo "| model | convs | budget | together (cert) | order first | primitives first | fastest | file order | summed | saved vs separate | saved vs file order | ms |"
 echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for f in "$@"; do
-  /usr/bin/python3 bench/make_primitives.py "$f" >"$dir/p.json"
+  /usr/bin/python3 bench/make_primitives.py "$f" ${LAYOUTS:+--layouts} >"$dir/p.json"
   "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" >"$dir/plain.json"
   peak=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_bytes'])" "$dir/plain.json")
   for factor in 1.0 1.25 1.5; do
     budget=$(/usr/bin/python3 -c "print(int($peak * $factor))")
     "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" --objective time --budget "$budget" \
-      --primitives "$dir/p.json" --primitive-baselines >"$dir/together.json"
+      --primitives "$dir/p.json" --no-catalogue --primitive-baselines >"$dir/together.json"
     /usr/bin/python3 - "$dir" "$factor" <<'PY'
 import json, sys
 d, factor = sys.argv[1], sys.argv[2]
@@ -70,7 +72,8 @@ def saved(others):
     return f"{saved:,.0f} ({100 * saved / best:.1f}%)"
 cert = time["certificate"]
 bound = "" if cert == "optimal" else f", >= {time['lower_bound_us']:,.0f}"
-together = f"{time['time_us']:,.0f} ({cert}{bound})" if t["feasible"] else f"does not fit ({cert})"
+converting = f", conv. {time['transform_time_us']:,.0f}" if time["transform_time_us"] > 0 else ""
+together = f"{time['time_us']:,.0f} ({cert}{bound}{converting})" if t["feasible"] else f"does not fit ({cert})"
 print(f"| {t['model']} | {len(time['primitives'])} | {budget:,} ({factor}x) | {together} | "
       f"{us(b['order_first'])} | {us(b['primitives_first'])} | {us(b['fastest'])} | {us(b['file_order'])} | "
       f"{summed(b['summed_footprint'])} | {saved([b['order_first'], b['primitives_first']])} | "
