@@ -28,7 +28,11 @@ Usage: bench/make_primitives.py MODEL.onnx [--only fastest|least] [--layouts] > 
   everywhere" baseline); --only least: the least-workspace one alone.
   --layouts: direct and im2col read and write NCHW, the Winograd kernels
   NHWC, and converting between them is a copy at 10 GB/s (100 us and a
-  copy of the tensor per MiB, layout_transforms in docs/primitives.md).
+  copy of the tensor per MiB, layout_transforms in docs/primitives.md);
+  the ops that work in either layout (elementwise, BatchNormalization,
+  pooling, Concat: LAYOUT_FREE below) get two alternatives of no time and
+  no workspace, one per layout, so that a layout passes through them
+  (Serenity compares layouts only between ops that both name one).
 Debian's /usr/bin/python3 with python3-onnx.
 """
 
@@ -39,6 +43,11 @@ import sys
 
 import onnx
 from onnx import shape_inference
+
+
+# Ops that run in either layout at the same cost (--layouts).
+LAYOUT_FREE = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Mul", "Add", "BatchNormalization",
+               "MaxPool", "AveragePool", "Concat"}
 
 
 def dims(value_info):
@@ -103,6 +112,11 @@ def main():
         for entry in ops:
             for a in entry["alternatives"]:
                 a["layout"] = "NHWC" if a["name"].startswith("winograd") else "NCHW"
+        for node in model.graph.node:
+            if node.name and node.op_type in LAYOUT_FREE:
+                ops.append({"op": node.name, "alternatives": [
+                    {"name": "nchw", "time_us": 0, "workspace_bytes": 0, "layout": "NCHW"},
+                    {"name": "nhwc", "time_us": 0, "workspace_bytes": 0, "layout": "NHWC"}]})
         copy = {"time_us_per_mb": 100.0, "workspace_bytes_per_mb": 1048576}
         out["layout_transforms"] = [{"from": "NCHW", "to": "NHWC", **copy}, {"from": "NHWC", "to": "NCHW", **copy}]
     json.dump(out, sys.stdout)
