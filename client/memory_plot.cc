@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/plan_output.h"
+#include "client/svg_text.h"
 #include "core/baseline_table.h"
 #include "core/plan_proto.h"
 
@@ -14,29 +15,6 @@ namespace serenity {
 namespace {
 
 constexpr double kWidth = 1060, kLeft = 90, kRight = 230, kPanel = 280, kTop = 40, kGap = 70;
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 struct Series {
   std::string name;
@@ -157,7 +135,7 @@ std::string MemoryPlotSvg(const v1::Plan& plan) {
       &svg,
       absl::StrFormat(
           "<text x=\"%.1f\" y=\"24\" font-size=\"15\" font-weight=\"bold\">%s: live activation bytes per step</text>\n",
-          kLeft, Escape(plan.model())));
+          kLeft, SvgEscape(plan.model())));
 
   // Top panel: one curve per order.
   double top = kTop;
@@ -212,7 +190,7 @@ std::string MemoryPlotSvg(const v1::Plan& plan) {
                     "<line class=\"level\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                     "stroke-dasharray=\"6 4\"/>"
                     "<text class=\"level-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" fill=\"%s\">%s</text>\n",
-                    kLeft, y, kLeft + plot_w, y, l.color, kLeft + 4, label_y, kLevelFont, l.color, Escape(l.label)));
+                    kLeft, y, kLeft + plot_w, y, l.color, kLeft + 4, label_y, kLevelFont, l.color, SvgEscape(l.label)));
     }
   };
   levels(top);
@@ -237,7 +215,7 @@ std::string MemoryPlotSvg(const v1::Plan& plan) {
         absl::StrFormat("<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"#1f4e79\" "
                         "stroke-width=\"0.4\"><title>%s: %s bytes at %s, steps %d-%d</title></rect>\n",
                         x_of(b.first_step()), y_hi, std::max(0.5, x_of(b.last_step() + 1) - x_of(b.first_step())),
-                        std::max(0.5, y_lo - y_hi), fill, Escape(b.tensor()), WithCommas(b.size()),
+                        std::max(0.5, y_lo - y_hi), fill, SvgEscape(b.tensor()), WithCommas(b.size()),
                         WithCommas(b.offset()), b.first_step(), b.last_step()));
   }
   levels(top);

@@ -9,35 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/plan_output.h"
+#include "client/svg_text.h"
 
 namespace serenity {
 namespace {
 
 constexpr double kWidth = 820, kHeight = 480, kLeft = 100, kRight = 190, kTop = 50, kBottom = 60;
 constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // An axis: its ticks (in data units: bytes, us), shown in `unit` of
 // `unit_size` data units with `decimals` decimals.
@@ -139,11 +117,11 @@ std::string ParetoPlotSvg(const v1::Plan& plan) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       kWidth, kHeight);
-  absl::StrAppend(
-      &svg, absl::StrFormat("<text x=\"%.1f\" y=\"26\" font-size=\"15\" font-weight=\"bold\">%s: (peak, "
-                            "time) frontier, %d plans%s%s</text>\n",
-                            kLeft, Escape(plan.model()), time.pareto_size(), time.pareto_thinned() ? " (thinned)" : "",
-                            time.pareto_proven() ? " (proven)" : ""));
+  absl::StrAppend(&svg,
+                  absl::StrFormat("<text x=\"%.1f\" y=\"26\" font-size=\"15\" font-weight=\"bold\">%s: (peak, "
+                                  "time) frontier, %d plans%s%s</text>\n",
+                                  kLeft, SvgEscape(plan.model()), time.pareto_size(),
+                                  time.pareto_thinned() ? " (thinned)" : "", time.pareto_proven() ? " (proven)" : ""));
   // Axes, grid and ticks.
   absl::StrAppend(
       &svg,

@@ -18,6 +18,18 @@ namespace {
 
 constexpr double kNone = std::numeric_limits<double>::infinity();
 
+// The least peak of any order with every op at its least-workspace
+// alternative (layout conversions left out): budgets are drawn around it.
+int64_t LeastWorkspacePeak(const Graph& graph, const MemoryModel& model) {
+  const Graph least = graph.WithWorkspaces(WorkspacesOf(graph, LeastWorkspaceChoices(graph)));
+  const BufferModel least_buffers(least, model);
+  int64_t floor = std::numeric_limits<int64_t>::max();
+  testing::ForEachTopologicalOrder(least, [&](const std::vector<OpId>& order) {
+    floor = std::min(floor, Simulate(least_buffers, order)->peak_bytes);
+  });
+  return floor;
+}
+
 // The plan found is valid (a topological order whose simulated peak, with
 // the chosen workspaces, fits the budget; its time is the sum of its
 // choices) and its time is the brute-force optimum; when nothing fits, the
@@ -37,12 +49,7 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
     model.alias_views = trial % 4 == 2;
     const BufferModel buffers(graph, model);
     // Budgets from tight to loose around the least-workspace peak.
-    const Graph least = graph.WithWorkspaces(WorkspacesOf(graph, LeastWorkspaceChoices(graph)));
-    const BufferModel least_buffers(least, model);
-    int64_t floor = std::numeric_limits<int64_t>::max();
-    testing::ForEachTopologicalOrder(least, [&](const std::vector<OpId>& order) {
-      floor = std::min(floor, Simulate(least_buffers, order)->peak_bytes);
-    });
+    const int64_t floor = LeastWorkspacePeak(graph, model);
     const int64_t budget = floor - 5 + static_cast<int64_t>(rng() % 140);
     const std::vector<OpId> start = FileOrder(graph);
     const TimeSearchResult result = MinimizeTime(buffers, start, budget, SearchOptions());
@@ -125,12 +132,7 @@ TEST(TimeSearchTest, EqualsBruteForceWithLayouts) {
     model.in_place = trial % 4 == 1;
     model.alias_views = trial % 4 == 2;
     const BufferModel buffers(graph, model);
-    const Graph least = graph.WithWorkspaces(WorkspacesOf(graph, LeastWorkspaceChoices(graph)));
-    const BufferModel least_buffers(least, model);
-    int64_t floor = std::numeric_limits<int64_t>::max();
-    testing::ForEachTopologicalOrder(least, [&](const std::vector<OpId>& order) {
-      floor = std::min(floor, Simulate(least_buffers, order)->peak_bytes);
-    });
+    const int64_t floor = LeastWorkspacePeak(graph, model);
     const int64_t budget = floor - 5 + static_cast<int64_t>(rng() % 200);
     const std::vector<OpId> start = FileOrder(graph);
     // The fixed order's choice.
