@@ -37,10 +37,9 @@ LayoutConversions::LayoutConversions(const Graph& graph) : graph_(graph) {
     if (layouts_[u].empty()) layouts_[u].push_back(0);
     active_ = active_ || sensitive_[u];
   }
-  transform_.assign(names_.size(), std::vector<const LayoutTransform*>(names_.size(), nullptr));
   for (const LayoutTransform& t : graph.layout_transforms()) {
     auto from = id.find(t.from), to = id.find(t.to);
-    if (from != id.end() && to != id.end()) transform_[from->second][to->second] = &t;
+    if (from != id.end() && to != id.end()) transform_[{from->second, to->second}] = &t;
   }
   for (OpId u = 0; u < n; ++u) {
     if (!sensitive_[u]) continue;
@@ -53,6 +52,18 @@ LayoutConversions::LayoutConversions(const Graph& graph) : graph_(graph) {
       feeds_sensitive_[p] = true;
     }
   }
+}
+
+int64_t LayoutConversions::MostConversionBytes(OpId u) const {
+  int64_t most = 0;
+  for (const Input& input : inputs_[u]) {
+    int64_t one = 0;
+    for (const auto& [pair, t] : transform_) {
+      one = std::max(one, CostOf(*t, graph_.tensor(input.tensor).bytes).workspace_bytes);
+    }
+    most += one;
+  }
+  return most;
 }
 
 ConversionCost LayoutConversions::CostFor(OpId u, const std::vector<int>& choice) const {

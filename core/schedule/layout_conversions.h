@@ -16,8 +16,10 @@
 #define SERENITY_CORE_SCHEDULE_LAYOUT_CONVERSIONS_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/graph/graph.h"
 
 namespace serenity {
@@ -70,7 +72,7 @@ class LayoutConversions {
     for (const Input& input : inputs_[u]) {
       const int from = layout_of(input.producer);
       if (from == 0 || from == layout) continue;
-      const ConversionCost one = CostOf(*transform_[from][layout], graph_.tensor(input.tensor).bytes);
+      const ConversionCost one = CostOf(transform(from, layout), graph_.tensor(input.tensor).bytes);
       cost.time_us += one.time_us;
       cost.workspace_bytes += one.workspace_bytes;
     }
@@ -81,7 +83,11 @@ class LayoutConversions {
   ConversionCost CostFor(OpId u, const std::vector<int>& choice) const;
 
   // The transform from layout `from` to `to` (both stated and distinct).
-  const LayoutTransform& transform(int from, int to) const { return *transform_[from][to]; }
+  const LayoutTransform& transform(int from, int to) const { return *transform_.at({from, to}); }
+
+  // The most bytes u's conversions can take, whatever the choices (0 when
+  // u converts nothing).
+  int64_t MostConversionBytes(OpId u) const;
 
  private:
   const Graph& graph_;
@@ -92,7 +98,9 @@ class LayoutConversions {
   std::vector<bool> sensitive_;
   std::vector<bool> feeds_sensitive_;
   std::vector<std::vector<Input>> inputs_;
-  std::vector<std::vector<const LayoutTransform*>> transform_;  // [from][to]
+  // By (from, to): only the pairs given (a dense table of every pair of
+  // layout names could take names^2 pointers).
+  absl::flat_hash_map<std::pair<int, int>, const LayoutTransform*> transform_;
 };
 
 // Per op the workspace of its step with `choice`: the chosen alternative's

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/memory/simulator.h"
+#include "core/schedule/layout_conversions.h"
 #include "core/schedule/time_search.h"
 #include "core/util/deadline.h"
 
@@ -25,14 +26,17 @@ TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpI
       buffers,
       deadline == Clock::time_point::max() ? deadline : TimeAfter(Clock::now(), 0.1 * limits.time_limit_seconds));
   bool all_proven = true;
-  // Above every peak (every buffer and every op's largest workspace at
-  // once, which Graph::Build keeps within 64 bits): the fastest plans.
+  // Above every peak (every buffer and every op's largest workspace and
+  // layout conversions at once, which Graph::Build keeps within 64 bits):
+  // the fastest plans.
   int64_t budget = buffers.resident_bytes();
   for (const ActivationBuffer& b : buffers.buffers()) budget += b.bytes;
-  for (const Op& op : buffers.graph().ops()) {
+  const LayoutConversions conversions(buffers.graph());
+  for (OpId u = 0; u < buffers.graph().num_ops(); ++u) {
+    const Op& op = buffers.graph().op(u);
     int64_t workspace = op.workspace_bytes;
     for (const Primitive& p : op.alternatives) workspace = std::max(workspace, p.workspace_bytes);
-    budget += workspace;
+    budget += workspace + conversions.MostConversionBytes(u);
   }
   while (true) {
     SearchOptions step = limits;

@@ -23,7 +23,10 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
   for (int trial = 0; trial < 300; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
     testing::AddRandomAlternatives(&spec, rng);
-    if (trial % 3 == 2) testing::AddRandomLayouts(&spec, rng);
+    // Every third graph has layouts, every sixth with copies up to 64 times
+    // the tensor (above what the alternatives' workspaces alone reach).
+    if (trial % 6 == 2) testing::AddRandomLayouts(&spec, rng);
+    if (trial % 6 == 5) testing::AddRandomLayouts(&spec, rng, 600000, 64 << 20);
     // Every other graph has an input nobody reads: it dies after the first
     // step whichever op runs it (a forced-op rule once took it for a saving).
     if (trial % 2 == 1) testing::AddUnusedInput(&spec, "unused", 1 + static_cast<int64_t>(rng() % 150));
