@@ -383,6 +383,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
   // first). A set reached again at no less time is not pushed.
   std::vector<Node> nodes;
   absl::flat_hash_map<OpSet, double> best_time;    // per set: the least time it was reached at
+  int64_t layout_words = 0;                        // the keys' words past the sets'
   using Entry = std::tuple<double, int, int32_t>;  // (f, -depth, node)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> open;
   nodes.push_back({-1, kNoOp, -1, 0, total_estimate, 0});
@@ -396,7 +397,10 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
     if (f >= best) break;  // nothing open can beat the plan found
     if ((result.states & 255) == 0) {
       // Each set kept: its bits, its map slot, its node and queue entry.
+      // (A key past the set's words holds the layouts that still matter:
+      // layout_words counts them.)
       const int64_t held = static_cast<int64_t>(best_time.size()) * static_cast<int64_t>(8 * words + 48) +
+                           8 * layout_words +
                            static_cast<int64_t>(nodes.size()) * static_cast<int64_t>(sizeof(Node) + sizeof(Entry));
       if (Clock::now() >= deadline || Cancelled(limits) ||
           (limits.max_states > 0 && result.states >= limits.max_states) || !charge->TryResize(held)) {
@@ -478,11 +482,14 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
       const double time = node.time + move.time;
       const double rest = node.rest - estimate[move.op];
       if (time + rest >= best) continue;
+      size_t key_words = words;
       if (!layout_feeders.empty()) {
         layout_now[move.op] = conversions.LayoutOf(move.op, move.choice);
         next = key_of(next);
+        key_words = next.size();
       }
       auto [it, inserted] = best_time.try_emplace(std::move(next), time);
+      if (inserted) layout_words += static_cast<int64_t>(key_words - words);
       if (!inserted) {
         if (it->second <= time) continue;
         it->second = time;
