@@ -13,6 +13,7 @@
 #include "core/arena/instance_search.h"
 #include "core/arena/pinned_arena.h"
 #include "core/primitive_plan.h"
+#include "core/util/deadline.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
@@ -23,9 +24,6 @@ using Clock = std::chrono::steady_clock;
 // The part of the time limit the levels' plans share (the rest lays out
 // their arenas).
 constexpr double kLevelsSearchShare = 0.9;
-
-// The longest the arenas' layout waits for (a time limit above it is none).
-constexpr double kLongestLayoutSeconds = 86400;
 
 // Times within this fraction of each other are the same (sums of the same
 // primitives' times in another order may differ in the last bits).
@@ -264,12 +262,7 @@ absl::StatusOr<v1::Plan> PlanBudgetLevels(const Graph& graph, const SanitizedOpt
   // The arenas: the first level's as planned, each next one around the
   // offsets of the one before it, each with an equal share of what is left
   // of the limit (at least a tenth of it in all), by the deadline.
-  // (Seconds beyond a day are as good as none: no clock overflows.)
-  const auto after = [](Clock::time_point from, double seconds) {
-    return from + std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(std::min(seconds, kLongestLayoutSeconds)));
-  };
-  Clock::time_point end = std::max(after(start, limit), after(Clock::now(), (1 - kLevelsSearchShare) * limit));
+  Clock::time_point end = std::max(TimeAfter(start, limit), TimeAfter(Clock::now(), (1 - kLevelsSearchShare) * limit));
   end = std::min(end, options->deadline);
   if (options->cancelled != nullptr && options->cancelled->load(std::memory_order_relaxed)) {
     return absl::CancelledError("the call was cancelled");

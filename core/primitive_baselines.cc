@@ -16,21 +16,17 @@
 #include "core/memory/simulator.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
+#include "core/schedule/baselines.h"
 #include "core/schedule/layout_conversions.h"
 #include "core/schedule/summed_footprint.h"
 #include "core/schedule/time_search.h"
+#include "core/util/deadline.h"
 #include "core/util/status_macros.h"
 
 namespace serenity {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// `seconds` from now (at most 10^7 s, so that the sum cannot overflow).
-Clock::time_point In(double seconds) {
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(seconds, 0.0, 1e7)));
-}
 
 // The least peak found for one choice's workspaces, with its order.
 struct LeastPeak {
@@ -51,7 +47,7 @@ class BaselineRunner {
         executor_(executor),
         buffers_(graph, options->memory_model),
         budget_(options->memory_budget_bytes > 0 ? options->memory_budget_bytes : std::numeric_limits<int64_t>::max()),
-        deadline_(std::min(options->deadline, In(seconds))),
+        deadline_(std::min(options->deadline, TimeAfter(Clock::now(), seconds))),
         searches_left_(1) {}
 
   // The searches still to run (the least-peak ones of workspaces not
@@ -158,7 +154,7 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
                                                                     {"least_workspace", least_choice}};
   for (const std::string& name : names) searched.emplace_back(absl::StrCat("one:", name), OneChoices(graph, name));
   SummedFootprintLimits limits;
-  limits.deadline = std::min(runner.deadline(), In(0.1 * seconds));
+  limits.deadline = std::min(runner.deadline(), TimeAfter(Clock::now(), 0.1 * seconds));
   limits.memory = options->memory;
   const SummedFootprintChoice summed = LeastTimeWithinFootprint(graph, budget, count_weights, limits);
   // The time is shared by the least-peak searches of distinct workspaces
@@ -205,11 +201,9 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
   } else {
     add("primitives_first", least_choice, least.peak_bytes, least.certificate);
   }
-  // The file order, with the fastest alternative that fits each step (exact
-  // for that order: the steps' choices are independent).
-  std::vector<OpId> file_order(graph.num_ops());
-  for (OpId u = 0; u < graph.num_ops(); ++u) file_order[u] = u;
-  add_for_order("file_order", file_order, v1::CERTIFICATE_BASELINE);
+  // The file order, with its best choice (SelectForOrder: exact for that
+  // order up to its layout states' cap).
+  add_for_order("file_order", FileOrder(graph), v1::CERTIFICATE_BASELINE);
   // The summed-footprint model's optimum, then its least peak in ours.
   RETURN_IF_ERROR(add_searched("summed_footprint", summed.choice));
   // (Its knapsack stopped short of a proof: its time may not be least.)
