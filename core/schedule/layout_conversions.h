@@ -43,6 +43,8 @@ class LayoutConversions {
 
   // Layouts by small ids, 0 being "any".
   int LayoutOf(OpId u, int choice) const { return choice < 0 ? 0 : layout_[u][choice]; }
+  // Per alternative of u, its layout.
+  const std::vector<int>& alternative_layouts(OpId u) const { return layout_[u]; }
   const std::string& LayoutName(int id) const { return names_[id]; }
 
   // True when some alternative of u states a layout (u may convert its

@@ -28,8 +28,10 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // The fastest alternative of op u whose workspace fits in `room` bytes
 // (ties: the smaller workspace, then the first): its index, or -1 with
 // `*time` infinite when none fits. An op without alternatives fits when its
-// own workspace does, in no time (index -1, `*time` 0).
-int FastestThatFits(const Op& op, int64_t room, double* time) {
+// own workspace does, in no time (index -1, `*time` 0). With `layouts`
+// (LayoutConversions' ids of u's alternatives), only those of `layout`.
+int FastestThatFits(const Op& op, int64_t room, double* time, const std::vector<int>* layouts = nullptr,
+                    int layout = 0) {
   if (op.alternatives.empty()) {
     *time = op.workspace_bytes <= room ? 0 : kInfinity;
     return -1;
@@ -38,25 +40,7 @@ int FastestThatFits(const Op& op, int64_t room, double* time) {
   *time = kInfinity;
   for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
     const Primitive& p = op.alternatives[a];
-    if (p.workspace_bytes > room) continue;
-    if (best < 0 || p.time_us < *time ||
-        (p.time_us == *time && p.workspace_bytes < op.alternatives[best].workspace_bytes)) {
-      best = a;
-      *time = p.time_us;
-    }
-  }
-  return best;
-}
-
-// The fastest alternative of op u of layout `layout` (LayoutConversions
-// ids) whose workspace fits in `room`, as FastestThatFits.
-int FastestOfLayoutThatFits(const Op& op, const LayoutConversions& conversions, OpId u, int layout, int64_t room,
-                            double* time) {
-  int best = -1;
-  *time = kInfinity;
-  for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
-    const Primitive& p = op.alternatives[a];
-    if (conversions.LayoutOf(u, a) != layout || p.workspace_bytes > room) continue;
+    if (p.workspace_bytes > room || (layouts != nullptr && (*layouts)[a] != layout)) continue;
     if (best < 0 || p.time_us < *time ||
         (p.time_us == *time && p.workspace_bytes < op.alternatives[best].workspace_bytes)) {
       best = a;
@@ -85,7 +69,8 @@ std::vector<LayoutMove> LayoutMoves(const Op& op, const LayoutConversions& conve
   for (int layout : conversions.layouts(u)) {
     const ConversionCost cost = conversions.InputCost(u, layout, layout_of);
     double time = 0;
-    const int choice = FastestOfLayoutThatFits(op, conversions, u, layout, room - cost.workspace_bytes, &time);
+    const int choice =
+        FastestThatFits(op, room - cost.workspace_bytes, &time, &conversions.alternative_layouts(u), layout);
     if (choice < 0) continue;
     moves.push_back({layout, choice, time + cost.time_us});
   }
