@@ -10,31 +10,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"
+#include "tests/testing/xml.h"
 
 namespace serenity {
 namespace {
-
-// True when every element opened is closed in order (a small XML
-// well-formedness check: tags, self-closing tags, declarations).
-bool TagsBalance(const std::string& xml) {
-  std::vector<std::string> open;
-  for (size_t i = xml.find('<'); i != std::string::npos; i = xml.find('<', i + 1)) {
-    size_t end = xml.find('>', i);
-    if (end == std::string::npos) return false;
-    std::string tag = xml.substr(i + 1, end - i - 1);
-    if (tag.empty() || tag[0] == '?' || tag[0] == '!') continue;
-    if (tag.back() == '/') continue;
-    std::string name = tag.substr(tag[0] == '/' ? 1 : 0);
-    name = name.substr(0, name.find_first_of(" \n\t"));
-    if (tag[0] == '/') {
-      if (open.empty() || open.back() != name) return false;
-      open.pop_back();
-    } else {
-      open.push_back(name);
-    }
-  }
-  return open.empty();
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -50,7 +29,7 @@ TEST(MemoryPlotTest, OneCurvePerOrderAndOneRectanglePerBuffer) {
   absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
   ASSERT_TRUE(plan.ok()) << plan.status();
   std::string svg = MemoryPlotSvg(*plan);
-  EXPECT_TRUE(TagsBalance(svg));
+  EXPECT_TRUE(testing::IsWellFormedXml(svg));
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_EQ(Count(svg, "<polyline class=\"order\""), 6u);
   for (const char* order : {"serenity", "file order", "kahn", "greedy", "inductor", "xla"}) {
@@ -73,7 +52,7 @@ TEST(MemoryPlotTest, EscapesNames) {
   b->set_size(10);
   plan.mutable_arena()->set_size_bytes(10);
   std::string svg = MemoryPlotSvg(plan);
-  EXPECT_TRUE(TagsBalance(svg));
+  EXPECT_TRUE(testing::IsWellFormedXml(svg));
   EXPECT_NE(svg.find("a&lt;b&gt;&amp;&quot;c&quot;"), std::string::npos);
   EXPECT_NE(svg.find("x&lt;y"), std::string::npos);
 }
@@ -171,7 +150,7 @@ TEST(MemoryPlotTest, TickAndLevelLabelsAreDistinctAndApart) {
   for (int64_t onchip : {2810000, 2820000, 1 << 20}) traffic->add_points()->set_onchip_bytes(onchip);  // close lines
   plan.mutable_arena()->set_size_bytes(3000000);
   const std::string svg = MemoryPlotSvg(plan);
-  EXPECT_TRUE(TagsBalance(svg));
+  EXPECT_TRUE(testing::IsWellFormedXml(svg));
 
   const auto y_ticks = Labels(svg, "ytick", "y");
   ASSERT_EQ(y_ticks.size(), 8u);  // 0..3 MiB, in both panels

@@ -14,33 +14,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/test_graph.h"
+#include "tests/testing/xml.h"
 
 namespace serenity {
 namespace {
-
-// True when every element opened is closed in order (tags, self-closing
-// tags, declarations) and every attribute value is quoted.
-bool WellFormed(const std::string& xml) {
-  std::vector<std::string> open;
-  for (size_t i = xml.find('<'); i != std::string::npos; i = xml.find('<', i + 1)) {
-    const size_t end = xml.find('>', i);
-    if (end == std::string::npos) return false;
-    const std::string tag = xml.substr(i + 1, end - i - 1);
-    if (tag.empty()) return false;
-    if (tag[0] == '?' || tag[0] == '!') continue;
-    if (std::count(tag.begin(), tag.end(), '"') % 2 != 0) return false;
-    if (tag.back() == '/') continue;
-    std::string name = tag.substr(tag[0] == '/' ? 1 : 0);
-    name = name.substr(0, name.find_first_of(" \n\t"));
-    if (tag[0] == '/') {
-      if (open.empty() || open.back() != name) return false;
-      open.pop_back();
-    } else {
-      open.push_back(name);
-    }
-  }
-  return open.empty();
-}
 
 // The elements of `svg` that start with `prefix` (e.g. "<circle
 // class=\"point\""), each as its attributes.
@@ -113,7 +90,7 @@ TEST(ParetoPlotTest, PointsWhereTheTicksPutThem) {
   ASSERT_EQ(plan->time().pareto_size(), 3);
   const std::string svg = ParetoPlotSvg(*plan);
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
-  EXPECT_TRUE(WellFormed(svg));
+  EXPECT_TRUE(testing::IsWellFormedXml(svg));
   EXPECT_NE(svg.find("peak (bytes)"), std::string::npos);
   EXPECT_NE(svg.find("(us)"), std::string::npos);
 
@@ -169,7 +146,7 @@ TEST(ParetoPlotTest, UnitsEscapesAndNoFrontier) {
   p->set_peak_bytes(3 << 20);
   p->set_time_us(1500);
   std::string svg = ParetoPlotSvg(plan);
-  EXPECT_TRUE(WellFormed(svg));
+  EXPECT_TRUE(testing::IsWellFormedXml(svg));
   EXPECT_NE(svg.find("a&lt;b&gt;&amp;&quot;c&quot;"), std::string::npos);
   EXPECT_NE(svg.find("peak (MiB)"), std::string::npos);
   const Linear x = AxisMap(svg, "xtick", "x");
@@ -178,7 +155,7 @@ TEST(ParetoPlotTest, UnitsEscapesAndNoFrontier) {
   EXPECT_NEAR(Number(points[0], "cx"), x(3 << 20), 0.01);
   plan.mutable_time()->clear_pareto();
   svg = ParetoPlotSvg(plan);
-  EXPECT_TRUE(WellFormed(svg));
+  EXPECT_TRUE(testing::IsWellFormedXml(svg));
   EXPECT_NE(svg.find("no frontier"), std::string::npos);
   EXPECT_EQ(Elements(svg, "<circle class=\"point\"").size(), 0u);
 }
