@@ -185,8 +185,6 @@ struct PlanOptions {
   int max_pareto_points = 16;
   // > 0: the least peak whose time is at most this (objective kMinPeak).
   double max_time_us = 0;
-  // False: no built-in alternatives for ONNX Conv, Gemm and MatMul ops.
-  bool catalogue = true;
   // Also plan the baselines (Plan.time.baselines).
   bool primitive_baselines = false;
   // Several budgets (objective kTime; core/budget_levels.h): one plan per

@@ -137,7 +137,6 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::PlanOptions& options)
   if (options.max_pareto_points() < 0) return absl::InvalidArgumentError("max_pareto_points must not be negative");
   if (options.max_pareto_points() > 0) out.max_pareto_points = options.max_pareto_points();
   out.max_time_us = options.max_time_us();
-  out.catalogue = !options.no_catalogue();
   out.primitive_baselines = options.primitive_baselines();
   out.budgets.assign(options.budgets().begin(), options.budgets().end());
   // Several memories (issue 18): checked by SanitizePlanOptions.
