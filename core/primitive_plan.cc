@@ -55,6 +55,7 @@ double AppendChosen(const Graph& graph, const LayoutConversions& conversions, co
     chosen->set_time_us(p.time_us);
     chosen->set_workspace_bytes(p.workspace_bytes);
     chosen->set_layout(p.layout);
+    chosen->set_weight_bytes(p.weight_bytes);
     const int to = conversions.LayoutOf(u, choice[u]);
     for (const LayoutConversions::Input& input : conversions.inputs(u)) {
       const int from = conversions.LayoutOf(input.producer, choice[input.producer]);

@@ -49,7 +49,37 @@ std::string DescribeCycle(const std::vector<Op>& ops, const std::vector<bool>& s
 
 }  // namespace
 
+int64_t OwnWeightBytes(const Graph& graph, OpId u) {
+  int64_t bytes = 0;
+  const std::vector<TensorId>& inputs = graph.op(u).inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = graph.tensor(inputs[i]);
+    if (!t.is_weight || t.consumers.size() != 1 ||
+        std::find(inputs.begin(), inputs.begin() + i, inputs[i]) != inputs.begin() + i) {
+      continue;
+    }
+    bytes += t.bytes;
+  }
+  return bytes;
+}
+
 namespace {
+
+// An alternative that states weight_bytes replaces its op's own weights:
+// the op must have some (primitive_weights.h).
+absl::Status CheckPrimitiveWeights(const Graph& g) {
+  for (OpId u = 0; u < g.num_ops(); ++u) {
+    for (const Primitive& p : g.op(u).alternatives) {
+      if (p.weight_bytes > 0 && OwnWeightBytes(g, u) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "op '", g.op(u).name, "' alternative '", p.name, "' has weight_bytes ", p.weight_bytes,
+            ", but the op reads no weight of its own (a weight tensor of known size that no other op reads) for "
+            "them to replace"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 // The layout transforms (issue 19): named, distinct pairs, rates within
 // kMaxTransformTimeUsPerMb and kMaxTransformBytesPerMb, and one for every
@@ -323,16 +353,23 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
   for (const Op& op : g.ops_) {
     // Each op's largest workspace, its own or an alternative's: any choice
     // of alternatives keeps the sums of live bytes within 64 bits.
+    // (And its largest transformed weights: they replace its own.)
     int64_t workspace = op.workspace_bytes;
-    for (const Primitive& p : op.alternatives) workspace = std::max(workspace, p.workspace_bytes);
-    if (__builtin_add_overflow(all_bytes, workspace, &all_bytes)) {
-      return absl::OutOfRangeError("the total size of all tensors and workspaces overflows 64 bits");
+    int64_t weights = 0;
+    for (const Primitive& p : op.alternatives) {
+      workspace = std::max(workspace, p.workspace_bytes);
+      weights = std::max(weights, p.weight_bytes);
+    }
+    if (__builtin_add_overflow(all_bytes, workspace, &all_bytes) ||
+        __builtin_add_overflow(all_bytes, weights, &all_bytes)) {
+      return absl::OutOfRangeError("the total size of all tensors, workspaces and weights overflows 64 bits");
     }
     if (__builtin_add_overflow(g.total_macs_, op.macs, &g.total_macs_)) {
       return absl::OutOfRangeError("the total MAC count overflows 64 bits");
     }
   }
   RETURN_IF_ERROR(CheckLayoutTransforms(g, &all_bytes));
+  RETURN_IF_ERROR(CheckPrimitiveWeights(g));
   return g;
 }
 
@@ -352,6 +389,18 @@ Graph Graph::WithWorkspaces(const std::vector<int64_t>& workspace_bytes) const {
   Graph out = *this;
   for (size_t u = 0; u < out.ops_.size() && u < workspace_bytes.size(); ++u) {
     out.ops_[u].workspace_bytes = workspace_bytes[u];
+  }
+  return out;
+}
+
+Graph Graph::WithWeightTensorBytes(const std::vector<int64_t>& tensor_bytes) const {
+  Graph out = *this;
+  out.weight_bytes_ = 0;
+  for (size_t t = 0; t < out.tensors_.size(); ++t) {
+    Tensor& tensor = out.tensors_[t];
+    if (!tensor.is_weight) continue;
+    if (t < tensor_bytes.size()) tensor.bytes = tensor_bytes[t];
+    out.weight_bytes_ += tensor.bytes;
   }
   return out;
 }

@@ -41,8 +41,10 @@ struct TensorSpec {
 // One way to run an op (issue 19): a kernel such as direct, im2col + GEMM or
 // Winograd, with its own time and its own workspace, a buffer live only
 // while the op runs. `layout` is the data layout it reads and writes (empty:
-// any); `weight_bytes` (its transformed weights) is reported, not modelled
-// yet.
+// any); `weight_bytes`, when not 0, is the bytes of the op's weights as this
+// primitive keeps them (Winograd's transformed filters: 16/9x for F(2,3)),
+// which replace the op's own weights (the weight tensors only it reads)
+// when weights are counted (primitive_weights.h).
 struct Primitive {
   std::string name;
   double time_us = 0;
@@ -168,6 +170,11 @@ class Graph {
   // per op, none negative: the caller's choice of primitives).
   Graph WithWorkspaces(const std::vector<int64_t>& workspace_bytes) const;
 
+  // This graph with weight tensor t's bytes set to tensor_bytes[t] (one
+  // entry per tensor, none negative; the other tensors' entries are not
+  // read) and weight_bytes() their new total.
+  Graph WithWeightTensorBytes(const std::vector<int64_t>& tensor_bytes) const;
+
  private:
   Graph() = default;
 
@@ -186,6 +193,10 @@ class Graph {
 // Returns true when `order` is a permutation of all ops of `graph` in which
 // every op comes after all its predecessors.
 bool IsTopologicalOrder(const Graph& graph, const std::vector<OpId>& order);
+
+// The bytes of op u's own weights: the weight tensors it reads and no other
+// op does (what an alternative's weight_bytes replaces).
+int64_t OwnWeightBytes(const Graph& graph, OpId u);
 
 // OK when IsTopologicalOrder; otherwise InvalidArgument naming the first
 // problem: a wrong length, an index out of range, an op listed twice, or an

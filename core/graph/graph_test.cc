@@ -203,7 +203,7 @@ TEST(GraphTest, RejectsNegativeWorkspaceAndMacsNamingTheOp) {
 // the op and the alternative.
 TEST(GraphTest, KeepsAlternativesAndRefusesBadOnes) {
   GraphSpec spec = Diamond();
-  spec.ops[1].alternatives = {{"direct", 30, 0, "nchw", 0}, {"winograd", 10.5, 64, "nchw", 100}};
+  spec.ops[1].alternatives = {{"direct", 30, 0, "nchw", 0}, {"winograd", 10.5, 64, "nchw", 0}};
   absl::StatusOr<Graph> g = Graph::Build(spec);
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_EQ(g->op(1).alternatives.size(), 2u);

@@ -54,9 +54,21 @@ ChoiceCost CostOfChoice(const Graph& graph, const std::vector<int>& choice) {
     const Op& op = graph.op(u);
     return op.alternatives.empty() || choice[u] < 0 ? "" : op.alternatives[choice[u]].layout;
   };
+  for (const Tensor& t : graph.tensors()) out.weight_bytes += t.is_weight ? t.bytes : 0;
   for (OpId v = 0; v < n; ++v) {
     const Op& op = graph.op(v);
     const bool has = !op.alternatives.empty() && choice[v] >= 0;
+    if (has && op.alternatives[choice[v]].weight_bytes != 0) {
+      out.weight_bytes += op.alternatives[choice[v]].weight_bytes;
+      std::vector<TensorId> own;
+      for (TensorId t : op.inputs) {
+        const Tensor& tensor = graph.tensor(t);
+        if (!tensor.is_weight || tensor.consumers != std::vector<OpId>{v}) continue;
+        if (std::find(own.begin(), own.end(), t) != own.end()) continue;
+        own.push_back(t);
+        out.weight_bytes -= tensor.bytes;
+      }
+    }
     out.workspace[v] = has ? op.alternatives[choice[v]].workspace_bytes : op.workspace_bytes;
     out.time += has ? op.alternatives[choice[v]].time_us : 0;
     const std::string to = layout(v);
@@ -79,7 +91,8 @@ ChoiceCost CostOfChoice(const Graph& graph, const std::vector<int>& choice) {
   return out;
 }
 
-std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& graph, bool alias_views, bool in_place) {
+std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& graph, bool alias_views, bool in_place,
+                                                               bool count_weights) {
   const int n = graph.num_ops();
   std::vector<int> choice(n, 0);
   std::vector<std::pair<int64_t, double>> plans;  // (least peak, time) per choice
@@ -93,7 +106,7 @@ std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& grap
       ForEachTopologicalOrder(chosen, [&](const std::vector<OpId>& order) {
         least = std::min(least, NaivePeak(chosen, order, alias_views, /*count_weights=*/false, in_place));
       });
-      plans.emplace_back(least, time);
+      plans.emplace_back(least + (count_weights ? cost.weight_bytes : 0), time);
       return;
     }
     const int alternatives = std::max<int>(1, static_cast<int>(graph.op(u).alternatives.size()));
@@ -108,9 +121,9 @@ std::vector<std::pair<int64_t, double>> BruteForceTimeFrontier(const Graph& grap
   return frontier;
 }
 
-double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, int64_t budget) {
+double BruteForceLeastTime(const Graph& graph, bool alias_views, bool in_place, int64_t budget, bool count_weights) {
   double best = std::numeric_limits<double>::infinity();
-  for (const auto& [peak, time] : BruteForceTimeFrontier(graph, alias_views, in_place)) {
+  for (const auto& [peak, time] : BruteForceTimeFrontier(graph, alias_views, in_place, count_weights)) {
     if (peak <= budget) best = std::min(best, time);
   }
   return best;

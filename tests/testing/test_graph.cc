@@ -262,6 +262,28 @@ void AddRandomLayouts(GraphSpec* spec, std::mt19937& rng, int max_time_per_mb, i
   }
 }
 
+void AddRandomWeights(GraphSpec* spec, std::mt19937& rng, int64_t max_bytes) {
+  bool shared_added = false;
+  for (OpSpec& op : spec->ops) {
+    if (rng() % 2 == 0) continue;
+    if (!op.alternatives.empty() && rng() % 4 == 0) {
+      // A weight two ops read: none of theirs, so no weight_bytes.
+      if (!shared_added) {
+        spec->tensors.push_back({"shared/w", {}, 1, 1 + static_cast<int64_t>(rng() % max_bytes), true, true});
+        shared_added = true;
+      }
+      op.inputs.push_back("shared/w");
+      continue;
+    }
+    const std::string name = op.name + "/w";
+    spec->tensors.push_back({name, {}, 1, 1 + static_cast<int64_t>(rng() % max_bytes), true, true});
+    op.inputs.push_back(name);
+    for (Primitive& p : op.alternatives) {
+      if (rng() % 2 == 0) p.weight_bytes = 1 + static_cast<int64_t>(rng() % (2 * max_bytes));
+    }
+  }
+}
+
 void AddUnusedInput(GraphSpec* spec, const std::string& name, int64_t bytes) {
   spec->tensors.push_back({name, {}, 1, bytes, false, true});
   spec->inputs.push_back(name);

@@ -58,6 +58,13 @@ void AddRandomAlternatives(GraphSpec* spec, std::mt19937& rng, int skip_one_in =
 // 0..`max_bytes_per_mb` - 1 bytes per MiB (layout_conversions.h).
 void AddRandomLayouts(GraphSpec* spec, std::mt19937& rng, int max_time_per_mb = 600000, int max_bytes_per_mb = 2097152);
 
+// Gives about half the ops of `spec` a weight of their own (a weight tensor
+// "<op>/w" of 1..`max_bytes` bytes that they read), and about half the
+// alternatives of those ops a weight_bytes of 1..2 * `max_bytes`
+// (primitive_weights.h); one op in four with alternatives reads a weight
+// it shares with another op instead, and states none.
+void AddRandomWeights(GraphSpec* spec, std::mt19937& rng, int64_t max_bytes = 60);
+
 // Adds a graph input named `name` of `bytes` that no op reads (live at the
 // first step only, whichever op runs it).
 void AddUnusedInput(GraphSpec* spec, const std::string& name, int64_t bytes);
