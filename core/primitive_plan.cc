@@ -17,6 +17,7 @@
 #include "core/planner.h"
 #include "core/primitive_baselines.h"
 #include "core/schedule/layout_conversions.h"
+#include "core/schedule/primitive_weights.h"
 #include "core/schedule/time_frontier.h"
 #include "core/schedule/time_search.h"
 #include "core/util/memory_account.h"
@@ -104,7 +105,7 @@ absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, co
     if (left <= 0 || (options->cancelled != nullptr && options->cancelled->load(std::memory_order_relaxed))) {
       continue;
     }
-    const Graph chosen = graph.WithWorkspaces(point.selection.workspace_bytes);
+    const Graph chosen = ChosenGraph(graph, point.selection.choice);
     ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(chosen, options, point.selection.order,
                                                 left / static_cast<double>(2 * (points.size() - k)), executor));
     *out->mutable_arena() = PlanToProto(chosen, plan, options).arena();
@@ -174,7 +175,10 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
     least_options.max_time_us = 0;
     ASSIGN_OR_RETURN(SanitizedOptions score, SanitizePlanOptions(least, std::move(least_options)));
     ASSIGN_OR_RETURN(Plan least_plan, PlanGraph(least, score, executor));
-    none_fits = options->objective == Objective::kTime && least_plan.lower_bound_bytes > budget;
+    // (Every choice's weights are at least the least ones: with
+    // transformed weights counted, the bound rises by their least extra.)
+    const int64_t least_weights = PrimitiveWeights(graph, options->memory_model.count_weights).least_total();
+    none_fits = options->objective == Objective::kTime && least_plan.lower_bound_bytes + least_weights > budget;
     start_order = std::move(least_plan.order);
   }
   const BufferModel buffers(graph, options->memory_model);
@@ -261,7 +265,7 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
     lower_bound = selection.time_us;
     certificate = frontier->proven ? v1::CERTIFICATE_OPTIMAL : v1::CERTIFICATE_BEST_FOUND;
   }
-  const Graph chosen = graph.WithWorkspaces(selection.workspace_bytes);
+  const Graph chosen = ChosenGraph(graph, selection.choice);
   // (With the frontier, half of what is left: its points get the rest.)
   ASSIGN_OR_RETURN(Plan plan, PlanChosenOrder(chosen, options, selection.order,
                                               options->pareto ? 0.5 * seconds_left() : seconds_left(), executor));

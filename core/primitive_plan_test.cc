@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/plan_proto.h"
 #include "core/plan_request.h"
+#include "core/schedule/primitive_weights.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"
@@ -54,6 +55,7 @@ Graph CheckTimePlan(const Graph& graph, const v1::Plan& plan) {
       EXPECT_EQ(alternatives[a].time_us, c.time_us());
       EXPECT_EQ(alternatives[a].workspace_bytes, c.workspace_bytes());
       EXPECT_EQ(alternatives[a].layout, c.layout());
+      EXPECT_EQ(alternatives[a].weight_bytes, c.weight_bytes());
     }
     EXPECT_GE(choice[*u], 0) << c.op() << " has no alternative " << c.name();
     workspace[*u] = c.workspace_bytes();
@@ -73,6 +75,15 @@ Graph CheckTimePlan(const Graph& graph, const v1::Plan& plan) {
   EXPECT_NEAR(plan.time().time_us(), time, 1e-6);
   EXPECT_LE(plan.time().lower_bound_us(), plan.time().time_us() + 1e-6);
   Graph chosen = graph.WithWorkspaces(workspace);
+  if (plan.memory_model().count_weights()) {
+    // The weights resident with the choice (computed on their own) at
+    // every step, and the verifier on the graph with them.
+    EXPECT_EQ(plan.weight_bytes(), cost.weight_bytes);
+    std::vector<OpId> order(plan.order().begin(), plan.order().end());
+    EXPECT_EQ(plan.peak_bytes(), testing::NaivePeak(chosen, order, false, false) + cost.weight_bytes);
+    chosen = ChosenGraph(graph, choice);
+    EXPECT_EQ(chosen.weight_bytes(), cost.weight_bytes);
+  }
   absl::Status verified = testing::VerifyPlan(chosen, plan);
   EXPECT_TRUE(verified.ok()) << verified;
   return chosen;
@@ -113,6 +124,44 @@ TEST(PrimitivePlanTest, RequestsMatchBruteForce) {
   }
   EXPECT_GT(optimal, 80);
   EXPECT_GT(infeasible, 30);
+}
+
+// With transformed weights counted (primitive_weights.h): every plan
+// verified with the chosen weights, the optimal ones at the brute-force
+// least time (weights computed on their own), the others proven to fit
+// no choice.
+TEST(PrimitivePlanTest, RequestsWithWeightsMatchBruteForce) {
+  std::mt19937 rng(17);
+  int optimal = 0, infeasible = 0, transformed = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
+    testing::AddRandomAlternatives(&spec, rng);
+    testing::AddRandomWeights(&spec, rng);
+    if (trial % 3 == 2) testing::AddRandomLayouts(&spec, rng);
+    const Graph graph = *Graph::Build(spec);
+    const int64_t budget = graph.weight_bytes() + 60 + static_cast<int64_t>(rng() % 400);
+    v1::PlanRequest request = TimeRequest(spec, budget);
+    request.mutable_options()->mutable_memory_model()->set_count_weights(true);
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    CheckTimePlan(graph, *plan);
+    const double least = testing::BruteForceLeastTime(graph, false, false, budget, /*count_weights=*/true);
+    if (std::isinf(least)) {
+      EXPECT_FALSE(plan->feasible()) << "trial " << trial;
+      EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    EXPECT_TRUE(plan->feasible()) << "trial " << trial;
+    EXPECT_LE(plan->peak_bytes(), budget);
+    ASSERT_EQ(plan->time().certificate(), v1::CERTIFICATE_OPTIMAL) << "trial " << trial;
+    EXPECT_NEAR(plan->time().time_us(), least, 1e-6) << "trial " << trial;
+    transformed += plan->weight_bytes() != graph.weight_bytes();
+    ++optimal;
+  }
+  EXPECT_GT(optimal, 60);
+  EXPECT_GT(infeasible, 20);
+  EXPECT_GT(transformed, 20);
 }
 
 // A graph's alternatives as Check* read them: op name -> alternatives.

@@ -6,6 +6,7 @@
 
 #include "core/memory/simulator.h"
 #include "core/schedule/layout_conversions.h"
+#include "core/schedule/primitive_weights.h"
 #include "core/schedule/time_search.h"
 #include "core/util/deadline.h"
 
@@ -27,16 +28,21 @@ TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpI
       deadline == Clock::time_point::max() ? deadline : TimeAfter(Clock::now(), 0.1 * limits.time_limit_seconds));
   bool all_proven = true;
   // Above every peak (every buffer and every op's largest workspace and
-  // layout conversions at once, which Graph::Build keeps within 64 bits):
-  // the fastest plans.
+  // layout conversions at once, and every op's largest transformed
+  // weights, which Graph::Build keeps within 64 bits): the fastest plans.
   int64_t budget = buffers.resident_bytes();
   for (const ActivationBuffer& b : buffers.buffers()) budget += b.bytes;
   const LayoutConversions conversions(buffers.graph());
+  const PrimitiveWeights weights(buffers.graph(), buffers.model().count_weights);
   for (OpId u = 0; u < buffers.graph().num_ops(); ++u) {
     const Op& op = buffers.graph().op(u);
     int64_t workspace = op.workspace_bytes;
-    for (const Primitive& p : op.alternatives) workspace = std::max(workspace, p.workspace_bytes);
-    budget += workspace + conversions.MostConversionBytes(u);
+    int64_t extra = 0;
+    for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
+      workspace = std::max(workspace, op.alternatives[a].workspace_bytes);
+      extra = std::max(extra, weights.Extra(u, a));
+    }
+    budget += workspace + conversions.MostConversionBytes(u) + extra;
   }
   while (true) {
     SearchOptions step = limits;
@@ -59,7 +65,7 @@ TimeFrontier SweepTimeFrontier(const BufferModel& buffers, const std::vector<OpI
       break;
     }
     FrontierPoint point;
-    const Graph chosen = buffers.graph().WithWorkspaces(result.selection.workspace_bytes);
+    const Graph chosen = ChosenGraph(buffers.graph(), result.selection.choice);
     point.peak_bytes = PeakOf(BufferModel(chosen, buffers.model()), result.selection.order);
     point.selection = std::move(result.selection);
     budget = point.peak_bytes - 1;

@@ -19,7 +19,7 @@ namespace {
 // time cap the points within it, the first the least peak within it.
 TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
   std::mt19937 rng(23);
-  int several = 0;
+  int several = 0, several_with_weights = 0;
   for (int trial = 0; trial < 300; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 4, rng);
     testing::AddRandomAlternatives(&spec, rng);
@@ -30,12 +30,16 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
     // Every other graph has an input nobody reads: it dies after the first
     // step whichever op runs it (a forced-op rule once took it for a saving).
     if (trial % 2 == 1) testing::AddUnusedInput(&spec, "unused", 1 + static_cast<int64_t>(rng() % 150));
+    // Every fourth counts weights, some transformed (primitive_weights.h).
+    const bool weights = trial % 4 == 3;
+    if (weights) testing::AddRandomWeights(&spec, rng);
     const Graph graph = *Graph::Build(spec);
     MemoryModel model;
     model.in_place = trial % 3 == 1;
+    model.count_weights = weights;
     const BufferModel buffers(graph, model);
     const std::vector<std::pair<int64_t, double>> expected =
-        testing::BruteForceTimeFrontier(graph, false, model.in_place);
+        testing::BruteForceTimeFrontier(graph, false, model.in_place, weights);
     const TimeFrontier frontier = SweepTimeFrontier(buffers, FileOrder(graph), SearchOptions());
     ASSERT_TRUE(frontier.proven) << "trial " << trial;
     ASSERT_EQ(frontier.points.size(), expected.size()) << "trial " << trial;
@@ -45,6 +49,7 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
       EXPECT_TRUE(IsTopologicalOrder(graph, frontier.points[k].selection.order));
     }
     several += expected.size() >= 2;
+    several_with_weights += weights && expected.size() >= 2;
     // A cap between the two fastest points' times keeps the fastest only.
     if (expected.size() >= 2) {
       const double cap = (expected[expected.size() - 1].second + expected[expected.size() - 2].second) / 2;
@@ -54,6 +59,7 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
     }
   }
   EXPECT_GT(several, 50);
+  EXPECT_GT(several_with_weights, 10);
 }
 
 TEST(TimeFrontierTest, ThinningKeepsTheEndsAndSpacesTheRest) {

@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "core/graph/reachability.h"
 #include "core/memory/closure_bound.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/layout_conversions.h"
 #include "core/schedule/partition.h"
+#include "core/schedule/primitive_weights.h"
 #include "core/util/deadline.h"
 #include "core/util/memory_account.h"
 
@@ -50,36 +52,83 @@ int FastestThatFits(const Op& op, int64_t room, double* time, const std::vector<
   return best;
 }
 
-// One way to run a sensitive op (layout_conversions.h) at a step: its
-// layout, its fastest alternative of that layout that fits beside its
-// conversions, and their time together.
-struct LayoutMove {
+// One way to run a ready op at a step: its layout (0 when no alternative
+// of the op states one), its alternative (-1: none), their time with its
+// conversions', and with transformed weights (primitive_weights.h) the
+// state after it: the extra resident bytes chosen so far (above each op's
+// least) and the most bytes live at a step so far (both 0 without).
+struct StepMove {
   int layout;
   int choice;
   double time;
+  int64_t extra;
+  int64_t peak;
 };
 
-// The ways op u can run with `room` bytes beside the live ones, its input
-// producers' layouts given by `layout_of`: per layout, the fastest that
-// fits; only the fastest of all when u's layout matters to no op after it.
+// True when `a` is no worse than `b` in every respect that matters later:
+// time, extra, peak and, when u's layout matters to a later op, the same
+// layout.
+bool NoWorse(const StepMove& a, const StepMove& b, bool layout_matters) {
+  return (!layout_matters || a.layout == b.layout) && a.time <= b.time && a.extra <= b.extra && a.peak <= b.peak;
+}
+
+// The ways op u can run at a step where `live` bytes are live beside its
+// workspace, the budget being `budget`, after choices of `extra` and
+// `peak` (StepMove), its input producers' layouts given by `layout_of`.
+// Without transformed weights: per layout the fastest alternative that
+// fits beside its conversions, only the fastest of all when u's layout
+// matters to no later op. With them: every alternative whose step, with
+// everything chosen so far, fits (max(peak, step) + extra <= budget),
+// keeping those no other is no worse than.
 template <typename LayoutOfProducer>
-std::vector<LayoutMove> LayoutMoves(const Op& op, const LayoutConversions& conversions, OpId u, int64_t room,
-                                    LayoutOfProducer layout_of) {
-  std::vector<LayoutMove> moves;
-  for (int layout : conversions.layouts(u)) {
-    const ConversionCost cost = conversions.InputCost(u, layout, layout_of);
-    double time = 0;
-    const int choice =
-        FastestThatFits(op, room - cost.workspace_bytes, &time, &conversions.alternative_layouts(u), layout);
-    if (choice < 0) continue;
-    moves.push_back({layout, choice, time + cost.time_us});
+std::vector<StepMove> MovesOf(const Graph& graph, const LayoutConversions& conversions, const PrimitiveWeights& weights,
+                              OpId u, int64_t live, int64_t budget, int64_t extra, int64_t peak,
+                              LayoutOfProducer layout_of) {
+  const Op& op = graph.op(u);
+  std::vector<StepMove> moves;
+  const bool sensitive = conversions.sensitive(u);
+  const bool layout_matters = conversions.feeds_sensitive(u);
+  static const std::vector<int> kAny = {0};
+  for (int layout : sensitive ? conversions.layouts(u) : kAny) {
+    const ConversionCost cost = sensitive ? conversions.InputCost(u, layout, layout_of) : ConversionCost();
+    const int64_t room = budget - live - cost.workspace_bytes;
+    if (!weights.active()) {
+      double time = 0;
+      const int choice =
+          FastestThatFits(op, room, &time, sensitive ? &conversions.alternative_layouts(u) : nullptr, layout);
+      if (time != kInfinity) moves.push_back({layout, choice, time + cost.time_us, 0, 0});
+      continue;
+    }
+    const int count = static_cast<int>(op.alternatives.size());
+    for (int a = count == 0 ? -1 : 0; a < count; ++a) {
+      if (sensitive && conversions.alternative_layouts(u)[a] != layout) continue;
+      const int64_t workspace = WorkspaceOf(op, a);
+      if (workspace > room) continue;
+      const int64_t after = extra + weights.ExtraAboveLeast(u, a);
+      const int64_t step_peak = std::max(peak, live + cost.workspace_bytes + workspace);
+      if (step_peak > budget - after) continue;
+      moves.push_back({layout, a, TimeOf(op, a) + cost.time_us, after, step_peak});
+    }
   }
-  if (!conversions.feeds_sensitive(u) && moves.size() > 1) {
-    auto fastest = std::min_element(moves.begin(), moves.end(),
-                                    [](const LayoutMove& a, const LayoutMove& b) { return a.time < b.time; });
-    moves = {*fastest};
+  if (!weights.active()) {
+    if (!layout_matters && moves.size() > 1) {
+      auto fastest = std::min_element(moves.begin(), moves.end(),
+                                      [](const StepMove& a, const StepMove& b) { return a.time < b.time; });
+      moves = {*fastest};
+    }
+    return moves;
   }
-  return moves;
+  // Those no other is no worse than (of equal ones, the first).
+  std::vector<StepMove> kept;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < moves.size() && !dominated; ++j) {
+      if (j == i || !NoWorse(moves[j], moves[i], layout_matters)) continue;
+      dominated = j < i || !NoWorse(moves[i], moves[j], layout_matters);
+    }
+    if (!dominated) kept.push_back(moves[i]);
+  }
+  return kept;
 }
 
 // Ops run so far, one bit each.
@@ -95,7 +144,20 @@ struct Node {
   double time;  // g: the time of the ops run
   double rest;  // h: the estimate for the ops not run
   int depth;
+  int64_t extra;  // StepMove's (0 without transformed weights)
+  int64_t peak;
 };
+
+// A way a set (with its layouts) was reached: kept while no other way to
+// it is no worse (without transformed weights: while none is faster).
+struct Label {
+  double time;
+  int64_t extra;
+  int64_t peak;
+  int32_t node;
+};
+bool NoWorse(const Label& a, const Label& b) { return a.time <= b.time && a.extra <= b.extra && a.peak <= b.peak; }
+using Labels = absl::InlinedVector<Label, 1>;
 
 }  // namespace
 
@@ -113,38 +175,46 @@ double FastestTime(const Op& op) {
 
 namespace {
 
-// SelectForOrder when some alternatives state layouts: a shortest path over
-// the order's steps whose states are the layouts of the ops run whose
-// layout still matters (LayoutConversions::feeds_sensitive, with a
-// consumer not run yet); the bytes live before each step are the same in
-// every state. Past kMaxLayoutStates states at a step, the fastest are
-// kept.
-constexpr size_t kMaxLayoutStates = 4096;
+// SelectForOrder when some alternatives state layouts or transformed
+// weights count: a shortest path over the order's steps whose states are
+// the layouts of the ops run whose layout still matters
+// (LayoutConversions::feeds_sensitive, with a consumer not run yet) and,
+// with weights, the extra bytes chosen so far and the most bytes live at a
+// step so far (StepMove); of the states of one layout signature only those
+// no other is no worse than are kept. The bytes live before each step are
+// the same in every state. Past kMaxOrderStates states at a step, the
+// fastest are kept.
+constexpr size_t kMaxOrderStates = 4096;
 
-std::optional<PrimitiveSelection> SelectForOrderWithLayouts(const BufferModel& buffers,
-                                                            const LayoutConversions& conversions,
-                                                            const std::vector<OpId>& order, int64_t budget) {
+std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buffers,
+                                                         const LayoutConversions& conversions,
+                                                         const PrimitiveWeights& weights,
+                                                         const std::vector<OpId>& order, int64_t budget) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
-  struct Step {
+  struct State {
     int32_t parent;  // index in the previous step's states
     int choice;
     double time;
+    int64_t extra;
+    int64_t peak;
   };
-  std::vector<std::vector<Step>> steps;
-  // The current states: per state, the layouts of `open` (parallel).
+  std::vector<std::vector<State>> steps;
+  // The current states and, parallel, the layouts of `open` in each.
+  std::vector<State> states = {{-1, -1, 0, 0, 0}};
   std::vector<std::vector<int>> signatures(1);
-  std::vector<double> times(1, 0);
   std::vector<OpId> open;
   std::vector<int> slot(n, -1);    // an open op's index in `open`
   std::vector<int> pending(n, 0);  // sensitive consumers not run yet
   for (OpId u = 0; u < n; ++u) {
     for (const LayoutConversions::Input& input : conversions.inputs(u)) ++pending[input.producer];
   }
+  // (Weights: each choice's extra above its op's least, against what is
+  // left of the budget past every op's least.)
+  const int64_t room = budget - weights.least_total();
   MemoryTracker tracker(buffers);
   for (OpId u : order) {
-    const Op& op = graph.op(u);
-    const int64_t room = budget - (tracker.StepBytes(u) - op.workspace_bytes);
+    const int64_t live = tracker.StepBytes(u) - graph.op(u).workspace_bytes;
     // The open ops after u.
     for (const LayoutConversions::Input& input : conversions.inputs(u)) --pending[input.producer];
     std::vector<OpId> next_open;
@@ -152,42 +222,48 @@ std::optional<PrimitiveSelection> SelectForOrderWithLayouts(const BufferModel& b
       if (pending[p] > 0) next_open.push_back(p);
     }
     const bool opens = pending[u] > 0;
-    absl::flat_hash_map<std::vector<int>, int32_t> index;
-    std::vector<std::vector<int>> next_signatures;
-    std::vector<Step> next;
-    for (size_t s = 0; s < signatures.size(); ++s) {
+    // Per signature after u (in the order reached), the states reaching it.
+    absl::flat_hash_map<std::vector<int>, size_t> group_of;
+    std::vector<std::pair<std::vector<int>, std::vector<State>>> groups;
+    for (size_t s = 0; s < states.size(); ++s) {
       const std::vector<int>& signature = signatures[s];
       const auto layout_of = [&](OpId p) { return slot[p] < 0 ? 0 : signature[slot[p]]; };
-      std::vector<LayoutMove> moves;
-      if (conversions.sensitive(u)) {
-        moves = LayoutMoves(op, conversions, u, room, layout_of);
-      } else {
-        double time = 0;
-        const int choice = FastestThatFits(op, room, &time);
-        if (time != kInfinity) moves.push_back({0, choice, time});
-      }
-      for (const LayoutMove& move : moves) {
+      for (const StepMove& move :
+           MovesOf(graph, conversions, weights, u, live, room, states[s].extra, states[s].peak, layout_of)) {
         std::vector<int> key;
         for (OpId p : next_open) key.push_back(signature[slot[p]]);
         if (opens) key.push_back(move.layout);
-        const double time = times[s] + move.time;
-        auto [it, inserted] = index.try_emplace(std::move(key), static_cast<int32_t>(next.size()));
-        if (inserted) {
-          next_signatures.push_back(it->first);
-          next.push_back({static_cast<int32_t>(s), move.choice, time});
-        } else if (time < next[it->second].time) {
-          next[it->second] = {static_cast<int32_t>(s), move.choice, time};
-        }
+        auto [it, inserted] = group_of.try_emplace(key, groups.size());
+        if (inserted) groups.emplace_back(std::move(key), std::vector<State>());
+        const State next{static_cast<int32_t>(s), move.choice, states[s].time + move.time, move.extra, move.peak};
+        // Kept unless one reached is no worse; it replaces those it is no
+        // worse than.
+        std::vector<State>& here = groups[it->second].second;
+        const auto no_worse = [](const State& a, const State& b) {
+          return a.time <= b.time && a.extra <= b.extra && a.peak <= b.peak;
+        };
+        if (std::any_of(here.begin(), here.end(), [&](const State& o) { return no_worse(o, next); })) continue;
+        here.erase(std::remove_if(here.begin(), here.end(), [&](const State& o) { return no_worse(next, o); }),
+                   here.end());
+        here.push_back(next);
+      }
+    }
+    std::vector<State> next;
+    std::vector<std::vector<int>> next_signatures;
+    for (const auto& [signature, reaching] : groups) {
+      for (const State& state : reaching) {
+        next.push_back(state);
+        next_signatures.push_back(signature);
       }
     }
     if (next.empty()) return std::nullopt;
-    if (next.size() > kMaxLayoutStates) {
+    if (next.size() > kMaxOrderStates) {
       std::vector<int32_t> keep(next.size());
       for (size_t i = 0; i < keep.size(); ++i) keep[i] = static_cast<int32_t>(i);
-      std::nth_element(keep.begin(), keep.begin() + kMaxLayoutStates, keep.end(),
+      std::nth_element(keep.begin(), keep.begin() + kMaxOrderStates, keep.end(),
                        [&](int32_t a, int32_t b) { return next[a].time < next[b].time; });
-      keep.resize(kMaxLayoutStates);
-      std::vector<Step> kept;
+      keep.resize(kMaxOrderStates);
+      std::vector<State> kept;
       std::vector<std::vector<int>> kept_signatures;
       for (int32_t i : keep) {
         kept.push_back(next[i]);
@@ -201,15 +277,16 @@ std::optional<PrimitiveSelection> SelectForOrderWithLayouts(const BufferModel& b
     if (opens) open.push_back(u);
     for (size_t i = 0; i < open.size(); ++i) slot[open[i]] = static_cast<int>(i);
     signatures = std::move(next_signatures);
-    times.clear();
-    for (const Step& step : next) times.push_back(step.time);
+    states = next;
     steps.push_back(std::move(next));
     tracker.Run(u);
   }
   PrimitiveSelection out;
   out.order = order;
   out.choice.assign(n, -1);
-  int32_t at = static_cast<int32_t>(std::min_element(times.begin(), times.end()) - times.begin());
+  int32_t at = static_cast<int32_t>(
+      std::min_element(states.begin(), states.end(), [](const State& a, const State& b) { return a.time < b.time; }) -
+      states.begin());
   for (size_t i = order.size(); i-- > 0;) {
     out.choice[order[i]] = steps[i][at].choice;
     at = steps[i][at].parent;
@@ -225,7 +302,10 @@ std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, con
                                                  int64_t budget) {
   const Graph& graph = buffers.graph();
   const LayoutConversions conversions(graph);
-  if (conversions.active()) return SelectForOrderWithLayouts(buffers, conversions, order, budget);
+  const PrimitiveWeights weights(graph, buffers.model().count_weights);
+  if (conversions.active() || weights.active()) {
+    return SelectForOrderByStates(buffers, conversions, weights, order, budget);
+  }
   PrimitiveSelection out;
   out.order = order;
   out.choice.assign(graph.num_ops(), -1);
@@ -233,7 +313,8 @@ std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, con
   MemoryTracker tracker(buffers);
   for (OpId u : order) {
     const Op& op = graph.op(u);
-    const int64_t without = tracker.StepBytes(u) - op.workspace_bytes;
+    // (Weights that every choice transforms alike count in full.)
+    const int64_t without = tracker.StepBytes(u) - op.workspace_bytes + weights.least_total();
     double time = 0;
     const int choice = FastestThatFits(op, budget - without, &time);
     if (time == kInfinity) return std::nullopt;
@@ -301,7 +382,7 @@ struct SegmentResult {
 };
 
 SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions& conversions,
-                            const MemoryTracker& before, const std::vector<OpId>& ops,
+                            const PrimitiveWeights& weights, const MemoryTracker& before, const std::vector<OpId>& ops,
                             const std::vector<double>& estimate, int64_t budget, std::optional<SegmentResult> start,
                             Clock::time_point deadline, const SearchOptions& limits, MemoryCharge* charge) {
   const Graph& graph = buffers.graph();
@@ -367,11 +448,12 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
   // A*: nodes in the order made; open ones by (time + estimate, deeper
   // first). A set reached again at no less time is not pushed.
   std::vector<Node> nodes;
-  absl::flat_hash_map<OpSet, double> best_time;    // per set: the least time it was reached at
+  absl::flat_hash_map<OpSet, Labels> reached;      // per set: the ways kept
   int64_t layout_words = 0;                        // the keys' words past the sets'
+  int64_t more_labels = 0;                         // labels past one per set
   using Entry = std::tuple<double, int, int32_t>;  // (f, -depth, node)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> open;
-  nodes.push_back({-1, kNoOp, -1, 0, total_estimate, 0});
+  nodes.push_back({-1, kNoOp, -1, 0, total_estimate, 0, 0, 0});
   open.push({total_estimate, 0, 0});
   OpSet set(words);
   std::vector<int> path;  // local indices
@@ -384,9 +466,10 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
       // Each set kept: its bits, its map slot, its node and queue entry.
       // (A key past the set's words holds the layouts that still matter:
       // layout_words counts them.)
-      const int64_t held = static_cast<int64_t>(best_time.size()) * static_cast<int64_t>(8 * words + 48) +
-                           8 * layout_words +
-                           static_cast<int64_t>(nodes.size()) * static_cast<int64_t>(sizeof(Node) + sizeof(Entry));
+      const int64_t held =
+          static_cast<int64_t>(reached.size()) * static_cast<int64_t>(8 * words + 40 + sizeof(Labels)) +
+          8 * layout_words + more_labels * static_cast<int64_t>(sizeof(Label)) +
+          static_cast<int64_t>(nodes.size()) * static_cast<int64_t>(sizeof(Node) + sizeof(Entry));
       if (Clock::now() >= deadline || Cancelled(limits) ||
           (limits.max_states > 0 && result.states >= limits.max_states) || !charge->TryResize(held)) {
         stopped = true;
@@ -408,20 +491,23 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
       tracker.Run(ops[*it]);
       Add(&set, *it);
     }
-    auto seen = best_time.find(layout_feeders.empty() ? set : key_of(set));
-    if (seen != best_time.end() && seen->second < node.time) continue;  // reached faster since
+    // Skipped when a way to its set found since is no worse.
+    auto seen = reached.find(layout_feeders.empty() ? set : key_of(set));
+    if (seen != reached.end() &&
+        std::none_of(seen->second.begin(), seen->second.end(), [&](const Label& l) { return l.node == index; })) {
+      continue;
+    }
     if (node.depth == m) {
       goal = index;
       best = node.time;
       break;
     }
     ++result.states;
-    // The ready ops, each with its fastest alternative that fits now.
+    // The ready ops, each with its ways to run now (MovesOf).
     struct Move {
       OpId op;
       int local;  // its bit
-      int choice;
-      double time;
+      StepMove step;
     };
     std::vector<Move> moves;
     int forced = -1;  // the index in moves of an op that runs at once
@@ -431,30 +517,25 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
       bool ready = true;
       for (int p : inside[i]) ready = ready && Has(set, p);
       if (!ready) continue;
-      const Op& op = graph.op(u);
-      const int64_t without = tracker.StepBytes(u) - op.workspace_bytes;
-      if (conversions.sensitive(u)) {
-        for (const LayoutMove& move :
-             LayoutMoves(op, conversions, u, budget - without, [&](OpId p) { return layout_now[p]; })) {
-          moves.push_back({u, i, move.choice, move.time});
-        }
-        // (Its layout may matter later: not forced, unless it matters to
-        // no op after it.)
-        if (moves.empty() || moves.back().op != u || conversions.feeds_sensitive(u)) continue;
-      } else {
-        double time = 0;
-        const int choice = FastestThatFits(op, budget - without, &time);
-        if (time == kInfinity) continue;
-        moves.push_back({u, i, choice, time});
-      }
-      const double time = moves.back().time;
-      // Its time here is the least it can have anywhere (estimate[u] is a
-      // bound), and running it raises nothing: it runs at once.
+      const int64_t live = tracker.StepBytes(u) - graph.op(u).workspace_bytes;
+      const std::vector<StepMove> ways = MovesOf(graph, conversions, weights, u, live, budget, node.extra, node.peak,
+                                                 [&](OpId p) { return layout_now[p]; });
+      for (const StepMove& way : ways) moves.push_back({u, i, way});
+      // An op whose layout may matter later is not forced.
+      if (ways.empty() || conversions.feeds_sensitive(u) || forced >= 0) continue;
+      // A way whose time is the least u can have anywhere (estimate[u] is
+      // a bound), that raises neither the extra weights nor the peak so
+      // far, when running u raises nothing: it runs at once.
       // (Graph inputs nobody reads die after the first step whichever op
       // runs it: no part of u's own change, which BytesAfter counts them in.)
       const int64_t unused = tracker.steps() == 0 ? buffers.unused_input_bytes() : 0;
-      if (forced < 0 && time == estimate[u] && tracker.BytesAfter(u) + unused <= tracker.live_bytes()) {
-        forced = static_cast<int>(moves.size()) - 1;
+      if (tracker.BytesAfter(u) + unused > tracker.live_bytes()) continue;
+      for (size_t k = moves.size() - ways.size(); k < moves.size(); ++k) {
+        const StepMove& way = moves[k].step;
+        if (way.time == estimate[u] && way.extra == node.extra && way.peak == node.peak) {
+          forced = static_cast<int>(k);
+          break;
+        }
       }
     }
     if (forced >= 0) {
@@ -464,22 +545,27 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
     for (const Move& move : moves) {
       OpSet next = set;
       Add(&next, move.local);
-      const double time = node.time + move.time;
+      const double time = node.time + move.step.time;
       const double rest = node.rest - estimate[move.op];
       if (time + rest >= best) continue;
       size_t key_words = words;
       if (!layout_feeders.empty()) {
-        layout_now[move.op] = conversions.LayoutOf(move.op, move.choice);
+        layout_now[move.op] = conversions.LayoutOf(move.op, move.step.choice);
         next = key_of(next);
         key_words = next.size();
       }
-      auto [it, inserted] = best_time.try_emplace(std::move(next), time);
+      const Label label{time, move.step.extra, move.step.peak, static_cast<int32_t>(nodes.size())};
+      auto [it, inserted] = reached.try_emplace(std::move(next));
+      Labels& labels = it->second;
       if (inserted) layout_words += static_cast<int64_t>(key_words - words);
-      if (!inserted) {
-        if (it->second <= time) continue;
-        it->second = time;
-      }
-      nodes.push_back({index, move.local, move.choice, time, rest, node.depth + 1});
+      if (std::any_of(labels.begin(), labels.end(), [&](const Label& l) { return NoWorse(l, label); })) continue;
+      const size_t before_count = labels.size();
+      labels.erase(std::remove_if(labels.begin(), labels.end(), [&](const Label& l) { return NoWorse(label, l); }),
+                   labels.end());
+      labels.push_back(label);
+      if (!inserted) more_labels += static_cast<int64_t>(labels.size()) - static_cast<int64_t>(before_count);
+      nodes.push_back(
+          {index, move.local, move.step.choice, time, rest, node.depth + 1, move.step.extra, move.step.peak});
       open.push({time + rest, -(node.depth + 1), static_cast<int32_t>(nodes.size() - 1)});
     }
   }
@@ -509,9 +595,17 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
 
 // The segments MinimizeTime searches one by one: the graph's at cut points
 // (partition.h), joined where an op's layout matters to an op in a later
-// one (their choices are then not independent).
-std::vector<std::vector<OpId>> SegmentsFor(const Graph& graph, const LayoutConversions& conversions) {
+// one (their choices are then not independent), all joined when
+// transformed weights count (every choice's weights are resident at every
+// step).
+std::vector<std::vector<OpId>> SegmentsFor(const Graph& graph, const LayoutConversions& conversions,
+                                           const PrimitiveWeights& weights) {
   std::vector<std::vector<OpId>> segments = SplitAtCutPoints(graph);
+  if (weights.active()) {
+    std::vector<std::vector<OpId>> one(1);
+    for (const std::vector<OpId>& segment : segments) one[0].insert(one[0].end(), segment.begin(), segment.end());
+    return one;
+  }
   if (!conversions.active()) return segments;
   std::vector<int> segment_of(graph.num_ops());
   for (size_t k = 0; k < segments.size(); ++k) {
@@ -542,7 +636,7 @@ std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers,
   // workspace).
   std::vector<int> target = FastestChoices(graph);
   while (Clock::now() < deadline && !Cancelled(limits)) {
-    const Graph aimed = graph.WithWorkspaces(StepWorkspaces(graph, target));
+    const Graph aimed = ChosenGraph(graph, target);
     const BufferModel aimed_buffers(aimed, buffers.model());
     SearchOptions search = limits;
     search.time_limit_seconds = deadline == Clock::time_point::max()
@@ -587,6 +681,10 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   const int n = graph.num_ops();
   const Clock::time_point deadline = DeadlineIn(limits.time_limit_seconds);
   TimeSearchResult result;
+  // With transformed weights, the search's budget is what is left past
+  // every op's least extra (MovesOf counts each choice's extra above it).
+  const PrimitiveWeights weights(graph, buffers.model().count_weights);
+  const int64_t room = budget - weights.least_total();
 
   // The estimate: per op, the fastest alternative that fits beside what is
   // surely live at its step in every order (SurelyLiveBytes; a tenth of the
@@ -603,8 +701,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   double total_estimate = 0;
   for (OpId u = 0; u < n; ++u) {
     const Op& op = graph.op(u);
-    FastestThatFits(op, budget - ((*surely_live)[u] - (op.alternatives.empty() ? op.workspace_bytes : 0)),
-                    &estimate[u]);
+    FastestThatFits(op, room - ((*surely_live)[u] - (op.alternatives.empty() ? op.workspace_bytes : 0)), &estimate[u]);
     if (estimate[u] == kInfinity) {  // u fits at no step
       result.proven = true;
       return result;
@@ -645,7 +742,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   // Time: each segment gets a share of what is left by its ops; a second
   // pass gives what the first left to the segments it did not prove.
   const LayoutConversions conversions(graph);
-  const std::vector<std::vector<OpId>> segments = SegmentsFor(graph, conversions);
+  const std::vector<std::vector<OpId>> segments = SegmentsFor(graph, conversions, weights);
   std::vector<SegmentResult> solved(segments.size());
   std::vector<std::pair<size_t, MemoryTracker>> unproven;  // (segment, the state before it)
   const auto share = [&](int64_t ops, int64_t of) {
@@ -671,8 +768,8 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
       if (!from_start.has_value() || s.time < from_start->time) from_start = std::move(s);
     }
     const int64_t m = static_cast<int64_t>(ops.size());
-    SegmentResult segment = SearchSegment(buffers, conversions, before, ops, estimate, budget, std::move(from_start),
-                                          share(m, ops_left), limits, &charge);
+    SegmentResult segment = SearchSegment(buffers, conversions, weights, before, ops, estimate, room,
+                                          std::move(from_start), share(m, ops_left), limits, &charge);
     ops_left -= m;
     result.states += segment.states;
     if (!segment.feasible) {
@@ -693,7 +790,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   for (const auto& [k, state] : unproven) {
     if (Clock::now() >= deadline || Cancelled(limits)) break;
     const int64_t m = static_cast<int64_t>(segments[k].size());
-    SegmentResult again = SearchSegment(buffers, conversions, state, segments[k], estimate, budget, solved[k],
+    SegmentResult again = SearchSegment(buffers, conversions, weights, state, segments[k], estimate, room, solved[k],
                                         share(m, unproven_ops), limits, &charge);
     unproven_ops -= m;
     result.states += again.states;

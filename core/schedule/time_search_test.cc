@@ -95,8 +95,21 @@ TEST(TimeSearchTest, EqualsBruteForceOnSmallGraphs) {
   EXPECT_GT(downgrades, 500);
 }
 
+// The peak of `order` with `choice`, its workspaces, conversions and (when
+// the model counts weights) resident weights computed on their own
+// (testing::CostOfChoice).
+int64_t PeakWithChoice(const Graph& graph, const MemoryModel& model, const std::vector<OpId>& order,
+                       const std::vector<int>& choice) {
+  const testing::ChoiceCost cost = testing::CostOfChoice(graph, choice);
+  MemoryModel without_weights = model;
+  without_weights.count_weights = false;
+  return Simulate(BufferModel(graph.WithWorkspaces(cost.workspace), without_weights), order)->peak_bytes +
+         (model.count_weights ? cost.weight_bytes : 0);
+}
+
 // The least time of the choices for a fixed order whose steps fit the
-// budget (each choice simulated with its conversions), by brute force.
+// budget (each choice simulated with its conversions and weights), by brute
+// force.
 double BruteForceLeastTimeForOrder(const Graph& graph, const MemoryModel& model, const std::vector<OpId>& order,
                                    int64_t budget) {
   const int n = graph.num_ops();
@@ -105,8 +118,7 @@ double BruteForceLeastTimeForOrder(const Graph& graph, const MemoryModel& model,
   std::function<void(int)> choose = [&](int u) {
     if (u == n) {
       const testing::ChoiceCost cost = testing::CostOfChoice(graph, choice);
-      const Graph chosen = graph.WithWorkspaces(cost.workspace);
-      if (Simulate(BufferModel(chosen, model), order)->peak_bytes <= budget) best = std::min(best, cost.time);
+      if (PeakWithChoice(graph, model, order, choice) <= budget) best = std::min(best, cost.time);
       return;
     }
     const int alternatives = std::max<int>(1, static_cast<int>(graph.op(u).alternatives.size()));
@@ -181,6 +193,73 @@ TEST(TimeSearchTest, EqualsBruteForceWithLayouts) {
   // Some optima pay for a conversion (and so the conversions are searched,
   // not avoided).
   EXPECT_GT(converting, 20);
+}
+
+// With transformed weights counted (primitive_weights.h): the search, the
+// fixed-order choice and the primitives' side against brute force over
+// every order and every choice, weights computed on their own
+// (testing::CostOfChoice); layouts on every third graph.
+TEST(TimeSearchTest, EqualsBruteForceWithWeights) {
+  std::mt19937 rng(2019);
+  int feasible = 0, infeasible = 0, order_feasible = 0, transformed = 0, slower_for_weights = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 5, rng);
+    testing::AddRandomAlternatives(&spec, rng, trial % 2 == 0 ? 0 : 4, 1, 3, 50, 121);
+    testing::AddRandomWeights(&spec, rng);
+    if (trial % 3 == 2) testing::AddRandomLayouts(&spec, rng);
+    const Graph graph = *Graph::Build(std::move(spec));
+    MemoryModel model;
+    model.count_weights = true;
+    model.in_place = trial % 4 == 1;
+    model.alias_views = trial % 4 == 2;
+    const BufferModel buffers(graph, model);
+    const int64_t floor = LeastWorkspacePeak(graph, model);
+    const int64_t budget = floor - 40 + static_cast<int64_t>(rng() % 240);
+    const std::vector<OpId> start = FileOrder(graph);
+    const double order_expected = BruteForceLeastTimeForOrder(graph, model, start, budget);
+    const std::optional<PrimitiveSelection> from_start = SelectForOrder(buffers, start, budget);
+    ASSERT_EQ(from_start.has_value(), order_expected != kNone) << "trial " << trial;
+    if (from_start.has_value()) {
+      ++order_feasible;
+      EXPECT_NEAR(from_start->time_us, order_expected, 1e-6) << "trial " << trial;
+      EXPECT_LE(PeakWithChoice(graph, model, start, from_start->choice), budget) << "trial " << trial;
+    }
+    const TimeSearchResult result = MinimizeTime(buffers, start, budget, SearchOptions());
+    const double expected = testing::BruteForceLeastTime(graph, model.alias_views, model.in_place, budget,
+                                                         /*count_weights=*/true);
+    ASSERT_TRUE(result.proven) << "trial " << trial;
+    if (expected == kNone) {
+      EXPECT_FALSE(result.feasible) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(result.feasible) << "trial " << trial << ": brute force found " << expected;
+    ++feasible;
+    EXPECT_NEAR(result.selection.time_us, expected, 1e-6) << "trial " << trial;
+    EXPECT_NEAR(result.lower_bound_us, expected, 1e-6) << "trial " << trial;
+    ASSERT_TRUE(IsTopologicalOrder(graph, result.selection.order)) << "trial " << trial;
+    EXPECT_LE(PeakWithChoice(graph, model, result.selection.order, result.selection.choice), budget)
+        << "trial " << trial;
+    const testing::ChoiceCost cost = testing::CostOfChoice(graph, result.selection.choice);
+    if (cost.weight_bytes != graph.weight_bytes()) ++transformed;
+    // Where the weights-blind optimum is faster, the weights made the
+    // difference.
+    if (testing::BruteForceLeastTime(graph, model.alias_views, model.in_place, budget - graph.weight_bytes()) <
+        expected - 1e-6) {
+      ++slower_for_weights;
+    }
+    if (std::optional<PrimitiveSelection> downgraded = DowngradeUntilFits(buffers, budget, SearchOptions())) {
+      EXPECT_LE(PeakWithChoice(graph, model, downgraded->order, downgraded->choice), budget) << "trial " << trial;
+      EXPECT_GE(downgraded->time_us, expected - 1e-6) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(infeasible, 10);
+  EXPECT_GT(feasible, 300);
+  EXPECT_GT(order_feasible, 200);
+  // Some optima keep transformed weights, and some are slower because of
+  // them.
+  EXPECT_GT(transformed, 50);
+  EXPECT_GT(slower_for_weights, 20);
 }
 
 // By hand: x (1 MiB) -> a -> y (1 MiB) -> b. a runs in layout B (2 us) or
