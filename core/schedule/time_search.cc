@@ -79,13 +79,15 @@ bool NoWorse(const StepMove& a, const StepMove& b, bool layout_matters) {
 // fits beside its conversions, only the fastest of all when u's layout
 // matters to no later op. With them: every alternative whose step, with
 // everything chosen so far, fits (max(peak, step) + extra <= budget),
-// keeping those no other is no worse than.
+// keeping those no other is no worse than. Replaces `*moves` (a buffer
+// the caller reuses).
 template <typename LayoutOfProducer>
-std::vector<StepMove> MovesOf(const Graph& graph, const LayoutConversions& conversions, const PrimitiveWeights& weights,
-                              OpId u, int64_t live, int64_t budget, int64_t extra, int64_t peak,
-                              LayoutOfProducer layout_of) {
+void MovesOf(const Graph& graph, const LayoutConversions& conversions, const PrimitiveWeights& weights, OpId u,
+             int64_t live, int64_t budget, int64_t extra, int64_t peak, LayoutOfProducer layout_of,
+             std::vector<StepMove>* out) {
   const Op& op = graph.op(u);
-  std::vector<StepMove> moves;
+  std::vector<StepMove>& moves = *out;
+  moves.clear();
   const bool sensitive = conversions.sensitive(u);
   const bool layout_matters = conversions.feeds_sensitive(u);
   static const std::vector<int> kAny = {0};
@@ -112,23 +114,25 @@ std::vector<StepMove> MovesOf(const Graph& graph, const LayoutConversions& conve
   }
   if (!weights.active()) {
     if (!layout_matters && moves.size() > 1) {
-      auto fastest = std::min_element(moves.begin(), moves.end(),
-                                      [](const StepMove& a, const StepMove& b) { return a.time < b.time; });
-      moves = {*fastest};
+      const StepMove fastest = *std::min_element(moves.begin(), moves.end(),
+                                                 [](const StepMove& a, const StepMove& b) { return a.time < b.time; });
+      moves.assign(1, fastest);
     }
-    return moves;
+    return;
   }
   // Those no other is no worse than (of equal ones, the first).
-  std::vector<StepMove> kept;
+  std::vector<bool> dominated(moves.size(), false);
   for (size_t i = 0; i < moves.size(); ++i) {
-    bool dominated = false;
-    for (size_t j = 0; j < moves.size() && !dominated; ++j) {
+    for (size_t j = 0; j < moves.size() && !dominated[i]; ++j) {
       if (j == i || !NoWorse(moves[j], moves[i], layout_matters)) continue;
-      dominated = j < i || !NoWorse(moves[i], moves[j], layout_matters);
+      dominated[i] = j < i || !NoWorse(moves[i], moves[j], layout_matters);
     }
-    if (!dominated) kept.push_back(moves[i]);
   }
-  return kept;
+  size_t kept = 0;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    if (!dominated[i]) moves[kept++] = moves[i];
+  }
+  moves.resize(kept);
 }
 
 // Ops run so far, one bit each.
@@ -213,6 +217,7 @@ std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buff
   // left of the budget past every op's least.)
   const int64_t room = budget - weights.least_total();
   MemoryTracker tracker(buffers);
+  std::vector<StepMove> ways;  // (reused)
   for (OpId u : order) {
     const int64_t live = tracker.StepBytes(u) - graph.op(u).workspace_bytes;
     // The open ops after u.
@@ -228,8 +233,8 @@ std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buff
     for (size_t s = 0; s < states.size(); ++s) {
       const std::vector<int>& signature = signatures[s];
       const auto layout_of = [&](OpId p) { return slot[p] < 0 ? 0 : signature[slot[p]]; };
-      for (const StepMove& move :
-           MovesOf(graph, conversions, weights, u, live, room, states[s].extra, states[s].peak, layout_of)) {
+      MovesOf(graph, conversions, weights, u, live, room, states[s].extra, states[s].peak, layout_of, &ways);
+      for (const StepMove& move : ways) {
         std::vector<int> key;
         for (OpId p : next_open) key.push_back(signature[slot[p]]);
         if (opens) key.push_back(move.layout);
@@ -457,6 +462,13 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
   open.push({total_estimate, 0, 0});
   OpSet set(words);
   std::vector<int> path;  // local indices
+  struct Move {
+    OpId op;
+    int local;  // its bit
+    StepMove step;
+  };
+  std::vector<Move> moves;     // (reused at every set)
+  std::vector<StepMove> ways;  // (reused at every op)
   int32_t goal = -1;
   bool stopped = false;
   while (!open.empty()) {
@@ -504,12 +516,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
     }
     ++result.states;
     // The ready ops, each with its ways to run now (MovesOf).
-    struct Move {
-      OpId op;
-      int local;  // its bit
-      StepMove step;
-    };
-    std::vector<Move> moves;
+    moves.clear();
     int forced = -1;  // the index in moves of an op that runs at once
     for (int i = 0; i < m; ++i) {
       const OpId u = ops[i];
@@ -518,8 +525,9 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
       for (int p : inside[i]) ready = ready && Has(set, p);
       if (!ready) continue;
       const int64_t live = tracker.StepBytes(u) - graph.op(u).workspace_bytes;
-      const std::vector<StepMove> ways = MovesOf(graph, conversions, weights, u, live, budget, node.extra, node.peak,
-                                                 [&](OpId p) { return layout_now[p]; });
+      MovesOf(
+          graph, conversions, weights, u, live, budget, node.extra, node.peak, [&](OpId p) { return layout_now[p]; },
+          &ways);
       for (const StepMove& way : ways) moves.push_back({u, i, way});
       // An op whose layout may matter later is not forced.
       if (ways.empty() || conversions.feeds_sensitive(u) || forced >= 0) continue;
