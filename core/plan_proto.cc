@@ -237,6 +237,12 @@ absl::StatusOr<Graph> GraphFromRequest(const v1::PlanRequest& request, RequestGr
       GraphSpec spec = GraphSpecFromProto(request.graph());
       if (!request.model_name().empty()) spec.name = request.model_name();
       RETURN_IF_ERROR(ApplyPrimitives(request.options(), &spec));
+      if (!RequestAsksForTime(request.options())) {
+        // Not read: nor checked (a missing layout transform, say, is no
+        // reason to refuse a plan of least peak).
+        for (OpSpec& op : spec.ops) op.alternatives.clear();
+        spec.layout_transforms.clear();
+      }
       return Graph::Build(std::move(spec));
     }
     case v1::PlanRequest::kOnnxModel: {

@@ -20,6 +20,7 @@
 #include "core/schedule/primitive_weights.h"
 #include "core/schedule/time_frontier.h"
 #include "core/schedule/time_search.h"
+#include "core/util/deadline.h"
 #include "core/util/memory_account.h"
 #include "core/util/status_macros.h"
 
@@ -203,10 +204,13 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   double lower_bound = 0;
   int64_t states = frontier.has_value() ? frontier->states : 0;
   if (options->objective == Objective::kTime) {
-    std::optional<PrimitiveSelection> start_choice = SelectForOrder(buffers, start_order, budget);
     TimeSearchResult result;
     if (!options->given_order.empty()) {
-      // The given order's primitives: the fastest that fit at each step.
+      // The given order's primitives: the fastest that fit at each step
+      // (with layouts or weights, the least time of those that fit, within
+      // half the time left).
+      std::optional<PrimitiveSelection> start_choice =
+          SelectForOrder(buffers, start_order, budget, DeadlineIn(std::max(0.5 * seconds_left(), 1e-3)));
       result.feasible = start_choice.has_value();
       result.proven = true;  // (for this order)
       if (start_choice.has_value()) {

@@ -295,6 +295,31 @@ TEST(PrimitivePlanTest, RequestPrimitivesReplaceTheGraphs) {
   EXPECT_TRUE(fft);
 }
 
+// A graph's alternatives are read, and so checked, only by requests that
+// ask for time: a missing layout transform or a weight_bytes with nothing
+// to replace refuses those, not a plan of least peak.
+TEST(PrimitivePlanTest, OnlyRequestsForTimeReadTheGraphsAlternatives) {
+  GraphSpec spec = testing::TwoBranchesWithKernels();
+  spec.ops[1].alternatives[0].layout = "A";  // b, which d reads
+  spec.ops[3].alternatives = {{"only", 1, 0, "B", 0}};
+  v1::PlanRequest layouts = TimeRequest(spec, 1000);
+  EXPECT_THAT(std::string(ExecutePlanRequest(layouts).status().message()),
+              HasSubstr("layout_transforms has no transform from 'A' to 'B'"));
+  layouts.mutable_options()->set_objective("min_peak");
+  layouts.mutable_options()->set_memory_budget_bytes(0);
+  absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(layouts);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->has_time());
+
+  spec = testing::TwoBranchesWithKernels();
+  spec.ops[0].alternatives[0].weight_bytes = 10;  // a reads no weight
+  v1::PlanRequest weights = TimeRequest(spec, 1000);
+  EXPECT_THAT(std::string(ExecutePlanRequest(weights).status().message()), HasSubstr("reads no weight of its own"));
+  weights.mutable_options()->set_objective("min_peak");
+  weights.mutable_options()->set_memory_budget_bytes(0);
+  EXPECT_TRUE(ExecutePlanRequest(weights).ok());
+}
+
 TEST(PrimitivePlanTest, RefusesWhatItCannotDo) {
   const auto refused = [](v1::PlanRequest request) {
     return std::string(ExecutePlanRequest(request).status().message());

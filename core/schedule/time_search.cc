@@ -193,7 +193,8 @@ constexpr size_t kMaxOrderStates = 4096;
 std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buffers,
                                                          const LayoutConversions& conversions,
                                                          const PrimitiveWeights& weights,
-                                                         const std::vector<OpId>& order, int64_t budget) {
+                                                         const std::vector<OpId>& order, int64_t budget,
+                                                         Clock::time_point deadline) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
   struct State {
@@ -218,6 +219,7 @@ std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buff
   const int64_t room = budget - weights.least_total();
   MemoryTracker tracker(buffers);
   std::vector<StepMove> ways;  // (reused)
+  bool late = false;
   for (OpId u : order) {
     const int64_t live = tracker.StepBytes(u) - graph.op(u).workspace_bytes;
     // The open ops after u.
@@ -262,12 +264,15 @@ std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buff
       }
     }
     if (next.empty()) return std::nullopt;
-    if (next.size() > kMaxOrderStates) {
+    // (Past the deadline, checked every 64 steps, one.)
+    late = late || ((steps.size() & 63) == 0 && deadline != Clock::time_point::max() && Clock::now() >= deadline);
+    const size_t most = late ? 1 : kMaxOrderStates;
+    if (next.size() > most) {
       std::vector<int32_t> keep(next.size());
       for (size_t i = 0; i < keep.size(); ++i) keep[i] = static_cast<int32_t>(i);
-      std::nth_element(keep.begin(), keep.begin() + kMaxOrderStates, keep.end(),
+      std::nth_element(keep.begin(), keep.begin() + most, keep.end(),
                        [&](int32_t a, int32_t b) { return next[a].time < next[b].time; });
-      keep.resize(kMaxOrderStates);
+      keep.resize(most);
       std::vector<State> kept;
       std::vector<std::vector<int>> kept_signatures;
       for (int32_t i : keep) {
@@ -304,12 +309,12 @@ std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buff
 }  // namespace
 
 std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
-                                                 int64_t budget) {
+                                                 int64_t budget, Clock::time_point deadline) {
   const Graph& graph = buffers.graph();
   const LayoutConversions conversions(graph);
   const PrimitiveWeights weights(graph, buffers.model().count_weights);
   if (conversions.active() || weights.active()) {
-    return SelectForOrderByStates(buffers, conversions, weights, order, budget);
+    return SelectForOrderByStates(buffers, conversions, weights, order, budget, deadline);
   }
   PrimitiveSelection out;
   out.order = order;
@@ -652,7 +657,7 @@ std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers,
                                     : std::max(1e-3, std::chrono::duration<double>(deadline - Clock::now()).count());
     const MinimizeResult best = MinimizePeak(aimed_buffers, GreedyOrder(aimed_buffers), 0, search, budget);
     const std::vector<OpId>& order = best.order;
-    if (best.peak_bytes <= budget) return SelectForOrder(buffers, order, budget);
+    if (best.peak_bytes <= budget) return SelectForOrder(buffers, order, budget, deadline);
     // The steps above the budget: of their ops, the one whose next smaller
     // workspace costs the least time per byte saved steps down to it.
     MemoryTracker tracker(aimed_buffers);
@@ -721,7 +726,9 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   // (DowngradeUntilFits, a fifth of the time); each segment starts from the
   // faster of the two there.
   std::vector<PrimitiveSelection> starts;
-  if (std::optional<PrimitiveSelection> s = SelectForOrder(buffers, start_order, budget)) starts.push_back(*s);
+  if (std::optional<PrimitiveSelection> s = SelectForOrder(buffers, start_order, budget, deadline)) {
+    starts.push_back(*s);
+  }
   {
     SearchOptions downgrade = limits;
     // (No deadline: none for it either.)

@@ -54,12 +54,15 @@ struct PrimitiveSelection {
 // The fastest alternative of every op that fits `budget` at its step of
 // `order` (ties: the smaller workspace, then the first listed); nullopt when
 // some op has none that fits (or, without alternatives, its step does not
-// fit). `order` must be a valid order of buffers.graph(). With layouts, the
-// least total time of the choices that fit, conversions included (a
-// shortest path over the steps; past 4096 layout states at a step, the
-// fastest are kept, and the result may then not be the least).
-std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
-                                                 int64_t budget);
+// fit). `order` must be a valid order of buffers.graph(). With layouts or
+// transformed weights (primitive_weights.h), the least total time of the
+// choices that fit, conversions and weights included (a shortest path over
+// the steps; past 4096 states at a step, or after `deadline` past one, the
+// fastest are kept, and the result may then not be the least, or nullopt
+// when some choice fits).
+std::optional<PrimitiveSelection> SelectForOrder(
+    const BufferModel& buffers, const std::vector<OpId>& order, int64_t budget,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // The workspace and the time of `op` run with alternative `choice` (-1:
 // the op's own workspace_bytes, in no time).

@@ -281,6 +281,13 @@ TEST(TimeSearchTest, ConversionsCountInTimeAndWorkspace) {
   EXPECT_TRUE(result.proven);
   EXPECT_EQ(result.selection.time_us, 7);
   EXPECT_EQ(graph.op(0).alternatives[result.selection.choice[0]].name, "slow_b");
+  // For the order alone, the same; past its deadline the fixed-order choice
+  // keeps the fastest state only (fast_a, then a conversion: 16 us).
+  EXPECT_EQ(SelectForOrder(buffers, {0, 1}, 4 * kMiB)->time_us, 7);
+  const std::optional<PrimitiveSelection> late =
+      SelectForOrder(buffers, {0, 1}, 4 * kMiB, std::chrono::steady_clock::time_point::min());
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->time_us, 16);
   // The other way round, the conversion is cheaper than the slow kernel.
   GraphSpec cheap = t.spec();
   cheap.ops[0].alternatives = {{"slow_b", 20, 0, "B", 0}, {"fast_a", 1, 0, "A", 0}};
