@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/memory/buffer_model.h"
+#include "core/memory/simulator.h"
 #include "core/plan_proto.h"
 #include "core/planner.h"
 #include "core/primitive_baselines.h"
@@ -112,6 +113,35 @@ absl::Status AddFrontier(const Graph& graph, const SanitizedOptions& options, co
     *out->mutable_arena() = PlanToProto(chosen, plan, options).arena();
   }
   return absl::OkStatus();
+}
+
+// The choice of least peak for `order`, whose choices all exceed `budget`:
+// the least budget above it at which SelectForOrder finds one (a binary
+// search, until `deadline`), from `fallback`'s peak down (`fallback` itself
+// when nothing lower is found: with layouts or transformed weights, the
+// least workspaces need not give the least peak).
+PrimitiveSelection LeastPeakChoiceForOrder(const BufferModel& buffers, const std::vector<OpId>& order,
+                                           const std::vector<int>& fallback, int64_t budget,
+                                           Clock::time_point deadline) {
+  const Graph& graph = buffers.graph();
+  PrimitiveSelection best;
+  best.order = order;
+  best.choice = fallback;
+  best.workspace_bytes = StepWorkspaces(graph, fallback);
+  best.time_us = ChoiceTime(graph, fallback);
+  int64_t high = PeakOf(BufferModel(ChosenGraph(graph, fallback), buffers.model()), order);
+  int64_t low = budget;  // nothing fits here
+  while (low + 1 < high && Clock::now() < deadline) {
+    const int64_t middle = low + (high - low) / 2;
+    std::optional<PrimitiveSelection> fits = SelectForOrder(buffers, order, middle, deadline);
+    if (!fits.has_value()) {
+      low = middle;
+      continue;
+    }
+    high = PeakOf(BufferModel(ChosenGraph(graph, fits->choice), buffers.model()), order);
+    best = *std::move(fits);
+  }
+  return best;
 }
 
 // About the bytes of one copy of `graph` (Graph::WithWorkspaces): its ops
@@ -235,12 +265,11 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
     } else {
       // Nothing fits (proven by the least-peak search or the time search;
       // with a given order, that order does not fit), or the search found
-      // nothing before its limit: the least-workspace plan of the start
-      // order (feasible false), certificate baseline when proven,
+      // nothing before its limit: the start order with the choice of least
+      // peak for it (feasible false), certificate baseline when proven,
       // best_found when not.
-      selection.order = start_order;
-      selection.choice = least_choice;
-      selection.workspace_bytes = StepWorkspaces(graph, least_choice);
+      selection = LeastPeakChoiceForOrder(buffers, start_order, least_choice, budget,
+                                          DeadlineIn(std::max(0.5 * seconds_left(), 1e-3)));
       lower_bound = std::numeric_limits<double>::infinity();  // (its own time, below)
       certificate = result.proven ? v1::CERTIFICATE_BASELINE : v1::CERTIFICATE_BEST_FOUND;
     }

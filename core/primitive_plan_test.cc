@@ -1,6 +1,7 @@
 #include "core/primitive_plan.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -89,6 +90,26 @@ Graph CheckTimePlan(const Graph& graph, const v1::Plan& plan) {
   return chosen;
 }
 
+// The least peak of `order` over every choice of alternatives, by brute
+// force (workspaces, conversions and, with `count_weights`, the resident
+// weights computed on their own).
+int64_t LeastPeakForOrder(const Graph& graph, const std::vector<OpId>& order, bool count_weights) {
+  std::vector<int> choice(graph.num_ops(), 0);
+  int64_t least = std::numeric_limits<int64_t>::max();
+  std::function<void(int)> choose = [&](int u) {
+    if (u == graph.num_ops()) {
+      const testing::ChoiceCost cost = testing::CostOfChoice(graph, choice);
+      least = std::min(least, testing::NaivePeak(graph.WithWorkspaces(cost.workspace), order, false, false) +
+                                  (count_weights ? cost.weight_bytes : 0));
+      return;
+    }
+    const int count = std::max<int>(1, static_cast<int>(graph.op(u).alternatives.size()));
+    for (choice[u] = 0; choice[u] < count; ++choice[u]) choose(u + 1);
+  };
+  choose(0);
+  return least;
+}
+
 // Random small graphs through the request path: every plan verified, the
 // optimal ones at the brute-force least time within the budget, and the
 // budgets nothing fits answered feasible false with the least-workspace
@@ -113,6 +134,10 @@ TEST(PrimitivePlanTest, RequestsMatchBruteForce) {
     if (std::isinf(least)) {
       EXPECT_FALSE(plan->feasible()) << "trial " << trial;
       EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE);
+      // The choice of least peak for the order given back.
+      EXPECT_EQ(plan->peak_bytes(),
+                LeastPeakForOrder(graph, std::vector<OpId>(plan->order().begin(), plan->order().end()), false))
+          << "trial " << trial;
       ++infeasible;
       continue;
     }
@@ -149,6 +174,9 @@ TEST(PrimitivePlanTest, RequestsWithWeightsMatchBruteForce) {
     if (std::isinf(least)) {
       EXPECT_FALSE(plan->feasible()) << "trial " << trial;
       EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE) << "trial " << trial;
+      EXPECT_EQ(plan->peak_bytes(),
+                LeastPeakForOrder(graph, std::vector<OpId>(plan->order().begin(), plan->order().end()), true))
+          << "trial " << trial;
       ++infeasible;
       continue;
     }
