@@ -25,8 +25,12 @@
 # Prints a markdown table. The plan gets the time limit; the baselines up to
 # half of it more. With LAYOUTS=1, the alternatives state layouts and
 # converting between them costs (make_primitives.py --layouts); together's
-# cell then adds the time spent converting ("conv. N").
-# Usage: [LAYOUTS=1] bench/primitives.sh [TIME_LIMIT_SECONDS] [MODEL.onnx...]   (10)
+# cell then adds the time spent converting ("conv. N"). With WEIGHTS=1,
+# weights are counted (--count-weights, in the least peak the budgets are
+# drawn from too), so the Winograd kernels' transformed weights
+# (weight_bytes) are resident; together's cell then adds how many ops keep
+# transformed weights ("tw. N").
+# Usage: [LAYOUTS=1] [WEIGHTS=1] bench/primitives.sh [TIME_LIMIT_SECONDS] [MODEL.onnx...]   (10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIMIT=${1:-10}
@@ -40,11 +44,11 @@ echo "| model | convs | budget | together (cert) | order first | primitives firs
 echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for f in "$@"; do
   /usr/bin/python3 bench/make_primitives.py "$f" ${LAYOUTS:+--layouts} >"$dir/p.json"
-  "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" >"$dir/plain.json"
+  "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" ${WEIGHTS:+--count-weights} >"$dir/plain.json"
   peak=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_bytes'])" "$dir/plain.json")
   for factor in 1.0 1.25 1.5; do
     budget=$(/usr/bin/python3 -c "print(int($peak * $factor))")
-    "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" --objective time --budget "$budget" \
+    "$CLIENT" plan "$f" --local --json --time-limit "$LIMIT" --objective time --budget "$budget" ${WEIGHTS:+--count-weights} \
       --primitives "$dir/p.json" --no-catalogue --primitive-baselines >"$dir/together.json"
     /usr/bin/python3 - "$dir" "$factor" <<'PY'
 import json, sys
@@ -73,6 +77,8 @@ def saved(others):
 cert = time["certificate"]
 bound = "" if cert == "optimal" else f", >= {time['lower_bound_us']:,.0f}"
 converting = f", conv. {time['transform_time_us']:,.0f}" if time["transform_time_us"] > 0 else ""
+transformed = sum(1 for p in time["primitives"] if p["weight_bytes"] > 0)
+converting += f", tw. {transformed}" if transformed > 0 else ""
 together = f"{time['time_us']:,.0f} ({cert}{bound}{converting})" if t["feasible"] else f"does not fit ({cert})"
 print(f"| {t['model']} | {len(time['primitives'])} | {budget:,} ({factor}x) | {together} | "
       f"{us(b['order_first'])} | {us(b['primitives_first'])} | {us(b['fastest'])} | {us(b['file_order'])} | "
