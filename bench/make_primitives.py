@@ -22,6 +22,12 @@ with MACs = N * M * Ho * Wo * (C / group) * kh * kw:
               floats with tiles = N * ceil(Ho / 4) * ceil(Wo / 4).
 Depthwise and other grouped convolutions get direct and im2col only; a
 1x1 stride-1 kernel, direct alone (listed, so that its time counts).
+Transformed weights: winograd23 and winograd43 keep the filter W
+transformed (16 and 36 values for each 9): their weight_bytes is the op's
+own weights (initializers and Constant outputs only it reads, sized by
+their own type) with W's bytes F replaced by ceil(16 F / 9) and 4 F, the
+others (the bias) unchanged; left out when another node reads W too or W is
+not a weight. The other alternatives keep the weights as given.
 
 Usage: bench/make_primitives.py MODEL.onnx [--only fastest|least] [--layouts] > primitives.json
   --only fastest: each op's fastest alternative alone (the "fastest
@@ -53,6 +59,89 @@ LAYOUT_FREE = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Mul", "Ad
 def dims(value_info):
     shape = value_info.type.tensor_type.shape
     return [d.dim_value if d.HasField("dim_value") else 1 for d in shape.dim]
+
+
+# Bytes an element of each ONNX data type (core/graph/dtype.cc); string 0.
+DTYPE_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 8: 0, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 14: 8, 15: 16,
+               16: 2}
+INT64_MAX = 2**63 - 1
+
+
+def tensor_bytes(dims, data_type):
+    """The bytes the importer gives a weight, or None (no fixed size)."""
+    if data_type == 8:
+        return 0
+    size = DTYPE_BYTES.get(data_type)
+    if not size or any(d < 0 for d in dims):
+        return None
+    bytes_ = size * math.prod(dims)
+    return bytes_ if bytes_ <= INT64_MAX else None
+
+
+def constant_bytes(node):
+    """The bytes of a Constant node's output (core/onnx/onnx_import.cc's
+    ConstantSpec), or None when no attribute tells."""
+    for a in node.attribute:
+        if a.name == "value" and a.HasField("t"):
+            return tensor_bytes(list(a.t.dims), a.t.data_type)
+        if a.name == "sparse_value" and a.HasField("sparse_tensor"):
+            return tensor_bytes(list(a.sparse_tensor.dims), a.sparse_tensor.values.data_type)
+        if a.name == "value_float":
+            return 4
+        if a.name == "value_floats":
+            return 4 * len(a.floats)
+        if a.name == "value_int":
+            return 8
+        if a.name == "value_ints":
+            return 8 * len(a.ints)
+        if a.name in ("value_string", "value_strings"):
+            return 0
+    return None
+
+
+def weight_sizes(graph):
+    """The bytes of every weight by name, in the importer's order (the first
+    of a name counts): initializers, sparse initializers, Constant outputs."""
+    weights = {}
+    for init in graph.initializer:
+        weights.setdefault(init.name, tensor_bytes(list(init.dims), init.data_type))
+    for init in graph.sparse_initializer:
+        weights.setdefault(init.values.name, tensor_bytes(list(init.dims), init.values.data_type))
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            for out in node.output:
+                if out and out not in weights:
+                    weights[out] = constant_bytes(node)
+    return weights
+
+
+def winograd_filter_bytes(tile, filter_bytes):
+    """A 3x3 filter's bytes transformed for F(tile, 3): (tile + 2)^2 / 9 of
+    them, rounded up."""
+    return -(-filter_bytes * (tile + 2) ** 2 // 9)
+
+
+def set_winograd_weights(node, alts, weights, readers):
+    """Gives the Winograd alternatives their weight_bytes (the op's own
+    weights with W transformed); False when a number does not fit."""
+    def own(name):
+        return name in weights and readers.get(name) == 1
+
+    if len(node.input) < 2 or not own(node.input[1]) or not any(a["name"].startswith("winograd") for a in alts):
+        return True
+    names = [name for i, name in enumerate(node.input) if own(name) and name not in node.input[:i]]
+    if any(weights[name] is None for name in names):
+        return False
+    total = sum(weights[name] for name in names)
+    filter_bytes = weights[node.input[1]]
+    for a in alts:
+        tile = {"winograd23": 2, "winograd43": 4}.get(a["name"])
+        if tile is None:
+            continue
+        a["weight_bytes"] = total - filter_bytes + winograd_filter_bytes(tile, filter_bytes)
+        if total > INT64_MAX or a["weight_bytes"] > INT64_MAX:
+            return False
+    return True
 
 
 def alternatives(node, shapes):
@@ -92,12 +181,17 @@ def main():
         shapes[v.name] = dims(v)
     for init in model.graph.initializer:
         shapes[init.name] = list(init.dims)
+    weights = weight_sizes(model.graph)
+    readers = {}  # how many nodes read each value
+    for node in model.graph.node:
+        for name in set(node.input):
+            readers[name] = readers.get(name, 0) + 1
     ops = []
     for i, node in enumerate(model.graph.node):
         if node.op_type != "Conv":
             continue
         alts = alternatives(node, shapes)
-        if not alts:
+        if not alts or not set_winograd_weights(node, alts, weights, readers):
             continue
         if args.only == "fastest":
             alts = [min(alts, key=lambda a: (a["time_us"], a["workspace_bytes"]))]

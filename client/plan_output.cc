@@ -112,9 +112,12 @@ std::string PlanSummary(const v1::Plan& plan) {
     constexpr int kShown = 8;
     for (int i = 0; i < t.primitives_size() && i < kShown; ++i) {
       const v1::ChosenPrimitive& c = t.primitives(i);
-      absl::StrAppend(&out, absl::StrFormat("             %s: %s%s (%.3f us, %s bytes of workspace)\n", c.op(),
+      // (Transformed weights: the bytes its weights take in its form.)
+      const std::string weights =
+          c.weight_bytes() == 0 ? "" : absl::StrCat(", ", WithCommas(c.weight_bytes()), " bytes of weights");
+      absl::StrAppend(&out, absl::StrFormat("             %s: %s%s (%.3f us, %s bytes of workspace%s)\n", c.op(),
                                             c.name(), c.layout().empty() ? "" : absl::StrCat(", ", c.layout()),
-                                            c.time_us(), WithCommas(c.workspace_bytes())));
+                                            c.time_us(), WithCommas(c.workspace_bytes()), weights));
       for (const v1::ChosenTransform& x : c.transforms()) {
         absl::StrAppend(&out, absl::StrFormat("               converts %s from %s (%.3f us, %s bytes)\n", x.tensor(),
                                               x.from_layout(), x.time_us(), WithCommas(x.workspace_bytes())));

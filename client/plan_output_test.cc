@@ -178,6 +178,26 @@ TEST(PlanOutputTest, SummaryShowsLayoutConversions) {
   EXPECT_THAT(summary, HasSubstr("of which 2.500 us converting layouts"));
 }
 
+// A chosen primitive that keeps its op's weights transformed shows their
+// bytes; one that keeps them as given (weight_bytes 0) does not.
+TEST(PlanOutputTest, SummaryShowsTransformedWeights) {
+  v1::Plan plan;
+  v1::ChosenPrimitive* c = plan.mutable_time()->add_primitives();
+  c->set_op("conv1");
+  c->set_name("winograd23");
+  c->set_time_us(1.5);
+  c->set_workspace_bytes(2048);
+  c->set_weight_bytes(1179840);
+  c = plan.mutable_time()->add_primitives();
+  c->set_op("conv2");
+  c->set_name("direct");
+  c->set_time_us(4);
+  const std::string summary = PlanSummary(plan);
+  EXPECT_THAT(summary,
+              HasSubstr("conv1: winograd23 (1.500 us, 2,048 bytes of workspace, 1,179,840 bytes of weights)\n"));
+  EXPECT_THAT(summary, HasSubstr("conv2: direct (4.000 us, 0 bytes of workspace)\n"));
+}
+
 // The time block says how many ops' alternatives came from the built-in
 // catalogue, when any did.
 TEST(PlanOutputTest, CatalogueLineWhenTheCatalogueGaveAlternatives) {

@@ -18,6 +18,7 @@
 #include "core/planner.h"
 #include "core/schedule/baselines.h"
 #include "core/schedule/layout_conversions.h"
+#include "core/schedule/primitive_weights.h"
 #include "core/schedule/summed_footprint.h"
 #include "core/schedule/time_search.h"
 #include "core/util/deadline.h"
@@ -35,16 +36,28 @@ struct LeastPeak {
   v1::Certificate certificate = v1::CERTIFICATE_BASELINE;
 };
 
+// What a choice's least peak depends on: its step workspaces and (when
+// weights are counted) the resident bytes each op's weights add.
+using ChoiceKey = std::pair<std::vector<int64_t>, std::vector<int64_t>>;
+
+ChoiceKey KeyOf(const Graph& graph, const PrimitiveWeights& weights, const std::vector<int>& choice) {
+  std::vector<int64_t> extras(weights.active() ? graph.num_ops() : 0);
+  for (size_t u = 0; u < extras.size(); ++u) extras[u] = weights.Extra(static_cast<OpId>(u), choice[u]);
+  return {StepWorkspaces(graph, choice), std::move(extras)};
+}
+
 // Computes the baselines of one request: the least-peak searches share the
 // time (each gets the time left over the searches still to run) and are
-// remembered by workspaces, so that choices with the same workspaces are
-// searched once.
+// remembered by workspaces and weights, so that choices with the same are
+// searched once. Every peak is of the graph as the choice runs it
+// (ChosenGraph: its workspaces and, counted, its weights).
 class BaselineRunner {
  public:
   BaselineRunner(const Graph& graph, const SanitizedOptions& options, double seconds, Executor* executor)
       : graph_(graph),
         options_(options),
         executor_(executor),
+        weights_(graph, options->memory_model.count_weights),
         buffers_(graph, options->memory_model),
         budget_(options->memory_budget_bytes > 0 ? options->memory_budget_bytes : std::numeric_limits<int64_t>::max()),
         deadline_(std::min(options->deadline, TimeAfter(Clock::now(), seconds))),
@@ -55,6 +68,7 @@ class BaselineRunner {
   void set_searches(int searches) { searches_left_ = searches; }
 
   const BufferModel& buffers() const { return buffers_; }
+  ChoiceKey Key(const std::vector<int>& choice) const { return KeyOf(graph_, weights_, choice); }
   int64_t budget() const { return budget_; }
 
   // The time of the next of the searches still to run.
@@ -66,12 +80,12 @@ class BaselineRunner {
   }
 
   // The least peak PlanGraph finds (objective min_peak) for `choice`'s
-  // workspaces, in its share of the time.
+  // workspaces and weights, in its share of the time.
   absl::StatusOr<LeastPeak> Search(const std::vector<int>& choice) {
-    std::vector<int64_t> workspaces = StepWorkspaces(graph_, choice);
-    auto found = searched_.find(workspaces);
+    ChoiceKey key = Key(choice);
+    auto found = searched_.find(key);
     if (found != searched_.end()) return found->second;
-    const Graph chosen = graph_.WithWorkspaces(workspaces);
+    const Graph chosen = ChosenGraph(graph_, choice);
     PlanOptions search = *options_;
     search.objective = Objective::kMinPeak;
     search.score_only = true;
@@ -84,14 +98,13 @@ class BaselineRunner {
     ASSIGN_OR_RETURN(SanitizedOptions sanitized, SanitizePlanOptions(chosen, std::move(search)));
     ASSIGN_OR_RETURN(Plan plan, PlanGraph(chosen, sanitized, executor_));
     LeastPeak out{std::move(plan.order), plan.profile.peak_bytes, CertificateToProto(plan.certificate)};
-    searched_.emplace(std::move(workspaces), out);
+    searched_.emplace(std::move(key), out);
     return out;
   }
 
-  // The peak of `order` with `choice`'s workspaces.
+  // The peak of `order` with `choice`'s workspaces and weights.
   int64_t PeakOfOrder(const std::vector<int>& choice, const std::vector<OpId>& order) const {
-    const Graph chosen = graph_.WithWorkspaces(StepWorkspaces(graph_, choice));
-    return PeakOf(BufferModel(chosen, options_->memory_model), order);
+    return PeakOf(BufferModel(ChosenGraph(graph_, choice), options_->memory_model), order);
   }
 
   SearchOptions Limits() {
@@ -109,11 +122,12 @@ class BaselineRunner {
   const Graph& graph_;
   const SanitizedOptions& options_;
   Executor* executor_;
+  const PrimitiveWeights weights_;
   const BufferModel buffers_;
   const int64_t budget_;
   const Clock::time_point deadline_;
   int searches_left_;
-  std::map<std::vector<int64_t>, LeastPeak> searched_;
+  std::map<ChoiceKey, LeastPeak> searched_;
 };
 
 }  // namespace
@@ -159,8 +173,8 @@ absl::Status AddPrimitiveBaselines(const Graph& graph, const SanitizedOptions& o
   const SummedFootprintChoice summed = LeastTimeWithinFootprint(graph, budget, count_weights, limits);
   // The time is shared by the least-peak searches of distinct workspaces
   // and primitives first's downgrading.
-  std::set<std::vector<int64_t>> distinct = {StepWorkspaces(graph, summed.choice)};
-  for (const auto& [name, chosen] : searched) distinct.insert(StepWorkspaces(graph, chosen));
+  std::set<ChoiceKey> distinct = {runner.Key(summed.choice)};
+  for (const auto& [name, chosen] : searched) distinct.insert(runner.Key(chosen));
   runner.set_searches(static_cast<int>(distinct.size()) + 1);
   const auto add = [&](const std::string& name, const std::vector<int>& chosen, int64_t peak,
                        v1::Certificate certificate) {

@@ -6,7 +6,10 @@
 // and the summed-footprint model's optimum (core/schedule/summed_footprint.h).
 // Each is reported as a v1::PrimitiveBaseline: its total time, its least peak
 // in Serenity's model (the peak of its own order where it has one), whether
-// that fits the budget, and its summed footprint.
+// that fits the budget, and its summed footprint; peaks and footprints are
+// of the graph as its choice runs it (ChosenGraph: with count_weights, the
+// weights its alternatives keep). The choosing itself (SelectForOrder,
+// DowngradeUntilFits) still sees the weights as given.
 #ifndef SERENITY_CORE_PRIMITIVE_BASELINES_H_
 #define SERENITY_CORE_PRIMITIVE_BASELINES_H_
 

@@ -13,6 +13,7 @@
 #include "core/plan_proto.h"
 #include "core/plan_request.h"
 #include "core/schedule/layout_conversions.h"
+#include "core/schedule/primitive_weights.h"
 #include "core/schedule/time_search.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -74,17 +75,26 @@ double Time(const Graph& graph, const std::vector<int>& choice) {
   return time;
 }
 
+// The weights resident with `choice` when counted (CostOfChoice's: an
+// alternative's weight_bytes replaces its op's own weights), else 0.
+int64_t Weights(const Graph& graph, const std::vector<int>& choice, bool count_weights) {
+  return count_weights ? testing::CostOfChoice(graph, choice).weight_bytes : 0;
+}
+
 int64_t Footprint(const Graph& graph, const std::vector<int>& choice, bool count_weights) {
-  int64_t bytes = 0;
+  int64_t bytes = Weights(graph, choice, count_weights);
   for (const Tensor& t : graph.tensors()) {
-    if (!t.is_weight || count_weights) bytes += t.bytes;
+    if (!t.is_weight) bytes += t.bytes;
   }
   for (int64_t w : Workspaces(graph, choice)) bytes += w;
   return bytes;
 }
 
+// NaivePeak with the chosen workspaces, and the chosen weights resident at
+// every step.
 int64_t Peak(const Graph& graph, const std::vector<int>& choice, const std::vector<OpId>& order, bool count_weights) {
-  return testing::NaivePeak(graph.WithWorkspaces(Workspaces(graph, choice)), order, false, count_weights);
+  return testing::NaivePeak(graph.WithWorkspaces(Workspaces(graph, choice)), order, false, false) +
+         Weights(graph, choice, count_weights);
 }
 
 int64_t LeastPeak(const Graph& graph, const std::vector<int>& choice, bool count_weights) {
@@ -229,7 +239,7 @@ TEST(PrimitiveBaselinesTest, MatchIndependentComputations) {
 
     // Primitives first: a plan within the budget (no faster than the
     // optimum), or the least-workspace one.
-    const double optimum = count_weights ? kNone : testing::BruteForceLeastTime(graph, false, false, budget);
+    const double optimum = testing::BruteForceLeastTime(graph, false, false, budget, count_weights);
     const v1::PrimitiveBaseline* primitives_first = Find(*plan, "primitives_first");
     if (primitives_first->fits()) {
       EXPECT_LE(primitives_first->peak_bytes(), budget);
@@ -290,6 +300,120 @@ TEST(PrimitiveBaselinesTest, MatchIndependentComputations) {
   EXPECT_GT(summed_feasible, 10);
   EXPECT_GT(file_order_fits, 30);
   std::cout << "together strictly faster than both separate choices in " << together_faster << " trials\n";
+}
+
+// A baseline with an order of its own: some choice of its time has its
+// peak in one of `orders` (the baseline does not report its choice).
+bool SomeChoiceHas(const Graph& graph, const v1::PrimitiveBaseline& b, const std::vector<std::vector<OpId>>& orders,
+                   bool count_weights) {
+  bool found = false;
+  ForEachChoice(graph, [&](const std::vector<int>& choice) {
+    if (found || std::abs(Time(graph, choice) - b.time_us()) > 1e-9) return;
+    for (const std::vector<OpId>& order : orders)
+      found = found || Peak(graph, choice, order, count_weights) == b.peak_bytes();
+  });
+  return found;
+}
+
+// With transformed weights (testing::AddRandomWeights: alternatives whose
+// weight_bytes replace their op's own weights, larger or smaller), counted
+// and not: every baseline's peak, fits and footprint against the
+// independent computation (NaivePeak with CostOfChoice's weights), and
+// what fits no faster than the brute-force optimum. (Whether choosing
+// together is the fastest is the time search's, not checked here.)
+TEST(PrimitiveBaselinesTest, TransformedWeightsMatchIndependentComputations) {
+  std::mt19937 rng(2019);
+  int weighed = 0, summed_feasible = 0, fits = 0, not_fits = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 3, rng);
+    testing::AddRandomAlternatives(&spec, rng, 3, 1, 3, 40, 100);
+    testing::AddRandomWeights(&spec, rng, 80);
+    const bool count_weights = trial % 4 != 3;
+    const Graph graph = *Graph::Build(spec);
+    int64_t given_weights = 0;
+    for (const Tensor& t : graph.tensors()) given_weights += t.is_weight ? t.bytes : 0;
+    const int64_t budget = 100 + (count_weights ? given_weights : 0) + static_cast<int64_t>(rng() % 500);
+    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(TimeRequest(spec, budget, count_weights));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const v1::TimeReport& time = plan->time();
+
+    const std::vector<int> least = Preferred(graph, Smaller);
+    const std::vector<int> fastest = Preferred(graph, Faster);
+    weighed += count_weights &&
+               (Weights(graph, fastest, true) != given_weights || Weights(graph, least, true) != given_weights);
+    CheckSearched(graph, *plan, "fastest", fastest, budget, count_weights, trial);
+    CheckSearched(graph, *plan, "least_workspace", least, budget, count_weights, trial);
+    for (const std::string& name : PrimitiveNames(graph)) {
+      CheckSearched(graph, *plan, "one:" + name, OneChoices(graph, name), budget, count_weights, trial);
+    }
+    // The same peak through ChosenGraph, the graph the baselines search.
+    EXPECT_EQ(Find(*plan, "fastest")->peak_bytes(),
+              [&] {
+                int64_t low = std::numeric_limits<int64_t>::max();
+                const Graph chosen = ChosenGraph(graph, fastest);
+                testing::ForEachTopologicalOrder(graph, [&](const std::vector<OpId>& order) {
+                  low = std::min(low, testing::NaivePeak(chosen, order, false, count_weights));
+                });
+                return low;
+              }())
+        << "trial " << trial;
+
+    // The baselines with an order of their own: a peak some choice of their
+    // time has in that order (file order) or some order (the others), and
+    // fits as that peak says.
+    std::vector<OpId> file_order(graph.num_ops());
+    for (OpId u = 0; u < graph.num_ops(); ++u) file_order[u] = u;
+    std::vector<std::vector<OpId>> all_orders;
+    testing::ForEachTopologicalOrder(graph, [&](const std::vector<OpId>& order) { all_orders.push_back(order); });
+    const double optimum = testing::BruteForceLeastTime(graph, false, false, budget, count_weights);
+    for (const char* name : {"order_first", "primitives_first", "file_order"}) {
+      const v1::PrimitiveBaseline* b = Find(*plan, name);
+      ASSERT_NE(b, nullptr) << name;
+      EXPECT_TRUE(SomeChoiceHas(
+          graph, *b, std::string(name) == "file_order" ? std::vector<std::vector<OpId>>{file_order} : all_orders,
+          count_weights))
+          << name << ", trial " << trial;
+      EXPECT_EQ(b->fits(), b->peak_bytes() <= budget) << name << ", trial " << trial;
+      if (b->fits()) {
+        EXPECT_GE(b->time_us(), optimum - 1e-9) << name << ", trial " << trial;
+      }
+      fits += b->fits();
+      not_fits += !b->fits();
+    }
+
+    // Summed footprint: the knapsack by enumeration, with the weights.
+    double summed_best = kNone;
+    ForEachChoice(graph, [&](const std::vector<int>& choice) {
+      if (Footprint(graph, choice, count_weights) <= budget) summed_best = std::min(summed_best, Time(graph, choice));
+    });
+    const v1::PrimitiveBaseline* summed = Find(*plan, "summed_footprint");
+    ASSERT_NE(summed, nullptr);
+    EXPECT_EQ(summed->certificate(), v1::CERTIFICATE_OPTIMAL);
+    if (std::isinf(summed_best)) {
+      EXPECT_GT(summed->summed_footprint_bytes(), budget) << "trial " << trial;
+    } else {
+      ++summed_feasible;
+      EXPECT_LE(summed->summed_footprint_bytes(), budget) << "trial " << trial;
+      EXPECT_NEAR(summed->time_us(), summed_best, 1e-9) << "trial " << trial;
+      EXPECT_TRUE(summed->fits()) << "trial " << trial;
+      EXPECT_LE(summed->peak_bytes(), summed->summed_footprint_bytes());
+      EXPECT_GE(summed->time_us(), optimum - 1e-9) << "trial " << trial;
+    }
+
+    // The plan's own summed footprint, from its reported primitives.
+    std::vector<int> chosen(graph.num_ops(), -1);
+    for (const v1::ChosenPrimitive& c : time.primitives()) {
+      const OpId u = *graph.FindOp(c.op());
+      for (int a = 0; a < static_cast<int>(graph.op(u).alternatives.size()); ++a) {
+        if (graph.op(u).alternatives[a].name == c.name()) chosen[u] = a;
+      }
+    }
+    EXPECT_EQ(time.summed_footprint_bytes(), Footprint(graph, chosen, count_weights)) << "trial " << trial;
+  }
+  EXPECT_GT(weighed, 60);
+  EXPECT_GT(summed_feasible, 30);
+  EXPECT_GT(fits, 100);
+  EXPECT_GT(not_fits, 100);
 }
 
 // Two branches (testing::TwoBranchesWithKernels): a and b each winograd (10

@@ -1,5 +1,6 @@
 #include "core/onnx/primitive_catalogue.h"
 
+#include <algorithm>
 #include <climits>
 #include <initializer_list>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph/dtype.h"
 #include "onnx/onnx_pb.h"
 
 namespace serenity {
@@ -128,7 +130,82 @@ std::vector<Primitive> MatMulNode(const onnx::NodeProto& node, const Shapes& sha
   return MatMulCatalogue(product);
 }
 
+// How many distinct ops of `spec` read each tensor, by name.
+absl::flat_hash_map<absl::string_view, int> ConsumerCounts(const GraphSpec& spec) {
+  absl::flat_hash_map<absl::string_view, int> counts;
+  for (const OpSpec& op : spec.ops) {
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const std::string& name = op.inputs[i];
+      if (std::find(op.inputs.begin(), op.inputs.begin() + i, name) != op.inputs.begin() + i) continue;
+      ++counts[name];
+    }
+  }
+  return counts;
+}
+
+// The bytes the graph gives tensor `t` (Graph::Build's rule), or nullopt.
+std::optional<int64_t> SpecBytes(const TensorSpec& t) {
+  if (t.has_bytes || t.bytes >= 0) return t.bytes >= 0 ? std::optional<int64_t>(t.bytes) : std::nullopt;
+  absl::StatusOr<int64_t> bytes = TensorBytes(t.shape, t.dtype);
+  return bytes.ok() ? std::optional<int64_t>(*bytes) : std::nullopt;
+}
+
+// Gives the Winograd alternatives of Conv op `op` their weight_bytes: the
+// op's own weights (the weight tensors only it reads) with its filter W
+// transformed. Nothing when W is not one of its own weights; false when a
+// number does not fit.
+bool SetWinogradWeights(const OpSpec& op, const absl::flat_hash_map<absl::string_view, const TensorSpec*>& tensors,
+                        const absl::flat_hash_map<absl::string_view, int>& consumers,
+                        std::vector<Primitive>* alternatives) {
+  const auto tile_of = [](const Primitive& p) { return p.name == "winograd23" ? 2 : p.name == "winograd43" ? 4 : 0; };
+  if (op.inputs.size() < 2 ||
+      std::none_of(alternatives->begin(), alternatives->end(), [&](const Primitive& p) { return tile_of(p) != 0; })) {
+    return true;
+  }
+  const auto own = [&](const std::string& name) -> const TensorSpec* {
+    auto t = tensors.find(name);
+    auto c = consumers.find(name);
+    if (t == tensors.end() || !t->second->is_weight || c == consumers.end() || c->second != 1) return nullptr;
+    return t->second;
+  };
+  const TensorSpec* filter = own(op.inputs[1]);
+  if (filter == nullptr) return true;
+  int64_t own_bytes = 0;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const std::string& name = op.inputs[i];
+    const TensorSpec* t = own(name);
+    if (t == nullptr || std::find(op.inputs.begin(), op.inputs.begin() + i, name) != op.inputs.begin() + i) continue;
+    const std::optional<int64_t> bytes = SpecBytes(*t);
+    if (!bytes.has_value() || __builtin_add_overflow(own_bytes, *bytes, &own_bytes)) return false;
+  }
+  const std::optional<int64_t> filter_bytes = SpecBytes(*filter);
+  if (!filter_bytes.has_value()) return false;
+  for (Primitive& p : *alternatives) {
+    const int tile = tile_of(p);
+    if (tile == 0) continue;
+    const std::optional<int64_t> transformed = WinogradFilterBytes(tile, *filter_bytes);
+    if (!transformed.has_value() || __builtin_add_overflow(own_bytes - *filter_bytes, *transformed, &p.weight_bytes)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+std::optional<int64_t> WinogradFilterBytes(int tile, int64_t filter_bytes) {
+  if (filter_bytes < 0 || (tile != 2 && tile != 4)) return std::nullopt;
+  // (tile + 2)^2 / 9 of the bytes, rounded up: q * s + ceil(r * s / 9) with
+  // filter_bytes = 9 q + r, so that nothing overflows before the result.
+  const int64_t s = (tile + 2) * (tile + 2);
+  const int64_t q = filter_bytes / 9;
+  const int64_t r = filter_bytes % 9;
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(q, s, &bytes) || __builtin_add_overflow(bytes, (r * s + 8) / 9, &bytes)) {
+    return std::nullopt;
+  }
+  return bytes;
+}
 
 std::vector<Primitive> ConvCatalogue(const ConvGeometry& conv) {
   const std::optional<int64_t> macs = CheckedProduct({conv.n, conv.m, conv.ho, conv.wo, conv.cg, conv.kh, conv.kw});
@@ -180,13 +257,20 @@ absl::StatusOr<std::vector<std::vector<Primitive>>> CatalogueAlternatives(const 
   }
   Shapes shapes;
   shapes.reserve(spec.tensors.size());
-  for (const TensorSpec& t : spec.tensors) shapes[t.name] = &t.shape;
+  absl::flat_hash_map<absl::string_view, const TensorSpec*> tensors;
+  tensors.reserve(spec.tensors.size());
+  for (const TensorSpec& t : spec.tensors) {
+    shapes[t.name] = &t.shape;
+    tensors.emplace(t.name, &t);
+  }
+  const absl::flat_hash_map<absl::string_view, int> consumers = ConsumerCounts(spec);
   std::vector<std::vector<Primitive>> out(spec.ops.size());
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
     if (node.op_type() == "Conv") {
       out[i] = ConvNode(node, shapes);
+      if (!SetWinogradWeights(spec.ops[i], tensors, consumers, &out[i])) out[i].clear();
     } else if (node.op_type() == "Gemm") {
       out[i] = GemmNode(node, shapes);
     } else if (node.op_type() == "MatMul") {

@@ -31,13 +31,22 @@
 //               bytes; not for a matrix-vector product (M = 1 or N = 1),
 //               which packing does not speed up.
 //
-// Neither sets `layout` or `weight_bytes` (bench/make_primitives.py does
-// not either). An op whose numbers do not fit (bytes beyond 2^63, a time
-// above kMaxPrimitiveTimeUs) gets no alternatives and runs as before.
+// Transformed weights: winograd23 and winograd43 keep the filter W
+// transformed, (2 + 2)^2 = 16 and (4 + 2)^2 = 36 values for each 9 of the
+// 3x3 filter; their weight_bytes is the op's own weights (the weight tensors
+// only it reads, in their own type, as the graph sizes them) with W's bytes
+// F replaced by WinogradFilterBytes (16/9 F and 4 F, rounded up), the others
+// (the bias) unchanged; 0 (the weights as given) when another op reads W
+// too, or W is not a weight. direct, im2col, naive and packed keep the weights as given (packed packs
+// its panels into its workspace at every call), weight_bytes 0. None sets
+// `layout`. bench/make_primitives.py does the same. An op whose numbers do
+// not fit (bytes beyond 2^63, a time above kMaxPrimitiveTimeUs) gets no
+// alternatives and runs as before.
 #ifndef SERENITY_CORE_ONNX_PRIMITIVE_CATALOGUE_H_
 #define SERENITY_CORE_ONNX_PRIMITIVE_CATALOGUE_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -73,8 +82,14 @@ struct MatMulGeometry {
   int64_t n = 1;
 };
 
+// The bytes of a 3x3 filter of `filter_bytes` transformed for Winograd
+// F(tile, 3), tile 2 or 4: (tile + 2)^2 / 9 of them, rounded up to a whole
+// byte; nullopt for another tile, negative bytes or beyond INT64_MAX.
+std::optional<int64_t> WinogradFilterBytes(int tile, int64_t filter_bytes);
+
 // The Conv model's alternatives (direct first), or none when a number does
-// not fit. Dims must not be negative.
+// not fit. Dims must not be negative. Their weight_bytes are 0 (the
+// geometry does not tell the weights; CatalogueAlternatives sets them).
 std::vector<Primitive> ConvCatalogue(const ConvGeometry& conv);
 
 // The Gemm/MatMul model's alternatives (naive first), or none when a number
@@ -83,10 +98,10 @@ std::vector<Primitive> MatMulCatalogue(const MatMulGeometry& product);
 
 // The catalogue's alternatives of every op of `spec`, which
 // OnnxModelToGraphSpec made from `graph` (spec.ops[i] is graph.node(i);
-// shapes are read from spec's tensors by name): entry i is empty for ops
-// other than Conv, Gemm and MatMul of the default domain and for those whose
-// shapes the models do not cover. InvalidArgument when spec has not one op
-// per node.
+// shapes, weights and who reads them are read from spec by tensor name):
+// entry i is empty for ops other than Conv, Gemm and MatMul of the default
+// domain and for those whose shapes the models do not cover. InvalidArgument
+// when spec has not one op per node.
 absl::StatusOr<std::vector<std::vector<Primitive>>> CatalogueAlternatives(const onnx::GraphProto& graph,
                                                                           const GraphSpec& spec);
 

@@ -1,7 +1,9 @@
 #include "core/onnx/primitive_catalogue.h"
 
+#include <climits>
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,6 +96,7 @@ struct Expected {
   std::string name;
   double time_us;
   int64_t workspace_bytes;
+  int64_t weight_bytes = 0;
 };
 
 void ExpectAlternatives(const std::vector<Primitive>& got, const std::vector<Expected>& want) {
@@ -103,7 +106,7 @@ void ExpectAlternatives(const std::vector<Primitive>& got, const std::vector<Exp
     EXPECT_DOUBLE_EQ(got[i].time_us, want[i].time_us) << want[i].name;
     EXPECT_EQ(got[i].workspace_bytes, want[i].workspace_bytes) << want[i].name;
     EXPECT_TRUE(got[i].layout.empty());
-    EXPECT_EQ(got[i].weight_bytes, 0);
+    EXPECT_EQ(got[i].weight_bytes, want[i].weight_bytes) << want[i].name;
   }
 }
 
@@ -126,8 +129,10 @@ TEST(PrimitiveCatalogueTest, Conv3x3Stride1GetsWinograd) {
   std::vector<Expected> want = DirectIm2col(2, 5, 7, 9, 3, 3);
   const int64_t tiles2 = 2 * CeilDiv(7, 2) * CeilDiv(9, 2);  // 2 * 4 * 5
   const int64_t tiles4 = 2 * CeilDiv(7, 4) * CeilDiv(9, 4);  // 2 * 2 * 3
-  want.push_back({"winograd23", macs / 18000, 4 * 16 * (3 + 5) * tiles2});
-  want.push_back({"winograd43", macs / 32000, 4 * 36 * (3 + 5) * tiles4});
+  // w, the op's own weight, is 4 * 5 * 3 * 9 = 540 bytes: transformed
+  // 16/9 and 4 times as many.
+  want.push_back({"winograd23", macs / 18000, 4 * 16 * (3 + 5) * tiles2, 960});
+  want.push_back({"winograd43", macs / 32000, 4 * 36 * (3 + 5) * tiles4, 2160});
   ExpectAlternatives(catalogue[0], want);
   EXPECT_EQ(catalogue[0][2].workspace_bytes, 4 * 16 * 8 * 40);
   EXPECT_EQ(catalogue[0][3].workspace_bytes, 4 * 36 * 8 * 12);
@@ -235,6 +240,85 @@ TEST(PrimitiveCatalogueTest, NeedsOneOpPerNode) {
   EXPECT_EQ(CatalogueAlternatives("not a model", GraphSpec()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(PrimitiveCatalogueTest, WinogradFilterBytesRoundsUp) {
+  EXPECT_EQ(WinogradFilterBytes(2, 36 * 9), std::optional<int64_t>(36 * 16));
+  EXPECT_EQ(WinogradFilterBytes(4, 36 * 9), std::optional<int64_t>(36 * 36));
+  EXPECT_EQ(WinogradFilterBytes(2, 10), std::optional<int64_t>(18));  // 160 / 9 = 17.8
+  EXPECT_EQ(WinogradFilterBytes(4, 10), std::optional<int64_t>(40));
+  EXPECT_EQ(WinogradFilterBytes(2, 0), std::optional<int64_t>(0));
+  EXPECT_EQ(WinogradFilterBytes(2, INT64_MAX / 16 * 9), std::optional<int64_t>(INT64_MAX / 16 * 16));
+  EXPECT_EQ(WinogradFilterBytes(2, INT64_MAX), std::nullopt);
+  EXPECT_EQ(WinogradFilterBytes(4, INT64_MAX / 2), std::nullopt);
+  EXPECT_EQ(WinogradFilterBytes(3, 9), std::nullopt);
+  EXPECT_EQ(WinogradFilterBytes(2, -9), std::nullopt);
+}
+
+// On a real Conv with a float16 filter and a bias (its own weights) and one
+// whose filter another Conv reads too: built into a Graph, the Winograd
+// alternatives' weight_bytes are OwnWeightBytes with the filter's bytes
+// transformed, and Graph::Build accepts them.
+TEST(PrimitiveCatalogueTest, WinogradWeightBytesReplaceTheFilter) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("weights");
+  const auto value = [](onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& dims) {
+    v->set_name(name);
+    onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(10);  // float16
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  const auto weight = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(10);
+    for (int64_t d : dims) t->add_dims(d);
+  };
+  const auto conv = [&](const std::string& name, const std::vector<std::string>& inputs, const std::string& out) {
+    onnx::NodeProto* node = g->add_node();
+    node->set_op_type("Conv");
+    node->set_name(name);
+    for (const std::string& in : inputs) node->add_input(in);
+    node->add_output(out);
+    Model::Ints(node, "pads", {1, 1, 1, 1});
+  };
+  value(g->add_input(), "x", {1, 4, 6, 6});
+  weight("w", {4, 4, 3, 3});  // own: 2 * 144 = 288 bytes
+  weight("b", {4});           // own: 8 bytes
+  weight("shared", {4, 4, 3, 3});
+  conv("own", {"x", "w", "b"}, "y");
+  conv("first", {"y", "shared"}, "z1");
+  conv("second", {"z1", "shared"}, "z2");
+  g->add_output()->set_name("z2");
+  const std::string bytes = model.SerializeAsString();
+  absl::StatusOr<GraphSpec> spec = OnnxToGraphSpec(bytes, {});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<std::vector<std::vector<Primitive>>> catalogue = CatalogueAlternatives(bytes, *spec);
+  ASSERT_TRUE(catalogue.ok()) << catalogue.status();
+  for (size_t i = 0; i < spec->ops.size(); ++i) spec->ops[i].alternatives = (*catalogue)[i];
+  absl::StatusOr<Graph> graph = Graph::Build(*spec);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->num_ops(), 3);
+  const std::vector<Primitive>& own = graph->op(0).alternatives;
+  ASSERT_EQ(own.size(), 4u);
+  const int64_t filter = graph->tensor(graph->op(0).inputs[1]).bytes;
+  EXPECT_EQ(filter, 2 * 4 * 4 * 9);
+  EXPECT_EQ(OwnWeightBytes(*graph, 0), filter + 8);
+  EXPECT_EQ(own[0].weight_bytes, 0);  // direct
+  EXPECT_EQ(own[1].weight_bytes, 0);  // im2col
+  EXPECT_EQ(own[2].name, "winograd23");
+  EXPECT_EQ(own[2].weight_bytes, OwnWeightBytes(*graph, 0) - filter + filter * 16 / 9);
+  EXPECT_EQ(own[2].weight_bytes, 512 + 8);
+  EXPECT_EQ(own[3].name, "winograd43");
+  EXPECT_EQ(own[3].weight_bytes, 4 * filter + 8);
+  for (OpId u : {1, 2}) {  // "shared" is no one's own: its weights stay as given
+    ASSERT_EQ(graph->op(u).alternatives.size(), 4u);
+    EXPECT_EQ(OwnWeightBytes(*graph, u), 0);
+    for (const Primitive& p : graph->op(u).alternatives) EXPECT_EQ(p.weight_bytes, 0) << p.name;
+  }
+}
+
 std::string Read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << path;
@@ -263,6 +347,7 @@ TEST(PrimitiveCatalogueTest, ConvsMatchBenchMakePrimitives) {
     absl::flat_hash_map<std::string, const v1::OpPrimitives*> by_op;
     for (const v1::OpPrimitives& entry : script.ops()) by_op[entry.op()] = &entry;
     size_t convs = 0;
+    size_t winograd_weights = 0;
     for (size_t i = 0; i < spec->ops.size(); ++i) {
       if (spec->ops[i].type != "Conv") continue;
       ++convs;
@@ -275,10 +360,13 @@ TEST(PrimitiveCatalogueTest, ConvsMatchBenchMakePrimitives) {
         EXPECT_EQ(got[k].name, want.name());
         EXPECT_EQ(got[k].time_us, want.time_us()) << spec->ops[i].name << " " << want.name();
         EXPECT_EQ(got[k].workspace_bytes, want.workspace_bytes()) << spec->ops[i].name << " " << want.name();
+        EXPECT_EQ(got[k].weight_bytes, want.weight_bytes()) << spec->ops[i].name << " " << want.name();
+        winograd_weights += got[k].weight_bytes > 0 ? 1 : 0;
       }
     }
     EXPECT_EQ(convs, static_cast<size_t>(script.ops_size()));
     EXPECT_GT(convs, 0u);
+    EXPECT_GT(winograd_weights, 0u);  // the models' 3x3 convolutions have weights of their own
   }
 }
 

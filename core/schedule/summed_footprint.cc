@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/schedule/layout_conversions.h"
+#include "core/schedule/primitive_weights.h"
 #include "core/schedule/time_search.h"
 
 namespace serenity {
@@ -36,7 +37,7 @@ int64_t FixedFootprintBytes(const Graph& graph, bool count_weights) {
 }
 
 int64_t SummedFootprintBytes(const Graph& graph, const std::vector<int>& choice, bool count_weights) {
-  int64_t bytes = FixedFootprintBytes(graph, count_weights);
+  int64_t bytes = FixedFootprintBytes(graph, count_weights) + PrimitiveWeights(graph, count_weights).ExtraOf(choice);
   const std::vector<int64_t> workspaces = StepWorkspaces(graph, choice);
   for (OpId u = 0; u < graph.num_ops(); ++u) {
     if (choice[u] >= 0) bytes += workspaces[u];
@@ -46,18 +47,34 @@ int64_t SummedFootprintBytes(const Graph& graph, const std::vector<int>& choice,
 
 SummedFootprintChoice LeastTimeWithinFootprint(const Graph& graph, int64_t budget, bool count_weights,
                                                const SummedFootprintLimits& limits) {
-  const std::vector<int> least = LeastWorkspaceChoices(graph);
+  // An alternative's knapsack weight: its workspace and, when weights are
+  // counted, the resident bytes it adds above its op's least (never
+  // negative; the least of every op are in `fixed`).
+  const PrimitiveWeights weights(graph, count_weights);
+  const auto item = [&](OpId u, int a) {
+    return graph.op(u).alternatives[a].workspace_bytes + weights.ExtraAboveLeast(u, a);
+  };
+  // Per op its alternative of least item (ties: the faster, then the
+  // first); without counted weights LeastWorkspaceChoices.
+  std::vector<int> least(graph.num_ops(), -1);
   std::vector<OpId> stages;  // the ops with alternatives
   for (OpId u = 0; u < graph.num_ops(); ++u) {
-    if (!graph.op(u).alternatives.empty()) stages.push_back(u);
+    const std::vector<Primitive>& alternatives = graph.op(u).alternatives;
+    if (alternatives.empty()) continue;
+    stages.push_back(u);
+    for (int a = 0; a < static_cast<int>(alternatives.size()); ++a) {
+      const int b = least[u];
+      if (b < 0 || item(u, a) < item(u, b) ||
+          (item(u, a) == item(u, b) && alternatives[a].time_us < alternatives[b].time_us)) {
+        least[u] = a;
+      }
+    }
   }
   const size_t m = stages.size();
-  // suffix[k]: the least workspace the stages from k on need.
+  // suffix[k]: the least item sum the stages from k on need.
   std::vector<int64_t> suffix(m + 1, 0);
-  for (size_t k = m; k-- > 0;) {
-    suffix[k] = suffix[k + 1] + graph.op(stages[k]).alternatives[least[stages[k]]].workspace_bytes;
-  }
-  const int64_t fixed = FixedFootprintBytes(graph, count_weights);
+  for (size_t k = m; k-- > 0;) suffix[k] = suffix[k + 1] + item(stages[k], least[stages[k]]);
+  const int64_t fixed = FixedFootprintBytes(graph, count_weights) + weights.least_total();
 
   SummedFootprintChoice out;
   const auto finish = [&](std::vector<int> choice) {
@@ -70,7 +87,7 @@ SummedFootprintChoice LeastTimeWithinFootprint(const Graph& graph, int64_t budge
     out.proven = true;  // even the least footprint is above the budget
     return finish(least);
   }
-  // The bytes the stages' workspaces may take in all.
+  // The bytes the stages' items may take in all.
   const int64_t room = budget - fixed;
   const size_t max_pairs = static_cast<size_t>(std::max<int64_t>(2, limits.max_pairs));
   std::vector<std::pair<int64_t, double>> pairs = {{0, 0.0}};
@@ -92,9 +109,9 @@ SummedFootprintChoice LeastTimeWithinFootprint(const Graph& graph, int64_t budge
     next.clear();
     for (size_t i = 0; i < pairs.size(); ++i) {
       for (size_t a = 0; a < op.alternatives.size(); ++a) {
-        const Primitive& p = op.alternatives[a];
-        if (p.workspace_bytes > cap - pairs[i].first) continue;
-        next.push_back({pairs[i].first + p.workspace_bytes, pairs[i].second + p.time_us, static_cast<uint32_t>(i),
+        const int64_t bytes = item(stages[done], static_cast<int>(a));
+        if (bytes > cap - pairs[i].first) continue;
+        next.push_back({pairs[i].first + bytes, pairs[i].second + op.alternatives[a].time_us, static_cast<uint32_t>(i),
                         static_cast<uint8_t>(a)});
       }
     }

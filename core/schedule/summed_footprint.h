@@ -9,10 +9,14 @@
 //
 // Its optimum at a budget, the least total time whose footprint is within
 // the budget, is a multiple-choice knapsack: one alternative per op, its
-// workspace the weight and its time the cost. It is solved exactly by
-// dynamic programming over the ops with alternatives, keeping the Pareto
-// list of (workspace sum, time) pairs (each pair faster than every pair of
-// smaller workspace sum) of the ops so far; a list longer than a cap is
+// workspace the weight and its time the cost. With counted weights an
+// alternative's weight also has the resident bytes its weight_bytes add
+// (primitive_weights.h), above its op's least so that no weight is negative
+// (the least of every op counted in the fixed bytes): still exact. It is
+// solved exactly by dynamic programming over the ops with alternatives,
+// keeping the Pareto list of (weight sum, time) pairs (each pair faster
+// than every pair of smaller weight sum) of the ops so far; a list longer
+// than a cap is
 // thinned (then the result is not proven least). With layouts
 // (layout_conversions.h) a choice's footprint and time include its
 // conversions, which the knapsack leaves out: its choice is then not
@@ -37,13 +41,16 @@ int64_t FixedFootprintBytes(const Graph& graph, bool count_weights);
 
 // The summed footprint of `choice` (per op the index of its alternative, -1
 // for an op without alternatives): FixedFootprintBytes plus the chosen
-// alternatives' workspaces and their layout conversions' copies.
+// alternatives' workspaces and their layout conversions' copies and, with
+// `count_weights`, the bytes their weight_bytes add to the weights
+// (PrimitiveWeights::ExtraOf; negative when smaller): the weights counted
+// are then ChosenGraph(graph, choice).weight_bytes().
 int64_t SummedFootprintBytes(const Graph& graph, const std::vector<int>& choice, bool count_weights);
 
 struct SummedFootprintLimits {
-  // Most (workspace sum, time) pairs kept after each op; more are thinned to
-  // this many (>= 2), evenly spaced, the least and the greatest workspace
-  // sum kept.
+  // Most (weight sum, time) pairs kept after each op; more are thinned to
+  // this many (>= 2), evenly spaced, the least and the greatest weight sum
+  // kept.
   int64_t max_pairs = int64_t{1} << 14;
   // The search stops here (then not proven); max(): none.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -60,7 +67,8 @@ struct SummedFootprintChoice {
   // the search.
   bool proven = false;
   // Per op the index of its alternative (-1 without). Not feasible: the
-  // choice of least footprint (every op's least-workspace alternative).
+  // choice of least footprint (every op's alternative of least workspace
+  // plus added weights; ties: the faster), layout conversions aside.
   std::vector<int> choice;
   double time_us = 0;           // ChoiceTime(choice)
   int64_t footprint_bytes = 0;  // SummedFootprintBytes(choice)

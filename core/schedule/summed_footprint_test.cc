@@ -5,9 +5,12 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "core/schedule/primitive_weights.h"
 #include "gtest/gtest.h"
+#include "tests/testing/orders.h"
 #include "tests/testing/test_graph.h"
 
 namespace serenity {
@@ -16,11 +19,13 @@ namespace {
 constexpr double kNone = std::numeric_limits<double>::infinity();
 
 // The footprint from the definition, written out again: every tensor not a
-// weight, the weights when counted, and per op the workspace it runs with.
+// weight, the weights when counted (those the choice keeps: CostOfChoice's,
+// an alternative's weight_bytes replacing its op's own), and per op the
+// workspace it runs with.
 int64_t Footprint(const Graph& graph, const std::vector<int>& choice, bool count_weights) {
-  int64_t bytes = 0;
+  int64_t bytes = count_weights ? testing::CostOfChoice(graph, choice).weight_bytes : 0;
   for (const Tensor& t : graph.tensors()) {
-    if (!t.is_weight || count_weights) bytes += t.bytes;
+    if (!t.is_weight) bytes += t.bytes;
   }
   for (OpId u = 0; u < graph.num_ops(); ++u) {
     const Op& op = graph.op(u);
@@ -102,6 +107,94 @@ TEST(SummedFootprintTest, EqualsBruteForceOnSmallGraphs) {
   }
   EXPECT_GT(feasible, 200);
   EXPECT_GT(infeasible, 50);
+}
+
+// With transformed weights (an alternative's weight_bytes replacing its
+// op's own weights when they are counted, larger or smaller): the footprint
+// and the knapsack's optimum against the enumeration, weights counted and
+// not.
+TEST(SummedFootprintTest, TransformedWeightsEqualBruteForce) {
+  std::mt19937 rng(67);
+  int feasible = 0, infeasible = 0, differs = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    GraphSpec spec = testing::RandomDag(3 + trial % 6, rng);
+    testing::AddRandomAlternatives(&spec, rng, 3, 1, 4, 50, 200);
+    testing::AddRandomWeights(&spec, rng, 120);
+    const Graph graph = *Graph::Build(std::move(spec));
+    const bool count_weights = trial % 2 == 0;
+    // The footprint of a random choice, and the weights ChosenGraph keeps.
+    std::vector<int> some(graph.num_ops(), -1);
+    for (OpId u = 0; u < graph.num_ops(); ++u) {
+      const int count = static_cast<int>(graph.op(u).alternatives.size());
+      if (count > 0) some[u] = static_cast<int>(rng() % count);
+    }
+    EXPECT_EQ(SummedFootprintBytes(graph, some, count_weights), Footprint(graph, some, count_weights))
+        << "trial " << trial;
+    EXPECT_EQ(FixedFootprintBytes(ChosenGraph(graph, some), count_weights) - FixedFootprintBytes(graph, count_weights),
+              count_weights ? testing::CostOfChoice(graph, some).weight_bytes - graph.weight_bytes() : 0)
+        << "trial " << trial;
+    differs += count_weights && SummedFootprintBytes(graph, some, true) !=
+                                    SummedFootprintBytes(graph, some, false) + graph.weight_bytes();
+    std::vector<int> first(graph.num_ops(), -1);
+    for (OpId u = 0; u < graph.num_ops(); ++u) first[u] = graph.op(u).alternatives.empty() ? -1 : 0;
+    const int64_t base = Footprint(graph, first, count_weights);
+    const int64_t budget = base - 350 + static_cast<int64_t>(rng() % 900);
+    const SummedFootprintChoice result = LeastTimeWithinFootprint(graph, budget, count_weights);
+    CheckConsistent(graph, result, count_weights, trial);
+    EXPECT_TRUE(result.proven) << "trial " << trial;
+    const double expected = BruteForce(graph, budget, count_weights);
+    if (std::isinf(expected)) {
+      EXPECT_FALSE(result.feasible) << "trial " << trial;
+      EXPECT_GT(result.footprint_bytes, budget) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(result.feasible) << "trial " << trial;
+    EXPECT_LE(result.footprint_bytes, budget) << "trial " << trial;
+    EXPECT_NEAR(result.time_us, expected, 1e-9) << "trial " << trial;
+    ++feasible;
+  }
+  EXPECT_GT(feasible, 200);
+  EXPECT_GT(infeasible, 50);
+  EXPECT_GT(differs, 50);  // the weights changed the footprint often
+}
+
+// Not feasible, the choice of least footprint: with counted weights an
+// alternative of more workspace may have the least footprint.
+TEST(SummedFootprintTest, LeastFootprintCountsTheWeights) {
+  GraphSpec spec;
+  for (const char* name : {"x", "w", "y"}) {
+    TensorSpec t;
+    t.name = name;
+    t.shape = {1};
+    t.bytes = std::string(name) == "w" ? 90 : 10;
+    t.is_weight = std::string(name) == "w";
+    spec.tensors.push_back(t);
+  }
+  spec.inputs = {"x"};
+  spec.outputs = {"y"};
+  OpSpec conv;
+  conv.name = "conv";
+  conv.type = "Conv";
+  conv.inputs = {"x", "w"};
+  conv.outputs = {"y"};
+  conv.alternatives = {{"small_workspace", 5, 0, "", 200}, {"small_weights", 9, 20, "", 30}};
+  spec.ops = {conv};
+  const Graph graph = *Graph::Build(std::move(spec));
+  // Fixed 110 bytes (x, y and w). small_workspace: 10 + 10 + 200 = 220;
+  // small_weights: 10 + 10 + 30 + 20 = 70.
+  EXPECT_EQ(SummedFootprintBytes(graph, {0}, true), 220);
+  EXPECT_EQ(SummedFootprintBytes(graph, {1}, true), 70);
+  EXPECT_EQ(SummedFootprintBytes(graph, {0}, false), 20);
+  const SummedFootprintChoice tight = LeastTimeWithinFootprint(graph, 60, true);
+  EXPECT_FALSE(tight.feasible);
+  EXPECT_TRUE(tight.proven);
+  EXPECT_EQ(tight.choice, std::vector<int>{1});
+  const SummedFootprintChoice fits = LeastTimeWithinFootprint(graph, 70, true);
+  EXPECT_TRUE(fits.feasible);
+  EXPECT_EQ(fits.choice, std::vector<int>{1});
+  EXPECT_EQ(LeastTimeWithinFootprint(graph, 220, true).choice, std::vector<int>{0});
+  EXPECT_EQ(LeastTimeWithinFootprint(graph, 20, false).choice, std::vector<int>{0});
 }
 
 // Two convolutions: winograd (10 us, 60 bytes) or direct (30 us, none).

@@ -34,8 +34,10 @@ def plan_options(budget=None, **options):
     (name, capacity) or (name, capacity, alignment), sizes as ints or
     strings; every buffer is then placed in one (the plan's `memories`).
     pins: {tensor: memory} or {tensor: (memory, offset)}.
-    primitives: {op name: [(name, time_us, workspace_bytes[, layout]), ...]}
-    (or dicts with those keys), the ways to run each op named;
+    primitives: {op name: [(name, time_us, workspace_bytes[, layout[,
+    weight_bytes]]), ...]} (or dicts with those keys), the ways to run each
+    op named (weight_bytes, not 0: the bytes the op's own weights take in
+    that primitive's form, counted with count_weights);
     layout_transforms: [(from, to, time_us_per_mb, workspace_bytes_per_mb),
     ...] (or dicts with keys from, to and those), the cost of converting a
     tensor between the layouts of its producer's and its reader's
@@ -138,23 +140,26 @@ def plan_options(budget=None, **options):
                 entry = out.primitives.add(op=str(op))
                 for alternative in alternatives:
                     if isinstance(alternative, dict):
-                        if set(alternative) - {"name", "time_us", "workspace_bytes", "layout"}:
-                            raise ValueError("an alternative has name, time_us, workspace_bytes and layout, "
-                                             f"not {alternative!r}")
+                        if set(alternative) - {"name", "time_us", "workspace_bytes", "layout", "weight_bytes"}:
+                            raise ValueError("an alternative has name, time_us, workspace_bytes, layout and "
+                                             f"weight_bytes, not {alternative!r}")
                         alt_name = alternative.get("name", "")
                         time_us = alternative.get("time_us", 0)
                         workspace = alternative.get("workspace_bytes", 0)
                         layout = alternative.get("layout", "")
-                    elif isinstance(alternative, (tuple, list)) and len(alternative) in (3, 4):
-                        alt_name, time_us, workspace, layout = (*alternative, "")[:4]
+                        weights = alternative.get("weight_bytes", 0)
+                    elif isinstance(alternative, (tuple, list)) and len(alternative) in (3, 4, 5):
+                        alt_name, time_us, workspace = alternative[:3]
+                        layout = alternative[3] if len(alternative) > 3 else ""
+                        weights = alternative[4] if len(alternative) > 4 else 0
                     else:
-                        raise ValueError("an alternative is (name, time_us, workspace_bytes[, layout]), "
-                                         f"not {alternative!r}")
+                        raise ValueError("an alternative is (name, time_us, workspace_bytes[, layout[, "
+                                         f"weight_bytes]]), not {alternative!r}")
                     if isinstance(time_us, bool) or not isinstance(time_us, (int, float)):
                         raise ValueError(f"time_us of {op!r}'s alternative {alt_name!r} must be a number")
                     entry.alternatives.add(name=str(alt_name), time_us=float(time_us),
                                            workspace_bytes=parse_size(workspace, "workspace_bytes"),
-                                           layout=str(layout))
+                                           layout=str(layout), weight_bytes=parse_size(weights, "weight_bytes"))
         elif name == "layout_transforms":
             for transform in value:
                 if isinstance(transform, dict):

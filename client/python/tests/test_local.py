@@ -142,6 +142,24 @@ def test_objective_time_here_and_there(local, client):
         local.plan(g, peak, objective="time", primitives={"expand0": [("fast", "soon", 0)]})
 
 
+def test_transformed_weights_here_and_there(local, client):
+    # Each expand reads a weight of its own (400 bytes) and runs one way, which keeps it transformed in
+    # 900 bytes: the chosen primitives report it, locally (through the primitives file) and on the server.
+    g = diamond_graph(branches=2)
+    for b in range(2):
+        g.tensors.add(name=f"w{b}", shape=[100], is_weight=True)
+        next(op for op in g.ops if op.name == f"expand{b}").inputs.append(f"w{b}")
+    primitives = {"expand0": [("winograd", 10, 0, "", 900)],
+                  "expand1": [{"name": "winograd", "time_us": 10, "workspace_bytes": 0, "weight_bytes": 900}]}
+    budget = 2 * local.peak_bytes(g, count_weights=True)
+    for count_weights in (False, True):
+        options = dict(objective="time", primitives=primitives, count_weights=count_weights)
+        here, there = local.plan(g, budget, **options), client.plan(g, budget, **options)
+        assert here.time == there.time
+        chosen = {p.op: p for p in here.time.primitives}
+        assert chosen["expand0"].weight_bytes == chosen["expand1"].weight_bytes == 900
+
+
 def test_layouts_here_and_there(local, client):
     # Each expand writes NCHW (10 us) or NHWC (12 us); each reduce reads NHWC
     # only, and converting a 4000-byte tensor costs 1 us: NCHW and convert.

@@ -67,6 +67,22 @@ def test_options_map_to_plan_options():
         _options.plan_options(objective="time", budgets="1KiB")
 
 
+def test_primitives_carry_weight_bytes():
+    # weight_bytes, fifth in a tuple or a key of a dict, reaches the request's alternatives.
+    options, _ = _options.plan_options(objective="time", primitives={
+        "conv": [("direct", 10, 0), ("winograd", 4, "1KiB", "NHWC", "2KiB"),
+                 {"name": "packed", "time_us": 5, "workspace_bytes": 64, "weight_bytes": 300}],
+        "fc": [("naive", 3, 0, "NCHW")]})
+    conv, fc = options.primitives
+    assert [(a.name, a.workspace_bytes, a.layout, a.weight_bytes) for a in conv.alternatives] == [
+        ("direct", 0, "", 0), ("winograd", 1024, "NHWC", 2048), ("packed", 64, "", 300)]
+    assert fc.alternatives[0].weight_bytes == 0 and fc.alternatives[0].layout == "NCHW"
+    for bad in ([("w", 1, 0, "", -1)], [("w", 1, 0, "", "lots")], [{"name": "w", "weight_bytes": True}],
+                [("w", 1, 0, "", 5, "extra")], [{"name": "w", "weights": 5}]):
+        with pytest.raises(ValueError):
+            _options.plan_options(objective="time", primitives={"conv": bad})
+
+
 def test_catalogue_option():
     assert not _options.plan_options()[0].no_catalogue
     assert not _options.plan_options(catalogue=True)[0].no_catalogue
