@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/numeric/int128.h"
 #include "core/schedule/layout_conversions.h"
 
 namespace serenity {
@@ -58,9 +59,7 @@ Graph ChosenGraph(const Graph& graph, const std::vector<int>& choice) {
     for (size_t i = 0; i < mine.size(); ++i) {
       const int64_t bytes = graph.tensor(mine[i]).bytes;
       const int64_t scaled =
-          i + 1 == mine.size()
-              ? target - given
-              : static_cast<int64_t>(static_cast<__int128>(bytes) * target / static_cast<__int128>(own));
+          i + 1 == mine.size() ? target - given : static_cast<int64_t>(absl::int128(bytes) * target / own);
       tensor_bytes[mine[i]] = scaled;
       given += scaled;
     }
