@@ -24,8 +24,8 @@ Depthwise and other grouped convolutions get direct and im2col only; a
 1x1 stride-1 kernel, direct alone (listed, so that its time counts).
 Transformed weights: winograd23 and winograd43 keep the filter W
 transformed (16 and 36 values for each 9): their weight_bytes is the op's
-own weights (initializers and Constant outputs only it reads, sized by
-their own type) with W's bytes F replaced by ceil(16 F / 9) and 4 F, the
+own weights (initializers and Constant outputs only it reads, not graph
+outputs, sized by their own type) with W's bytes F replaced by ceil(16 F / 9) and 4 F, the
 others (the bias) unchanged; left out when another node reads W too or W is
 not a weight. The other alternatives keep the weights as given.
 
@@ -186,6 +186,8 @@ def main():
     for node in model.graph.node:
         for name in set(node.input):
             readers[name] = readers.get(name, 0) + 1
+    for output in model.graph.output:  # a graph output is nobody's own weight
+        readers[output.name] = readers.get(output.name, 0) + 1
     ops = []
     for i, node in enumerate(model.graph.node):
         if node.op_type != "Conv":

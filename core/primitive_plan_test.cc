@@ -342,7 +342,7 @@ TEST(PrimitivePlanTest, OnlyRequestsForTimeReadTheGraphsAlternatives) {
   spec = testing::TwoBranchesWithKernels();
   spec.ops[0].alternatives[0].weight_bytes = 10;  // a reads no weight
   v1::PlanRequest weights = TimeRequest(spec, 1000);
-  EXPECT_THAT(std::string(ExecutePlanRequest(weights).status().message()), HasSubstr("reads no weight of its own"));
+  EXPECT_THAT(std::string(ExecutePlanRequest(weights).status().message()), HasSubstr("has no weight bytes of its own"));
   weights.mutable_options()->set_objective("min_peak");
   weights.mutable_options()->set_memory_budget_bytes(0);
   EXPECT_TRUE(ExecutePlanRequest(weights).ok());

@@ -49,17 +49,19 @@ std::string DescribeCycle(const std::vector<Op>& ops, const std::vector<bool>& s
 
 }  // namespace
 
+std::vector<TensorId> OwnWeights(const Graph& graph, OpId u) {
+  std::vector<TensorId> out;
+  for (TensorId t : graph.op(u).inputs) {
+    const Tensor& tensor = graph.tensor(t);
+    if (!tensor.is_weight || tensor.is_graph_output || tensor.consumers.size() != 1) continue;
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  return out;
+}
+
 int64_t OwnWeightBytes(const Graph& graph, OpId u) {
   int64_t bytes = 0;
-  const std::vector<TensorId>& inputs = graph.op(u).inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = graph.tensor(inputs[i]);
-    if (!t.is_weight || t.consumers.size() != 1 ||
-        std::find(inputs.begin(), inputs.begin() + i, inputs[i]) != inputs.begin() + i) {
-      continue;
-    }
-    bytes += t.bytes;
-  }
+  for (TensorId t : OwnWeights(graph, u)) bytes += graph.tensor(t).bytes;
   return bytes;
 }
 
@@ -71,10 +73,10 @@ absl::Status CheckPrimitiveWeights(const Graph& g) {
   for (OpId u = 0; u < g.num_ops(); ++u) {
     for (const Primitive& p : g.op(u).alternatives) {
       if (p.weight_bytes > 0 && OwnWeightBytes(g, u) == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "op '", g.op(u).name, "' alternative '", p.name, "' has weight_bytes ", p.weight_bytes,
-            ", but the op reads no weight of its own (a weight tensor of known size that no other op reads) for "
-            "them to replace"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", g.op(u).name, "' alternative '", p.name, "' has weight_bytes ", p.weight_bytes,
+                         ", but the op has no weight bytes of its own for them to replace (its own weights: the weight "
+                         "tensors it reads that no other op reads and that are not graph outputs)"));
       }
     }
   }

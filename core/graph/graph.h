@@ -194,8 +194,10 @@ class Graph {
 // every op comes after all its predecessors.
 bool IsTopologicalOrder(const Graph& graph, const std::vector<OpId>& order);
 
-// The bytes of op u's own weights: the weight tensors it reads and no other
-// op does (what an alternative's weight_bytes replaces).
+// Op u's own weights: the weight tensors it reads that no other op reads
+// and that are not graph outputs (what an alternative's weight_bytes
+// replaces), distinct, in input order; and their bytes.
+std::vector<TensorId> OwnWeights(const Graph& graph, OpId u);
 int64_t OwnWeightBytes(const Graph& graph, OpId u);
 
 // OK when IsTopologicalOrder; otherwise InvalidArgument naming the first

@@ -130,7 +130,8 @@ std::vector<Primitive> MatMulNode(const onnx::NodeProto& node, const Shapes& sha
   return MatMulCatalogue(product);
 }
 
-// How many distinct ops of `spec` read each tensor, by name.
+// How many distinct ops of `spec` read each tensor, by name, a graph output
+// counting one more.
 absl::flat_hash_map<absl::string_view, int> ConsumerCounts(const GraphSpec& spec) {
   absl::flat_hash_map<absl::string_view, int> counts;
   for (const OpSpec& op : spec.ops) {
@@ -140,6 +141,8 @@ absl::flat_hash_map<absl::string_view, int> ConsumerCounts(const GraphSpec& spec
       ++counts[name];
     }
   }
+  // (A graph output counts as one more reader: it is nobody's own weight.)
+  for (const std::string& name : spec.outputs) ++counts[name];
   return counts;
 }
 

@@ -1,6 +1,7 @@
 #include "core/schedule/primitive_weights.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/numeric/int128.h"
 #include "core/schedule/layout_conversions.h"
@@ -30,6 +31,14 @@ int64_t PrimitiveWeights::Extra(OpId u, int choice) const {
   return bytes == 0 ? 0 : bytes - own_[u];
 }
 
+int64_t PrimitiveWeights::RoomFor(int64_t budget) const {
+  int64_t room = 0;
+  if (__builtin_sub_overflow(budget, least_total_, &room)) {
+    return least_total_ < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  }
+  return room;
+}
+
 int64_t PrimitiveWeights::ExtraOf(const std::vector<int>& choice) const {
   int64_t bytes = 0;
   for (OpId u = 0; u < graph_.num_ops(); ++u) bytes += Extra(u, choice[u]);
@@ -48,13 +57,7 @@ Graph ChosenGraph(const Graph& graph, const std::vector<int>& choice) {
     if (own == 0) continue;
     // The own weights in input order, each scaled (rounded down), the last
     // taking what rounding left.
-    std::vector<TensorId> mine;
-    for (TensorId t : graph.op(u).inputs) {
-      const Tensor& tensor = graph.tensor(t);
-      if (tensor.is_weight && tensor.consumers.size() == 1 && std::find(mine.begin(), mine.end(), t) == mine.end()) {
-        mine.push_back(t);
-      }
-    }
+    const std::vector<TensorId> mine = OwnWeights(graph, u);
     int64_t given = 0;
     for (size_t i = 0; i < mine.size(); ++i) {
       const int64_t bytes = graph.tensor(mine[i]).bytes;

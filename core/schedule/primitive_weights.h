@@ -35,6 +35,10 @@ class PrimitiveWeights {
   // The sum of least_extra over all ops: the resident bytes every choice
   // adds at least (may be negative).
   int64_t least_total() const { return least_total_; }
+  // `budget` less least_total(): what is left of it for the activations
+  // and the extras above each op's least (saturating at the int64 range,
+  // so that an unlimited budget stays unlimited).
+  int64_t RoomFor(int64_t budget) const;
   // Extra(u, choice) - least_extra(u): never negative.
   int64_t ExtraAboveLeast(OpId u, int choice) const { return Extra(u, choice) - least_[u]; }
 

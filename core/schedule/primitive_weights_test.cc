@@ -1,5 +1,6 @@
 #include "core/schedule/primitive_weights.h"
 
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,27 @@ TEST(PrimitiveWeightsTest, OwnWeightsAreTheOnesNoOtherOpReads) {
   const Graph graph = *Graph::Build(ConvWithWeights());
   EXPECT_EQ(OwnWeightBytes(graph, 0), 48);
   EXPECT_EQ(OwnWeightBytes(graph, 1), 0);
+}
+
+// A weight that is a graph output must be delivered as it is: no op's own.
+TEST(PrimitiveWeightsTest, AGraphOutputIsNobodysOwnWeight) {
+  GraphSpec spec = ConvWithWeights();
+  spec.outputs.push_back("wb");
+  const Graph graph = *Graph::Build(std::move(spec));
+  EXPECT_EQ(OwnWeights(graph, 0), std::vector<TensorId>{*graph.FindTensor("wa")});
+  EXPECT_EQ(OwnWeightBytes(graph, 0), 36);
+  const Graph winograd = ChosenGraph(graph, {1, -1});
+  EXPECT_EQ(winograd.tensor(*winograd.FindTensor("wa")).bytes, 64);
+  EXPECT_EQ(winograd.tensor(*winograd.FindTensor("wb")).bytes, 12);
+}
+
+// An unlimited budget stays unlimited past negative extras.
+TEST(PrimitiveWeightsTest, RoomForSaturates) {
+  const Graph graph = *Graph::Build(ConvWithWeights());
+  const PrimitiveWeights weights(graph, true);  // least_total -8
+  EXPECT_EQ(weights.RoomFor(100), 108);
+  EXPECT_EQ(weights.RoomFor(std::numeric_limits<int64_t>::max()), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(weights.RoomFor(std::numeric_limits<int64_t>::max() - 3), std::numeric_limits<int64_t>::max());
 }
 
 TEST(PrimitiveWeightsTest, ExtraReplacesTheOwnWeights) {

@@ -62,6 +62,26 @@ TEST(TimeFrontierTest, EqualsBruteForceOnSmallGraphs) {
   EXPECT_GT(several_with_weights, 10);
 }
 
+// Weights of 2^62 bytes, one kernel keeping them in a byte: both points,
+// with no sum of bytes wrapping around.
+TEST(TimeFrontierTest, HugeWeightsKeepBothPoints) {
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  testing::TestGraph t;
+  t.Input("x", 10).Weight("w", kHuge).Op("conv", "Conv", {"x", "w"}, {{"y", 10}}).Output("y");
+  GraphSpec spec = t.spec();
+  spec.ops[0].alternatives = {{"small", 10, 0, "", 1}, {"fast", 5, 0, "", 0}};
+  const Graph graph = *Graph::Build(std::move(spec));
+  MemoryModel model;
+  model.count_weights = true;
+  const TimeFrontier frontier = SweepTimeFrontier(BufferModel(graph, model), {0}, SearchOptions());
+  EXPECT_TRUE(frontier.proven);
+  ASSERT_EQ(frontier.points.size(), 2u);
+  EXPECT_EQ(frontier.points[0].peak_bytes, 21);
+  EXPECT_EQ(frontier.points[0].selection.time_us, 10);
+  EXPECT_EQ(frontier.points[1].peak_bytes, kHuge + 20);
+  EXPECT_EQ(frontier.points[1].selection.time_us, 5);
+}
+
 TEST(TimeFrontierTest, ThinningKeepsTheEndsAndSpacesTheRest) {
   std::vector<FrontierPoint> points(10);
   for (int k = 0; k < 10; ++k) points[k].peak_bytes = k;

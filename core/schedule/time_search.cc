@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
+#include "absl/numeric/int128.h"
 #include "core/graph/reachability.h"
 #include "core/memory/closure_bound.h"
 #include "core/schedule/baselines.h"
@@ -78,8 +79,10 @@ bool NoWorse(const StepMove& a, const StepMove& b, bool layout_matters) {
 // Without transformed weights: per layout the fastest alternative that
 // fits beside its conversions, only the fastest of all when u's layout
 // matters to no later op. With them: every alternative whose step, with
-// everything chosen so far, fits (max(peak, step) + extra <= budget),
-// keeping those no other is no worse than. Replaces `*moves` (a buffer
+// everything chosen so far, fits (max(peak, step) + extra + least_total <=
+// budget), keeping those no other is no worse than. (Live bytes count the
+// weights as given; every choice's weights differ from them by at least
+// least_total.) Replaces `*moves` (a buffer
 // the caller reuses).
 template <typename LayoutOfProducer>
 void MovesOf(const Graph& graph, const LayoutConversions& conversions, const PrimitiveWeights& weights, OpId u,
@@ -93,7 +96,8 @@ void MovesOf(const Graph& graph, const LayoutConversions& conversions, const Pri
   static const std::vector<int> kAny = {0};
   for (int layout : sensitive ? conversions.layouts(u) : kAny) {
     const ConversionCost cost = sensitive ? conversions.InputCost(u, layout, layout_of) : ConversionCost();
-    const int64_t room = budget - live - cost.workspace_bytes;
+    // (RoomFor saturates: harmless here, where every sum of bytes fits.)
+    const int64_t room = weights.RoomFor(budget) - live - cost.workspace_bytes;
     if (!weights.active()) {
       double time = 0;
       const int choice =
@@ -108,7 +112,9 @@ void MovesOf(const Graph& graph, const LayoutConversions& conversions, const Pri
       if (workspace > room) continue;
       const int64_t after = extra + weights.ExtraAboveLeast(u, a);
       const int64_t step_peak = std::max(peak, live + cost.workspace_bytes + workspace);
-      if (step_peak > budget - after) continue;
+      // (Each term fits; their sum may not, before least_total takes back
+      // what it can.)
+      if (absl::int128(step_peak) + after + weights.least_total() > budget) continue;
       moves.push_back({layout, a, TimeOf(op, a) + cost.time_us, after, step_peak});
     }
   }
@@ -214,9 +220,6 @@ std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buff
   for (OpId u = 0; u < n; ++u) {
     for (const LayoutConversions::Input& input : conversions.inputs(u)) ++pending[input.producer];
   }
-  // (Weights: each choice's extra above its op's least, against what is
-  // left of the budget past every op's least.)
-  const int64_t room = budget - weights.least_total();
   MemoryTracker tracker(buffers);
   std::vector<StepMove> ways;  // (reused)
   bool late = false;
@@ -235,7 +238,7 @@ std::optional<PrimitiveSelection> SelectForOrderByStates(const BufferModel& buff
     for (size_t s = 0; s < states.size(); ++s) {
       const std::vector<int>& signature = signatures[s];
       const auto layout_of = [&](OpId p) { return slot[p] < 0 ? 0 : signature[slot[p]]; };
-      MovesOf(graph, conversions, weights, u, live, room, states[s].extra, states[s].peak, layout_of, &ways);
+      MovesOf(graph, conversions, weights, u, live, budget, states[s].extra, states[s].peak, layout_of, &ways);
       for (const StepMove& move : ways) {
         std::vector<int> key;
         for (OpId p : next_open) key.push_back(signature[slot[p]]);
@@ -324,9 +327,9 @@ std::optional<PrimitiveSelection> SelectForOrder(const BufferModel& buffers, con
   for (OpId u : order) {
     const Op& op = graph.op(u);
     // (Weights that every choice transforms alike count in full.)
-    const int64_t without = tracker.StepBytes(u) - op.workspace_bytes + weights.least_total();
+    const int64_t without = tracker.StepBytes(u) - op.workspace_bytes;
     double time = 0;
-    const int choice = FastestThatFits(op, budget - without, &time);
+    const int choice = FastestThatFits(op, weights.RoomFor(budget) - without, &time);
     if (time == kInfinity) return std::nullopt;
     out.choice[u] = choice;
     out.workspace_bytes[u] = WorkspaceOf(op, choice);
@@ -694,10 +697,10 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   const int n = graph.num_ops();
   const Clock::time_point deadline = DeadlineIn(limits.time_limit_seconds);
   TimeSearchResult result;
-  // With transformed weights, the search's budget is what is left past
-  // every op's least extra (MovesOf counts each choice's extra above it).
+  // With transformed weights, what is left of the budget past every op's
+  // least extra bounds each op's room (MovesOf counts the extras above it).
   const PrimitiveWeights weights(graph, buffers.model().count_weights);
-  const int64_t room = budget - weights.least_total();
+  const int64_t room = weights.RoomFor(budget);
 
   // The estimate: per op, the fastest alternative that fits beside what is
   // surely live at its step in every order (SurelyLiveBytes; a tenth of the
@@ -783,7 +786,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
       if (!from_start.has_value() || s.time < from_start->time) from_start = std::move(s);
     }
     const int64_t m = static_cast<int64_t>(ops.size());
-    SegmentResult segment = SearchSegment(buffers, conversions, weights, before, ops, estimate, room,
+    SegmentResult segment = SearchSegment(buffers, conversions, weights, before, ops, estimate, budget,
                                           std::move(from_start), share(m, ops_left), limits, &charge);
     ops_left -= m;
     result.states += segment.states;
@@ -805,7 +808,7 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   for (const auto& [k, state] : unproven) {
     if (Clock::now() >= deadline || Cancelled(limits)) break;
     const int64_t m = static_cast<int64_t>(segments[k].size());
-    SegmentResult again = SearchSegment(buffers, conversions, weights, state, segments[k], estimate, room, solved[k],
+    SegmentResult again = SearchSegment(buffers, conversions, weights, state, segments[k], estimate, budget, solved[k],
                                         share(m, unproven_ops), limits, &charge);
     unproven_ops -= m;
     result.states += again.states;

@@ -262,6 +262,27 @@ TEST(TimeSearchTest, EqualsBruteForceWithWeights) {
   EXPECT_GT(slower_for_weights, 20);
 }
 
+// Smaller transformed weights under an unlimited budget: the budget less
+// the (negative) least extra must not wrap around.
+TEST(TimeSearchTest, SmallerWeightsFitAnUnlimitedBudget) {
+  testing::TestGraph t;
+  t.Input("x", 10).Weight("w", 100).Op("conv", "Conv", {"x", "w"}, {{"y", 10}}).Output("y");
+  GraphSpec spec = t.spec();
+  spec.ops[0].alternatives = {{"small", 5, 0, "", 50}, {"plain", 10, 0, "", 0}};
+  const Graph graph = *Graph::Build(std::move(spec));
+  MemoryModel model;
+  model.count_weights = true;
+  const BufferModel buffers(graph, model);
+  for (int64_t budget :
+       {int64_t{1000}, std::numeric_limits<int64_t>::max() - 10, std::numeric_limits<int64_t>::max()}) {
+    SCOPED_TRACE(budget);
+    const TimeSearchResult result = MinimizeTime(buffers, {0}, budget, SearchOptions());
+    ASSERT_TRUE(result.feasible);
+    EXPECT_EQ(result.selection.time_us, 5);
+    EXPECT_EQ(SelectForOrder(buffers, {0}, budget)->time_us, 5);
+  }
+}
+
 // By hand: x (1 MiB) -> a -> y (1 MiB) -> b. a runs in layout B (2 us) or
 // A (1 us); b reads B only, and converting y from A to B takes 10 us: a runs
 // in B. (EqualsBruteForceWithLayouts catches an op forced to a layout that

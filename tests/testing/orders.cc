@@ -63,7 +63,7 @@ ChoiceCost CostOfChoice(const Graph& graph, const std::vector<int>& choice) {
       std::vector<TensorId> own;
       for (TensorId t : op.inputs) {
         const Tensor& tensor = graph.tensor(t);
-        if (!tensor.is_weight || tensor.consumers != std::vector<OpId>{v}) continue;
+        if (!tensor.is_weight || tensor.is_graph_output || tensor.consumers != std::vector<OpId>{v}) continue;
         if (std::find(own.begin(), own.end(), t) != own.end()) continue;
         own.push_back(t);
         out.weight_bytes -= tensor.bytes;

@@ -21,7 +21,8 @@ void ForEachTopologicalOrder(const Graph& graph, const std::function<void(const 
 // op its alternative, ignored for ops without), layout conversions
 // included (docs/primitives.md), and the weights resident with it (an
 // alternative's weight_bytes, when not 0, replacing its op's own weight
-// tensors, those no other op reads), computed on their own for the tests.
+// tensors, those no other op reads that are not graph outputs), computed on
+// their own for the tests.
 struct ChoiceCost {
   std::vector<int64_t> workspace;
   double time = 0;
