@@ -43,22 +43,27 @@ std::string KeyOf(v1::BufferKind kind, const std::string& name) {
   return absl::StrCat(kind == v1::BUFFER_KIND_WORKSPACE ? "w:" : "t:", name);
 }
 
-// Every tensor (and workspace) of an arena with its offset: the rows in
-// order, each followed by its aliases; a name listed twice counts once, at
-// its first place.
+// Every tensor (and workspace) of an arena with its offset and, for a
+// weight, its size (another primitive's weights in another form must be
+// written again); the rows in order, each followed by its aliases; a name
+// listed twice counts once, at its first place.
 struct TensorOffsets {
+  using Place = std::pair<int64_t, int64_t>;               // (offset, a weight's size or -1)
   std::vector<std::pair<std::string, std::string>> names;  // (key, name), in order
-  absl::flat_hash_map<std::string, int64_t> offset;        // by key
+  absl::flat_hash_map<std::string, Place> offset;          // by key
 };
 
 TensorOffsets OffsetsOf(const v1::Arena& arena) {
   TensorOffsets out;
-  const auto add = [&out](std::string key, const std::string& name, int64_t offset) {
-    if (out.offset.emplace(key, offset).second) out.names.emplace_back(std::move(key), name);
+  const auto add = [&out](std::string key, const std::string& name, TensorOffsets::Place place) {
+    if (out.offset.emplace(key, place).second) out.names.emplace_back(std::move(key), name);
   };
   for (const v1::ArenaBuffer& row : arena.buffers()) {
-    add(KeyOf(row.kind(), row.tensor()), row.tensor(), row.offset());
-    for (const std::string& alias : row.aliases()) add(KeyOf(v1::BUFFER_KIND_TENSOR, alias), alias, row.offset());
+    const int64_t size = row.kind() == v1::BUFFER_KIND_WEIGHT ? row.size() : -1;
+    add(KeyOf(row.kind(), row.tensor()), row.tensor(), {row.offset(), size});
+    for (const std::string& alias : row.aliases()) {
+      add(KeyOf(v1::BUFFER_KIND_TENSOR, alias), alias, {row.offset(), size});
+    }
   }
   return out;
 }
@@ -140,7 +145,9 @@ absl::StatusOr<v1::Arena> ShareOffsets(const v1::Arena& previous, const v1::Aren
   const auto hint_of = [&](size_t row) -> int64_t {
     const v1::ArenaBuffer& b = own.buffers(static_cast<int>(row));
     auto it = hints.offset.find(KeyOf(b.kind(), b.tensor()));
-    return it == hints.offset.end() || it->second < 0 || it->second % alignment != 0 ? -1 : it->second;
+    if (it == hints.offset.end()) return -1;
+    const int64_t offset = it->second.first;
+    return offset < 0 || offset % alignment != 0 ? -1 : offset;
   };
   // Each free buffer with the slices anchored to it is one piece.
   const std::vector<AnchoredBlock> blocks = AnchoredBlocks(buffers);

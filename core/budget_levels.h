@@ -64,8 +64,10 @@ absl::StatusOr<v1::Arena> ShareOffsets(const v1::Arena& previous, const v1::Aren
 
 // The names, in `current`'s row order then `previous`'s, of the tensors (and
 // workspaces, by their op's name) whose offset in `current` differs from
-// their offset in `previous`, or that only one of the two holds. A tensor's
-// offset is its row's, or the row whose aliases name it.
+// their offset in `previous`, weights whose size differs (a primitive that
+// keeps them in another form: the device writes them again), and those
+// only one of the two holds. A tensor's offset is its row's, or the row
+// whose aliases name it.
 std::vector<std::string> MovedTensors(const v1::Arena& previous, const v1::Arena& current);
 
 }  // namespace serenity

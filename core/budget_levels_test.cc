@@ -267,6 +267,14 @@ TEST(BudgetLevelsTest, ShareOffsetsKeepsWhatFits) {
   aliased.mutable_buffers(0)->add_aliases("a_view");
   EXPECT_THAT(MovedTensors(previous, aliased), ::testing::ElementsAre("a_view"));
   EXPECT_THAT(MovedTensors(aliased, previous), ::testing::ElementsAre("a_view"));
+  // A weight in another form (its size changed) is written again: it
+  // counts as moved even where its offset stays; a tensor does not.
+  v1::Arena weights = previous;
+  weights.mutable_buffers(0)->set_kind(v1::BUFFER_KIND_WEIGHT);
+  v1::Arena transformed = weights;
+  transformed.mutable_buffers(0)->set_size(12);
+  transformed.mutable_buffers(1)->set_size(9);
+  EXPECT_THAT(MovedTensors(weights, transformed), ::testing::ElementsAre("a"));
 }
 
 // Budgets need objective time and none of what plans one level only.
