@@ -648,6 +648,7 @@ std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers,
                                                      const SearchOptions& limits) {
   const Graph& graph = buffers.graph();
   const Clock::time_point deadline = DeadlineIn(limits.time_limit_seconds);
+  const PrimitiveWeights weights(graph, buffers.model().count_weights);
   // Per op the alternative aimed at: the fastest first (ties: the smaller
   // workspace).
   std::vector<int> target = FastestChoices(graph);
@@ -661,23 +662,29 @@ std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers,
     const MinimizeResult best = MinimizePeak(aimed_buffers, GreedyOrder(aimed_buffers), 0, search, budget);
     const std::vector<OpId>& order = best.order;
     if (best.peak_bytes <= budget) return SelectForOrder(buffers, order, budget, deadline);
-    // The steps above the budget: of their ops, the one whose next smaller
-    // workspace costs the least time per byte saved steps down to it.
+    // The ops at steps above the budget; with transformed weights, every
+    // op (its weights are live at every step). Of them, the one whose
+    // step down (an alternative with no more workspace and no more
+    // weights) costs the least time per byte saved (the workspace's, at a
+    // step above the budget, and the weights') steps down to it.
+    std::vector<bool> over(graph.num_ops(), false);
     MemoryTracker tracker(aimed_buffers);
+    for (OpId u : order) over[u] = tracker.Run(u) > budget;
     OpId pick = kNoOp;
     int pick_to = -1;
     double pick_rate = kInfinity;
-    for (OpId u : order) {
-      if (tracker.Run(u) <= budget) continue;
-      const Op& op = graph.op(u);
+    for (OpId u : order) {  // (ties: the earliest in the order)
       const int from = target[u];
-      if (from < 0) continue;
+      if (from < 0 || (!over[u] && !weights.active())) continue;
+      const Op& op = graph.op(u);
       const int64_t bytes = op.alternatives[from].workspace_bytes;
       for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
         const Primitive& p = op.alternatives[a];
-        if (p.workspace_bytes >= bytes) continue;
-        const double rate =
-            (p.time_us - op.alternatives[from].time_us) / static_cast<double>(bytes - p.workspace_bytes);
+        const int64_t fewer_weights = weights.Extra(u, from) - weights.Extra(u, a);
+        if (p.workspace_bytes > bytes || fewer_weights < 0) continue;
+        const int64_t saved = (over[u] ? bytes - p.workspace_bytes : 0) + fewer_weights;
+        if (saved <= 0) continue;
+        const double rate = (p.time_us - op.alternatives[from].time_us) / static_cast<double>(saved);
         if (rate < pick_rate) {
           pick = u;
           pick_to = a;

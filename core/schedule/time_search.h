@@ -92,10 +92,12 @@ std::vector<int64_t> SurelyLiveBytes(const BufferModel& buffers, std::chrono::st
 
 // A plan from the primitives' side: every op aims at its fastest
 // alternative; while the least peak with the aimed workspaces
-// (MinimizePeak, stopping at the budget) exceeds the budget, the op over
-// the budget whose next smaller workspace costs the least time per byte
-// steps down to it; then SelectForOrder on the order found. nullopt when
-// nothing over the budget can shrink or `limits`' time runs out first.
+// (MinimizePeak, stopping at the budget, with the aimed weights when they
+// count) exceeds the budget, the op over the budget (any op, for its
+// transformed weights) whose step down to an alternative of no more
+// workspace and no more weights costs the least time per byte saved steps
+// down to it; then SelectForOrder on the order found. nullopt when nothing
+// can shrink or `limits`' time runs out first.
 std::optional<PrimitiveSelection> DowngradeUntilFits(const BufferModel& buffers, int64_t budget,
                                                      const SearchOptions& limits);
 

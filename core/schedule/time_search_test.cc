@@ -262,6 +262,27 @@ TEST(TimeSearchTest, EqualsBruteForceWithWeights) {
   EXPECT_GT(slower_for_weights, 20);
 }
 
+// The primitives' side steps weights down too: Winograd's weights (400
+// bytes for the 100 given) put the step of `grow` (no alternatives) over
+// the budget, not conv's own, and direct fits.
+TEST(TimeSearchTest, DowngradeStepsWeightsDown) {
+  testing::TestGraph t;
+  t.Input("x", 10)
+      .Weight("w", 100)
+      .Op("conv", "Conv", {"x", "w"}, {{"y", 10}})
+      .Op("grow", "Resize", {"y"}, {{"z", 300}})
+      .Output("z");
+  GraphSpec spec = t.spec();
+  spec.ops[0].alternatives = {{"direct", 100, 0, "", 0}, {"winograd", 10, 0, "", 400}};
+  const Graph graph = *Graph::Build(std::move(spec));
+  MemoryModel model;
+  model.count_weights = true;
+  const std::optional<PrimitiveSelection> downgraded =
+      DowngradeUntilFits(BufferModel(graph, model), 450, SearchOptions());
+  ASSERT_TRUE(downgraded.has_value());
+  EXPECT_EQ(graph.op(0).alternatives[downgraded->choice[0]].name, "direct");
+}
+
 // Smaller transformed weights under an unlimited budget: the budget less
 // the (negative) least extra must not wrap around.
 TEST(TimeSearchTest, SmallerWeightsFitAnUnlimitedBudget) {
