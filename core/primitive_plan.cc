@@ -195,9 +195,13 @@ absl::StatusOr<v1::Plan> PlanForTime(const Graph& graph, const SanitizedOptions&
   bool none_fits = false;
   if (start_order.empty()) {
     // With a budget, the search stops at the first order that fits it
-    // (objective fit): any such order lets every op run.
+    // (objective fit): any such order lets every op run. With transformed
+    // weights, the least peak: the room it leaves is what larger weights
+    // need at every step.
+    const bool weights_active = PrimitiveWeights(graph, options->memory_model.count_weights).active();
     PlanOptions least_options = *options;
-    least_options.objective = options->objective == Objective::kTime ? Objective::kFit : Objective::kMinPeak;
+    least_options.objective =
+        options->objective == Objective::kTime && !weights_active ? Objective::kFit : Objective::kMinPeak;
     least_options.score_only = true;
     // (Up to 60% of the time: the fit search ends at the first order that
     // fits, so a hard graph gets the time and an easy one gives it back.)
