@@ -69,10 +69,11 @@ void AddRequestFlags(FlagSet& flag_set, RequestFlags* flags, bool with_outputs) 
                      "total time within --budget (see --primitives, docs/primitives.md).");
   flag_set.AddString("primitives", &flags->primitives_file, "FILE",
                      "JSON {\"ops\": [{\"op\": NAME, \"alternatives\": [{\"name\", \"time_us\",\n"
-                     "\"workspace_bytes\", \"layout\"}, ...]}], \"layout_transforms\": [{\"from\", \"to\",\n"
-                     "\"time_us_per_mb\", \"workspace_bytes_per_mb\"}, ...]}: ways to run each op named\n"
-                     "(replacing its workspace) and the cost of converting between layouts; read\n"
-                     "with --objective time, --pareto or --max-time-us only.");
+                     "\"workspace_bytes\", \"layout\", \"weight_bytes\"}, ...]}], \"layout_transforms\":\n"
+                     "[{\"from\", \"to\", \"time_us_per_mb\", \"workspace_bytes_per_mb\"}, ...]}: ways to run\n"
+                     "each op named (replacing its workspace; weight_bytes, when not 0, its weights\n"
+                     "in that kernel's form, resident with --count-weights) and the cost of converting\n"
+                     "between layouts; read with --objective time, --pareto or --max-time-us only.");
   flag_set.AddBool("pareto", &flags->pareto,
                    "Also the (peak, time) frontier of primitive choices and orders (see --primitives):\n"
                    "every undominated plan, each with its order, primitives and arena; without\n"
