@@ -656,8 +656,12 @@ TEST(PlannerTest, EveryPlanOfTheSharedModelsVerifies) {
       EXPECT_TRUE(verified.ok()) << verified << (switches ? " (all switches on)" : "");
       // With the default memory model the arena of every proven-optimal
       // order meets its peak (such orders do not depend on the machine;
-      // darts_v2_cifar10 was the last at 1.10x).
-      if (!switches && plan->certificate() == v1::CERTIFICATE_OPTIMAL) {
+      // darts_v2_cifar10 was the last at 1.10x), when its search had its
+      // time (on a loaded machine the 1 s can run out: the plan then says
+      // so, and the placement is the greedy one).
+      const bool arena_cut = std::any_of(plan->fallbacks().begin(), plan->fallbacks().end(),
+                                         [](const v1::PhaseFallback& f) { return f.phase() == "arena"; });
+      if (!switches && plan->certificate() == v1::CERTIFICATE_OPTIMAL && !arena_cut) {
         EXPECT_EQ(plan->arena().size_bytes(), plan->peak_bytes());
       }
     }
