@@ -110,10 +110,37 @@ int64_t LeastPeakForOrder(const Graph& graph, const std::vector<OpId>& order, bo
   return least;
 }
 
-// Random small graphs through the request path: every plan verified, the
-// optimal ones at the brute-force least time within the budget, and the
-// budgets nothing fits answered feasible false with the least-workspace
-// plan.
+// One time request for `spec` within `budget` checked: the plan verified
+// (CheckTimePlan); when the brute force finds a choice within the budget,
+// feasible, optimal and at its least time; when none, feasible false,
+// certificate baseline, with the least peak of any choice for the order
+// given back. Returns whether a choice fits; the plan in `*out`.
+bool CheckRequest(const GraphSpec& spec, int64_t budget, bool count_weights, const std::string& trial, v1::Plan* out) {
+  SCOPED_TRACE(trial);
+  const Graph graph = *Graph::Build(spec);
+  v1::PlanRequest request = TimeRequest(spec, budget);
+  request.mutable_options()->mutable_memory_model()->set_count_weights(count_weights);
+  absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return false;
+  CheckTimePlan(graph, *plan);
+  *out = *plan;
+  const double least = testing::BruteForceLeastTime(graph, false, false, budget, count_weights);
+  if (std::isinf(least)) {
+    EXPECT_FALSE(plan->feasible());
+    EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE);
+    EXPECT_EQ(plan->peak_bytes(),
+              LeastPeakForOrder(graph, std::vector<OpId>(plan->order().begin(), plan->order().end()), count_weights));
+    return false;
+  }
+  EXPECT_TRUE(plan->feasible());
+  EXPECT_LE(plan->peak_bytes(), budget);
+  EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_OPTIMAL);
+  EXPECT_NEAR(plan->time().time_us(), least, 1e-6);
+  return true;
+}
+
+// Random small graphs through the request path (CheckRequest).
 TEST(PrimitivePlanTest, RequestsMatchBruteForce) {
   std::mt19937 rng(7);
   int optimal = 0, infeasible = 0;
@@ -125,36 +152,17 @@ TEST(PrimitivePlanTest, RequestsMatchBruteForce) {
     // Every other graph has an input nobody reads: it dies after the first
     // step whichever op runs it (a forced-op rule once took it for a saving).
     if (trial % 2 == 1) testing::AddUnusedInput(&spec, "unused", 1 + static_cast<int64_t>(rng() % 150));
-    const Graph graph = *Graph::Build(spec);
     const int64_t budget = 100 + static_cast<int64_t>(rng() % 400);
-    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(TimeRequest(spec, budget));
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    CheckTimePlan(graph, *plan);
-    const double least = testing::BruteForceLeastTime(graph, false, false, budget);
-    if (std::isinf(least)) {
-      EXPECT_FALSE(plan->feasible()) << "trial " << trial;
-      EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE);
-      // The choice of least peak for the order given back.
-      EXPECT_EQ(plan->peak_bytes(),
-                LeastPeakForOrder(graph, std::vector<OpId>(plan->order().begin(), plan->order().end()), false))
-          << "trial " << trial;
-      ++infeasible;
-      continue;
-    }
-    EXPECT_TRUE(plan->feasible()) << "trial " << trial;
-    EXPECT_LE(plan->peak_bytes(), budget);
-    ASSERT_EQ(plan->time().certificate(), v1::CERTIFICATE_OPTIMAL) << "trial " << trial;
-    EXPECT_NEAR(plan->time().time_us(), least, 1e-6) << "trial " << trial;
-    ++optimal;
+    v1::Plan plan;
+    ++(CheckRequest(spec, budget, false, "trial " + std::to_string(trial), &plan) ? optimal : infeasible);
   }
   EXPECT_GT(optimal, 80);
   EXPECT_GT(infeasible, 30);
 }
 
-// With transformed weights counted (primitive_weights.h): every plan
-// verified with the chosen weights, the optimal ones at the brute-force
-// least time (weights computed on their own), the others proven to fit
-// no choice.
+// With transformed weights counted (primitive_weights.h): CheckTimePlan
+// verifies with the chosen weights, the brute force computes them on its
+// own.
 TEST(PrimitivePlanTest, RequestsWithWeightsMatchBruteForce) {
   std::mt19937 rng(17);
   int optimal = 0, infeasible = 0, transformed = 0;
@@ -163,28 +171,14 @@ TEST(PrimitivePlanTest, RequestsWithWeightsMatchBruteForce) {
     testing::AddRandomAlternatives(&spec, rng);
     testing::AddRandomWeights(&spec, rng);
     if (trial % 3 == 2) testing::AddRandomLayouts(&spec, rng);
-    const Graph graph = *Graph::Build(spec);
-    const int64_t budget = graph.weight_bytes() + 60 + static_cast<int64_t>(rng() % 400);
-    v1::PlanRequest request = TimeRequest(spec, budget);
-    request.mutable_options()->mutable_memory_model()->set_count_weights(true);
-    absl::StatusOr<v1::Plan> plan = ExecutePlanRequest(request);
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    CheckTimePlan(graph, *plan);
-    const double least = testing::BruteForceLeastTime(graph, false, false, budget, /*count_weights=*/true);
-    if (std::isinf(least)) {
-      EXPECT_FALSE(plan->feasible()) << "trial " << trial;
-      EXPECT_EQ(plan->time().certificate(), v1::CERTIFICATE_BASELINE) << "trial " << trial;
-      EXPECT_EQ(plan->peak_bytes(),
-                LeastPeakForOrder(graph, std::vector<OpId>(plan->order().begin(), plan->order().end()), true))
-          << "trial " << trial;
+    const int64_t given_weights = Graph::Build(spec)->weight_bytes();
+    const int64_t budget = given_weights + 60 + static_cast<int64_t>(rng() % 400);
+    v1::Plan plan;
+    if (!CheckRequest(spec, budget, true, "trial " + std::to_string(trial), &plan)) {
       ++infeasible;
       continue;
     }
-    EXPECT_TRUE(plan->feasible()) << "trial " << trial;
-    EXPECT_LE(plan->peak_bytes(), budget);
-    ASSERT_EQ(plan->time().certificate(), v1::CERTIFICATE_OPTIMAL) << "trial " << trial;
-    EXPECT_NEAR(plan->time().time_us(), least, 1e-6) << "trial " << trial;
-    transformed += plan->weight_bytes() != graph.weight_bytes();
+    transformed += plan.weight_bytes() != given_weights;
     ++optimal;
   }
   EXPECT_GT(optimal, 60);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/memory/simulator.h"
@@ -128,12 +129,67 @@ double BruteForceLeastTimeForOrder(const Graph& graph, const MemoryModel& model,
   return best;
 }
 
-// With layouts (layout_conversions.h): the search, the fixed-order choice
-// and the primitives' side against brute force over every order and every
-// choice, conversions computed on their own (testing::CostOfChoice).
+// What the brute-force comparisons count: budgets some choice fits, none
+// fits, and the start order's choice fits.
+struct Tally {
+  int feasible = 0;
+  int infeasible = 0;
+  int order_feasible = 0;
+};
+
+// The fixed-order choice (on the file order), the search and the
+// primitives' side on `graph` within `budget` against brute force over
+// every order and every choice, conversions and weights computed on their
+// own (testing::CostOfChoice). Returns the search's result (proven).
+TimeSearchResult CheckAgainstBruteForce(const Graph& graph, const MemoryModel& model, int64_t budget,
+                                        const std::string& trial, Tally* tally) {
+  SCOPED_TRACE(trial);
+  const BufferModel buffers(graph, model);
+  const std::vector<OpId> start = FileOrder(graph);
+  const double order_expected = BruteForceLeastTimeForOrder(graph, model, start, budget);
+  const std::optional<PrimitiveSelection> from_start = SelectForOrder(buffers, start, budget);
+  EXPECT_EQ(from_start.has_value(), order_expected != kNone);
+  if (from_start.has_value() && order_expected != kNone) {
+    ++tally->order_feasible;
+    EXPECT_NEAR(from_start->time_us, order_expected, 1e-6);
+    const testing::ChoiceCost cost = testing::CostOfChoice(graph, from_start->choice);
+    EXPECT_EQ(from_start->workspace_bytes, cost.workspace);
+    EXPECT_NEAR(from_start->time_us, cost.time, 1e-6);
+    EXPECT_LE(PeakWithChoice(graph, model, start, from_start->choice), budget);
+  }
+  const TimeSearchResult result = MinimizeTime(buffers, start, budget, SearchOptions());
+  const double expected =
+      testing::BruteForceLeastTime(graph, model.alias_views, model.in_place, budget, model.count_weights);
+  EXPECT_TRUE(result.proven);
+  if (expected == kNone) {
+    EXPECT_FALSE(result.feasible);
+    ++tally->infeasible;
+    return result;
+  }
+  EXPECT_TRUE(result.feasible) << "brute force found " << expected;
+  if (!result.feasible) return result;
+  ++tally->feasible;
+  EXPECT_NEAR(result.selection.time_us, expected, 1e-6);
+  EXPECT_NEAR(result.lower_bound_us, expected, 1e-6);
+  EXPECT_TRUE(IsTopologicalOrder(graph, result.selection.order));
+  if (!IsTopologicalOrder(graph, result.selection.order)) return result;
+  const testing::ChoiceCost cost = testing::CostOfChoice(graph, result.selection.choice);
+  EXPECT_EQ(result.selection.workspace_bytes, cost.workspace);
+  EXPECT_NEAR(result.selection.time_us, cost.time, 1e-6);
+  EXPECT_LE(PeakWithChoice(graph, model, result.selection.order, result.selection.choice), budget);
+  if (std::optional<PrimitiveSelection> downgraded = DowngradeUntilFits(buffers, budget, SearchOptions())) {
+    EXPECT_EQ(downgraded->workspace_bytes, testing::CostOfChoice(graph, downgraded->choice).workspace);
+    EXPECT_LE(PeakWithChoice(graph, model, downgraded->order, downgraded->choice), budget);
+    EXPECT_GE(downgraded->time_us, expected - 1e-6);
+  }
+  return result;
+}
+
+// With layouts (layout_conversions.h).
 TEST(TimeSearchTest, EqualsBruteForceWithLayouts) {
   std::mt19937 rng(1919);
-  int feasible = 0, infeasible = 0, converting = 0, order_feasible = 0;
+  Tally tally;
+  int converting = 0;
   for (int trial = 0; trial < 600; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 5, rng);
     testing::AddRandomAlternatives(&spec, rng, trial % 2 == 0 ? 0 : 4, 1, 3, 50, 121);
@@ -143,65 +199,28 @@ TEST(TimeSearchTest, EqualsBruteForceWithLayouts) {
     MemoryModel model;
     model.in_place = trial % 4 == 1;
     model.alias_views = trial % 4 == 2;
-    const BufferModel buffers(graph, model);
-    const int64_t floor = LeastWorkspacePeak(graph, model);
-    const int64_t budget = floor - 5 + static_cast<int64_t>(rng() % 200);
-    const std::vector<OpId> start = FileOrder(graph);
-    // The fixed order's choice.
-    const double order_expected = BruteForceLeastTimeForOrder(graph, model, start, budget);
-    const std::optional<PrimitiveSelection> from_start = SelectForOrder(buffers, start, budget);
-    ASSERT_EQ(from_start.has_value(), order_expected != kNone) << "trial " << trial;
-    if (from_start.has_value()) {
-      ++order_feasible;
-      EXPECT_NEAR(from_start->time_us, order_expected, 1e-6) << "trial " << trial;
-      const testing::ChoiceCost cost = testing::CostOfChoice(graph, from_start->choice);
-      EXPECT_EQ(from_start->workspace_bytes, cost.workspace) << "trial " << trial;
-      EXPECT_NEAR(from_start->time_us, cost.time, 1e-6) << "trial " << trial;
-    }
-    // The search.
-    const TimeSearchResult result = MinimizeTime(buffers, start, budget, SearchOptions());
-    const double expected = testing::BruteForceLeastTime(graph, model.alias_views, model.in_place, budget);
-    ASSERT_TRUE(result.proven) << "trial " << trial;
-    if (expected == kNone) {
-      EXPECT_FALSE(result.feasible) << "trial " << trial;
-      ++infeasible;
-      continue;
-    }
-    ASSERT_TRUE(result.feasible) << "trial " << trial << ": brute force found " << expected;
-    ++feasible;
-    EXPECT_NEAR(result.selection.time_us, expected, 1e-6) << "trial " << trial;
-    EXPECT_NEAR(result.lower_bound_us, expected, 1e-6) << "trial " << trial;
-    ASSERT_TRUE(IsTopologicalOrder(graph, result.selection.order)) << "trial " << trial;
-    const testing::ChoiceCost cost = testing::CostOfChoice(graph, result.selection.choice);
-    EXPECT_EQ(result.selection.workspace_bytes, cost.workspace) << "trial " << trial;
-    EXPECT_NEAR(result.selection.time_us, cost.time, 1e-6) << "trial " << trial;
+    const int64_t budget = LeastWorkspacePeak(graph, model) - 5 + static_cast<int64_t>(rng() % 200);
+    const TimeSearchResult result =
+        CheckAgainstBruteForce(graph, model, budget, "trial " + std::to_string(trial), &tally);
+    if (!result.feasible) continue;
     double own = 0;
     for (OpId u = 0; u < graph.num_ops(); ++u) own += TimeOf(graph.op(u), result.selection.choice[u]);
-    if (cost.time > own + 1e-9) ++converting;
-    const Graph chosen = graph.WithWorkspaces(result.selection.workspace_bytes);
-    EXPECT_LE(Simulate(BufferModel(chosen, model), result.selection.order)->peak_bytes, budget) << "trial " << trial;
-    if (std::optional<PrimitiveSelection> downgraded = DowngradeUntilFits(buffers, budget, SearchOptions())) {
-      const Graph aimed = graph.WithWorkspaces(downgraded->workspace_bytes);
-      EXPECT_EQ(downgraded->workspace_bytes, testing::CostOfChoice(graph, downgraded->choice).workspace);
-      EXPECT_LE(Simulate(BufferModel(aimed, model), downgraded->order)->peak_bytes, budget) << "trial " << trial;
-      EXPECT_GE(downgraded->time_us, expected - 1e-6) << "trial " << trial;
-    }
+    if (result.selection.time_us > own + 1e-9) ++converting;
   }
-  EXPECT_GT(infeasible, 10);
-  EXPECT_GT(feasible, 300);
-  EXPECT_GT(order_feasible, 300);
+  EXPECT_GT(tally.infeasible, 10);
+  EXPECT_GT(tally.feasible, 300);
+  EXPECT_GT(tally.order_feasible, 300);
   // Some optima pay for a conversion (and so the conversions are searched,
   // not avoided).
   EXPECT_GT(converting, 20);
 }
 
-// With transformed weights counted (primitive_weights.h): the search, the
-// fixed-order choice and the primitives' side against brute force over
-// every order and every choice, weights computed on their own
-// (testing::CostOfChoice); layouts on every third graph.
+// With transformed weights counted (primitive_weights.h); layouts on every
+// third graph.
 TEST(TimeSearchTest, EqualsBruteForceWithWeights) {
   std::mt19937 rng(2019);
-  int feasible = 0, infeasible = 0, order_feasible = 0, transformed = 0, slower_for_weights = 0;
+  Tally tally;
+  int transformed = 0, slower_for_weights = 0;
   for (int trial = 0; trial < 600; ++trial) {
     GraphSpec spec = testing::RandomDag(3 + trial % 5, rng);
     testing::AddRandomAlternatives(&spec, rng, trial % 2 == 0 ? 0 : 4, 1, 3, 50, 121);
@@ -212,50 +231,21 @@ TEST(TimeSearchTest, EqualsBruteForceWithWeights) {
     model.count_weights = true;
     model.in_place = trial % 4 == 1;
     model.alias_views = trial % 4 == 2;
-    const BufferModel buffers(graph, model);
-    const int64_t floor = LeastWorkspacePeak(graph, model);
-    const int64_t budget = floor - 40 + static_cast<int64_t>(rng() % 240);
-    const std::vector<OpId> start = FileOrder(graph);
-    const double order_expected = BruteForceLeastTimeForOrder(graph, model, start, budget);
-    const std::optional<PrimitiveSelection> from_start = SelectForOrder(buffers, start, budget);
-    ASSERT_EQ(from_start.has_value(), order_expected != kNone) << "trial " << trial;
-    if (from_start.has_value()) {
-      ++order_feasible;
-      EXPECT_NEAR(from_start->time_us, order_expected, 1e-6) << "trial " << trial;
-      EXPECT_LE(PeakWithChoice(graph, model, start, from_start->choice), budget) << "trial " << trial;
-    }
-    const TimeSearchResult result = MinimizeTime(buffers, start, budget, SearchOptions());
-    const double expected = testing::BruteForceLeastTime(graph, model.alias_views, model.in_place, budget,
-                                                         /*count_weights=*/true);
-    ASSERT_TRUE(result.proven) << "trial " << trial;
-    if (expected == kNone) {
-      EXPECT_FALSE(result.feasible) << "trial " << trial;
-      ++infeasible;
-      continue;
-    }
-    ASSERT_TRUE(result.feasible) << "trial " << trial << ": brute force found " << expected;
-    ++feasible;
-    EXPECT_NEAR(result.selection.time_us, expected, 1e-6) << "trial " << trial;
-    EXPECT_NEAR(result.lower_bound_us, expected, 1e-6) << "trial " << trial;
-    ASSERT_TRUE(IsTopologicalOrder(graph, result.selection.order)) << "trial " << trial;
-    EXPECT_LE(PeakWithChoice(graph, model, result.selection.order, result.selection.choice), budget)
-        << "trial " << trial;
-    const testing::ChoiceCost cost = testing::CostOfChoice(graph, result.selection.choice);
-    if (cost.weight_bytes != graph.weight_bytes()) ++transformed;
+    const int64_t budget = LeastWorkspacePeak(graph, model) - 40 + static_cast<int64_t>(rng() % 240);
+    const TimeSearchResult result =
+        CheckAgainstBruteForce(graph, model, budget, "trial " + std::to_string(trial), &tally);
+    if (!result.feasible) continue;
+    if (testing::CostOfChoice(graph, result.selection.choice).weight_bytes != graph.weight_bytes()) ++transformed;
     // Where the weights-blind optimum is faster, the weights made the
     // difference.
     if (testing::BruteForceLeastTime(graph, model.alias_views, model.in_place, budget - graph.weight_bytes()) <
-        expected - 1e-6) {
+        result.selection.time_us - 1e-6) {
       ++slower_for_weights;
     }
-    if (std::optional<PrimitiveSelection> downgraded = DowngradeUntilFits(buffers, budget, SearchOptions())) {
-      EXPECT_LE(PeakWithChoice(graph, model, downgraded->order, downgraded->choice), budget) << "trial " << trial;
-      EXPECT_GE(downgraded->time_us, expected - 1e-6) << "trial " << trial;
-    }
   }
-  EXPECT_GT(infeasible, 10);
-  EXPECT_GT(feasible, 300);
-  EXPECT_GT(order_feasible, 200);
+  EXPECT_GT(tally.infeasible, 10);
+  EXPECT_GT(tally.feasible, 300);
+  EXPECT_GT(tally.order_feasible, 200);
   // Some optima keep transformed weights, and some are slower because of
   // them.
   EXPECT_GT(transformed, 50);
