@@ -153,6 +153,18 @@ void CheckSearched(const Graph& graph, const v1::Plan& plan, const std::string& 
   EXPECT_EQ(b->summed_footprint_bytes(), Footprint(graph, choice, count_weights)) << name << ", trial " << trial;
 }
 
+// Per op the index of the alternative `time` reports for it (-1: none).
+std::vector<int> ChoiceOf(const Graph& graph, const v1::TimeReport& time) {
+  std::vector<int> chosen(graph.num_ops(), -1);
+  for (const v1::ChosenPrimitive& c : time.primitives()) {
+    const OpId u = *graph.FindOp(c.op());
+    for (int a = 0; a < static_cast<int>(graph.op(u).alternatives.size()); ++a) {
+      if (graph.op(u).alternatives[a].name == c.name()) chosen[u] = a;
+    }
+  }
+  return chosen;
+}
+
 // Small random graphs through the request path: every baseline against its
 // independent computation, and choosing together never slower than any
 // baseline that fits.
@@ -272,14 +284,8 @@ TEST(PrimitiveBaselinesTest, MatchIndependentComputations) {
     }
 
     // The plan's own summed footprint, from its reported primitives.
-    std::vector<int> chosen(graph.num_ops(), -1);
-    for (const v1::ChosenPrimitive& c : time.primitives()) {
-      const OpId u = *graph.FindOp(c.op());
-      for (int a = 0; a < static_cast<int>(graph.op(u).alternatives.size()); ++a) {
-        if (graph.op(u).alternatives[a].name == c.name()) chosen[u] = a;
-      }
-    }
-    EXPECT_EQ(time.summed_footprint_bytes(), Footprint(graph, chosen, count_weights)) << "trial " << trial;
+    EXPECT_EQ(time.summed_footprint_bytes(), Footprint(graph, ChoiceOf(graph, time), count_weights))
+        << "trial " << trial;
 
     // Together is never slower than a baseline that fits.
     if (!plan->feasible()) {
@@ -401,14 +407,8 @@ TEST(PrimitiveBaselinesTest, TransformedWeightsMatchIndependentComputations) {
     }
 
     // The plan's own summed footprint, from its reported primitives.
-    std::vector<int> chosen(graph.num_ops(), -1);
-    for (const v1::ChosenPrimitive& c : time.primitives()) {
-      const OpId u = *graph.FindOp(c.op());
-      for (int a = 0; a < static_cast<int>(graph.op(u).alternatives.size()); ++a) {
-        if (graph.op(u).alternatives[a].name == c.name()) chosen[u] = a;
-      }
-    }
-    EXPECT_EQ(time.summed_footprint_bytes(), Footprint(graph, chosen, count_weights)) << "trial " << trial;
+    EXPECT_EQ(time.summed_footprint_bytes(), Footprint(graph, ChoiceOf(graph, time), count_weights))
+        << "trial " << trial;
   }
   EXPECT_GT(weighed, 60);
   EXPECT_GT(summed_feasible, 30);

@@ -79,6 +79,25 @@ void CheckConsistent(const Graph& graph, const SummedFootprintChoice& result, bo
   EXPECT_EQ(result.footprint_bytes, Footprint(graph, result.choice, count_weights)) << "trial " << trial;
 }
 
+// The knapsack's answer within `budget` against the enumeration: proven,
+// consistent (CheckConsistent), and at the least time when some choice
+// fits, above the budget when none does. Returns whether one fits.
+bool CheckAgainstBruteForce(const Graph& graph, int64_t budget, bool count_weights, int trial) {
+  const SummedFootprintChoice result = LeastTimeWithinFootprint(graph, budget, count_weights);
+  CheckConsistent(graph, result, count_weights, trial);
+  EXPECT_TRUE(result.proven) << "trial " << trial;
+  const double expected = BruteForce(graph, budget, count_weights);
+  if (std::isinf(expected)) {
+    EXPECT_FALSE(result.feasible) << "trial " << trial;
+    EXPECT_GT(result.footprint_bytes, budget) << "trial " << trial;
+    return false;
+  }
+  EXPECT_TRUE(result.feasible) << "trial " << trial;
+  EXPECT_LE(result.footprint_bytes, budget) << "trial " << trial;
+  EXPECT_NEAR(result.time_us, expected, 1e-9) << "trial " << trial;
+  return true;
+}
+
 TEST(SummedFootprintTest, EqualsBruteForceOnSmallGraphs) {
   std::mt19937 rng(66);
   int feasible = 0, infeasible = 0;
@@ -90,20 +109,7 @@ TEST(SummedFootprintTest, EqualsBruteForceOnSmallGraphs) {
     // Budgets around the least footprint, from below it to well above.
     const int64_t base = Footprint(graph, std::vector<int>(graph.num_ops(), -1), count_weights);
     const int64_t budget = base - 150 + static_cast<int64_t>(rng() % 900);
-    const SummedFootprintChoice result = LeastTimeWithinFootprint(graph, budget, count_weights);
-    CheckConsistent(graph, result, count_weights, trial);
-    EXPECT_TRUE(result.proven) << "trial " << trial;
-    const double expected = BruteForce(graph, budget, count_weights);
-    if (std::isinf(expected)) {
-      EXPECT_FALSE(result.feasible) << "trial " << trial;
-      EXPECT_GT(result.footprint_bytes, budget) << "trial " << trial;
-      ++infeasible;
-      continue;
-    }
-    ASSERT_TRUE(result.feasible) << "trial " << trial;
-    EXPECT_LE(result.footprint_bytes, budget) << "trial " << trial;
-    EXPECT_NEAR(result.time_us, expected, 1e-9) << "trial " << trial;
-    ++feasible;
+    ++(CheckAgainstBruteForce(graph, budget, count_weights, trial) ? feasible : infeasible);
   }
   EXPECT_GT(feasible, 200);
   EXPECT_GT(infeasible, 50);
@@ -139,20 +145,7 @@ TEST(SummedFootprintTest, TransformedWeightsEqualBruteForce) {
     for (OpId u = 0; u < graph.num_ops(); ++u) first[u] = graph.op(u).alternatives.empty() ? -1 : 0;
     const int64_t base = Footprint(graph, first, count_weights);
     const int64_t budget = base - 350 + static_cast<int64_t>(rng() % 900);
-    const SummedFootprintChoice result = LeastTimeWithinFootprint(graph, budget, count_weights);
-    CheckConsistent(graph, result, count_weights, trial);
-    EXPECT_TRUE(result.proven) << "trial " << trial;
-    const double expected = BruteForce(graph, budget, count_weights);
-    if (std::isinf(expected)) {
-      EXPECT_FALSE(result.feasible) << "trial " << trial;
-      EXPECT_GT(result.footprint_bytes, budget) << "trial " << trial;
-      ++infeasible;
-      continue;
-    }
-    ASSERT_TRUE(result.feasible) << "trial " << trial;
-    EXPECT_LE(result.footprint_bytes, budget) << "trial " << trial;
-    EXPECT_NEAR(result.time_us, expected, 1e-9) << "trial " << trial;
-    ++feasible;
+    ++(CheckAgainstBruteForce(graph, budget, count_weights, trial) ? feasible : infeasible);
   }
   EXPECT_GT(feasible, 200);
   EXPECT_GT(infeasible, 50);
