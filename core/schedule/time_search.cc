@@ -158,16 +158,13 @@ struct Node {
   int64_t peak;
 };
 
-// A way a set (with its layouts) was reached: kept while no other way to
-// it is no worse (without transformed weights: while none is faster).
-struct Label {
-  double time;
-  int64_t extra;
-  int64_t peak;
-  int32_t node;
-};
-bool NoWorse(const Label& a, const Label& b) { return a.time <= b.time && a.extra <= b.extra && a.peak <= b.peak; }
-using Labels = absl::InlinedVector<Label, 1>;
+// The ways a set (with its layouts) was reached that are kept, as the
+// nodes that reached it: a way is kept while no other way to it is no worse
+// in time, extra and peak (without transformed weights: while none is
+// faster, so one per set).
+using Labels = absl::InlinedVector<int32_t, 1>;
+
+bool NoWorse(const Node& a, const Node& b) { return a.time <= b.time && a.extra <= b.extra && a.peak <= b.peak; }
 
 }  // namespace
 
@@ -488,7 +485,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
       // layout_words counts them.)
       const int64_t held =
           static_cast<int64_t>(reached.size()) * static_cast<int64_t>(8 * words + 40 + sizeof(Labels)) +
-          8 * layout_words + more_labels * static_cast<int64_t>(sizeof(Label)) +
+          8 * layout_words + more_labels * static_cast<int64_t>(sizeof(int32_t)) +
           static_cast<int64_t>(nodes.size()) * static_cast<int64_t>(sizeof(Node) + sizeof(Entry));
       if (Clock::now() >= deadline || Cancelled(limits) ||
           (limits.max_states > 0 && result.states >= limits.max_states) || !charge->TryResize(held)) {
@@ -514,7 +511,7 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
     // Skipped when a way to its set found since is no worse.
     auto seen = reached.find(layout_feeders.empty() ? set : key_of(set));
     if (seen != reached.end() &&
-        std::none_of(seen->second.begin(), seen->second.end(), [&](const Label& l) { return l.node == index; })) {
+        std::none_of(seen->second.begin(), seen->second.end(), [&](int32_t l) { return l == index; })) {
       continue;
     }
     if (node.depth == m) {
@@ -570,18 +567,21 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
         next = key_of(next);
         key_words = next.size();
       }
-      const Label label{time, move.step.extra, move.step.peak, static_cast<int32_t>(nodes.size())};
+      const Node next_node{index, move.local,     move.step.choice, time,
+                           rest,  node.depth + 1, move.step.extra,  move.step.peak};
       auto [it, inserted] = reached.try_emplace(std::move(next));
       Labels& labels = it->second;
       if (inserted) layout_words += static_cast<int64_t>(key_words - words);
-      if (std::any_of(labels.begin(), labels.end(), [&](const Label& l) { return NoWorse(l, label); })) continue;
+      if (std::any_of(labels.begin(), labels.end(), [&](int32_t l) { return NoWorse(nodes[l], next_node); })) {
+        continue;
+      }
       const size_t before_count = labels.size();
-      labels.erase(std::remove_if(labels.begin(), labels.end(), [&](const Label& l) { return NoWorse(label, l); }),
-                   labels.end());
-      labels.push_back(label);
+      labels.erase(
+          std::remove_if(labels.begin(), labels.end(), [&](int32_t l) { return NoWorse(next_node, nodes[l]); }),
+          labels.end());
+      labels.push_back(static_cast<int32_t>(nodes.size()));
       if (!inserted) more_labels += static_cast<int64_t>(labels.size()) - static_cast<int64_t>(before_count);
-      nodes.push_back(
-          {index, move.local, move.step.choice, time, rest, node.depth + 1, move.step.extra, move.step.peak});
+      nodes.push_back(next_node);
       open.push({time + rest, -(node.depth + 1), static_cast<int32_t>(nodes.size() - 1)});
     }
   }
