@@ -477,8 +477,9 @@ SegmentResult SearchSegment(const BufferModel& buffers, const LayoutConversions&
   int32_t goal = -1;
   bool stopped = false;
   while (!open.empty()) {
-    const auto [f, negative_depth, index] = open.top();
-    if (f >= best) break;  // nothing open can beat the plan found
+    const auto [f, negative_depth, popped] = open.top();
+    const int32_t index = popped;  // (a lambda below reads it: no binding)
+    if (f >= best) break;          // nothing open can beat the plan found
     if ((result.states & 255) == 0) {
       // Each set kept: its bits, its map slot, its node and queue entry.
       // (A key past the set's words holds the layouts that still matter:
