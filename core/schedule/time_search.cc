@@ -725,7 +725,19 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   double total_estimate = 0;
   for (OpId u = 0; u < n; ++u) {
     const Op& op = graph.op(u);
-    FastestThatFits(op, room - ((*surely_live)[u] - (op.alternatives.empty() ? op.workspace_bytes : 0)), &estimate[u]);
+    const int64_t beside = room - ((*surely_live)[u] - (op.alternatives.empty() ? op.workspace_bytes : 0));
+    if (!weights.active()) {
+      FastestThatFits(op, beside, &estimate[u]);
+    } else {
+      // With transformed weights, an alternative's own extra is resident at
+      // its step too.
+      estimate[u] = op.alternatives.empty() && op.workspace_bytes <= beside ? 0 : kInfinity;
+      for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
+        if (op.alternatives[a].workspace_bytes + weights.ExtraAboveLeast(u, a) <= beside) {
+          estimate[u] = std::min(estimate[u], op.alternatives[a].time_us);
+        }
+      }
+    }
     if (estimate[u] == kInfinity) {  // u fits at no step
       result.proven = true;
       return result;
