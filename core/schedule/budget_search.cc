@@ -9,6 +9,7 @@
 #include "core/memory/simulator.h"
 #include "core/schedule/partition.h"
 #include "core/schedule/signature_set.h"
+#include "core/schedule/window_search.h"
 
 namespace serenity {
 
@@ -453,6 +454,12 @@ namespace {
 // The most time the first round of MinimizePeak spends at the proven bound.
 constexpr std::chrono::seconds kBoundTestTime(1);
 
+// Segments of at least this many ops have their orders improved by windows
+// before the rounds (LowerPeakByWindows). Below it the rounds' own checks
+// find better orders and the proof needs the time (a layered DAG of 1,000
+// ops is proven in about 0.9 s of a 1 s limit).
+constexpr size_t kWindowSegmentOps = 1500;
+
 // One segment of the graph (partition.h) and what is known about it.
 struct Segment {
   std::vector<OpId> ops;
@@ -478,21 +485,12 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
           ? Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 1e6))
           : Clock::time_point::max();
 
-  // Step bytes of the initial order by op, and per-op bounds.
+  // Step bytes of the initial order by op.
   std::vector<int64_t> step_of(graph.num_ops());
   {
     MemoryTracker tracker(buffers);
     for (OpId u : initial_order) step_of[u] = tracker.Run(u);
   }
-  // The per-op bounds take at most half the time limit (the search needs
-  // the rest); the ops not reached keep their cone bounds.
-  bool bounds_cut = false;
-  const Clock::time_point bounds_deadline =
-      deadline == Clock::time_point::max()
-          ? deadline
-          : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
-  const std::vector<int64_t> op_bounds =
-      ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of);
   std::vector<int> position(graph.num_ops());
   for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
 
@@ -500,19 +498,74 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // long graph (a chain has one per op) never need one, and each costs time
   // and memory in proportion to the whole graph.
   std::vector<Segment> segments;
-  std::vector<OpId> segment_ops;  // every segment's ops, segment after segment
+  std::vector<OpId> segment_ops;   // every segment's ops, segment after segment
+  std::vector<OpId> start_orders;  // every segment's start order, segment after segment
   for (std::vector<OpId>& ops : SplitAtCutPoints(graph)) {
     Segment segment;
     segment.best = ops;
     std::sort(segment.best.begin(), segment.best.end(), [&](OpId a, OpId b) { return position[a] < position[b]; });
-    for (OpId u : ops) {
-      segment.best_peak = std::max(segment.best_peak, step_of[u]);
-      segment.lower = std::max(segment.lower, op_bounds[u]);
-    }
+    for (OpId u : ops) segment.best_peak = std::max(segment.best_peak, step_of[u]);
     segment.done_before = segment_ops.size();
     segment_ops.insert(segment_ops.end(), ops.begin(), ops.end());
+    start_orders.insert(start_orders.end(), segment.best.begin(), segment.best.end());
     segment.ops = std::move(ops);
     segments.push_back(std::move(segment));
+  }
+
+  // The per-op bounds take at most half the time limit (the search needs
+  // the rest); the ops not reached keep their cone bounds. Beside them (on
+  // `executor`, else after them for a quarter of the limit), the orders of
+  // long segments are improved by windows (window_search.h): one check of a
+  // segment of thousands of ops below its best peak gets lost deep in it,
+  // windows of it lower the peak step by step, and the rounds below start
+  // from there. The state before a segment is the same whatever order the
+  // segments before it take, so the segments' windows are independent.
+  bool bounds_cut = false;
+  const Clock::time_point bounds_deadline =
+      deadline == Clock::time_point::max()
+          ? deadline
+          : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
+  std::vector<int64_t> op_bounds;
+  std::vector<std::function<void()>> first_tasks;
+  first_tasks.push_back(
+      [&] { op_bounds = ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of); });
+  std::vector<std::vector<OpId>> windowed(segments.size());
+  std::vector<SearchStats> window_stats(segments.size());
+  for (size_t k = 0; k < segments.size(); ++k) {
+    if (segments[k].ops.size() < kWindowSegmentOps || segments[k].best_peak <= good_enough) continue;
+    first_tasks.push_back([&, k] {
+      const Clock::time_point until =
+          executor != nullptr || deadline == Clock::time_point::max()
+              ? bounds_deadline
+              : std::min(deadline, Clock::now() + std::chrono::microseconds(
+                                                      static_cast<int64_t>(options.time_limit_seconds * 0.25e6)));
+      windowed[k] = segments[k].best;
+      const absl::Span<const OpId> done(start_orders.data(), segments[k].done_before);
+      if (!LowerPeakByWindows(buffers, done, &windowed[k], good_enough, options, until, WindowSearchOptions(),
+                              &window_stats[k])) {
+        windowed[k].clear();
+      }
+    });
+  }
+  RunAll(executor, first_tasks);
+
+  MinimizeResult result;
+  result.stats.lower_bound_cut = bounds_cut;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    Segment& s = segments[k];
+    for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
+    result.stats.states += window_stats[k].states;
+    result.stats.checks += window_stats[k].checks;
+    if (windowed[k].empty()) continue;
+    // Kept only when the model's own replay agrees that the peak fell.
+    MemoryTracker tracker(buffers);
+    for (size_t i = 0; i < s.done_before; ++i) tracker.Run(start_orders[i]);
+    int64_t windowed_peak = 0;
+    for (OpId u : windowed[k]) windowed_peak = std::max(windowed_peak, tracker.Run(u));
+    if (windowed_peak < s.best_peak) {
+      s.best = std::move(windowed[k]);
+      s.best_peak = windowed_peak;
+    }
   }
   // The last step of any order holds every buffer live to the end: the
   // last segment's steps are at least that.
@@ -527,8 +580,6 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     return *s.search;
   };
 
-  MinimizeResult result;
-  result.stats.lower_bound_cut = bounds_cut;
   auto peak = [&] {
     int64_t p = 0;
     for (const Segment& s : segments) p = std::max(p, s.best_peak);

@@ -1,0 +1,344 @@
+#include "core/schedule/window_search.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+
+namespace serenity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The ops at positions [a, b) of an order, indexed 0..m-1, with what their
+// steps need from the whole graph's model: the buffers they read, counted
+// down from the readers left at position a (readers after b never run
+// here), the bytes live before a, and the window's own predecessors. Built
+// in time proportional to the window, so windows of a graph of 10^5 ops
+// cost what windows of a small one do.
+class Window {
+ public:
+  // `position[u]`: u's position in the order, or -1 when u ran before it.
+  // `live`: bytes live after order[0, a). `first_step`: a is the very first
+  // step (graph inputs nobody reads die after it).
+  Window(const BufferModel& buffers, const std::vector<OpId>& order, size_t a, size_t b,
+         const std::vector<int32_t>& position, int64_t live, bool first_step)
+      : ops_(order.begin() + static_cast<long>(a), order.begin() + static_cast<long>(b)),
+        live_(live),
+        first_step_(first_step),
+        unused_input_bytes_(buffers.unused_input_bytes()) {
+    const int m = static_cast<int>(ops_.size());
+    absl::flat_hash_map<OpId, int> local;
+    for (int i = 0; i < m; ++i) local[ops_[i]] = i;
+    absl::flat_hash_map<BufferId, int> local_buffer;
+    const auto buffer_index = [&](BufferId b) {
+      auto [it, inserted] = local_buffer.try_emplace(b, static_cast<int>(remaining_.size()));
+      if (inserted) {
+        const ActivationBuffer& buffer = buffers.buffers()[b];
+        int32_t left = 0;
+        for (OpId user : buffer.users) left += position[user] >= static_cast<int32_t>(a) ? 1 : 0;
+        remaining_.push_back(left);
+        freeable_.push_back(buffer.live_to_end ? 0 : buffer.bytes);
+      }
+      return it->second;
+    };
+    ops_info_.resize(m);
+    for (int i = 0; i < m; ++i) {
+      const OpId u = ops_[i];
+      OpInfo& info = ops_info_[i];
+      const Op& op = buffers.graph().op(u);
+      info.workspace = op.workspace_bytes;
+      for (BufferId b : buffers.allocates(u)) {
+        const ActivationBuffer& buffer = buffers.buffers()[b];
+        info.alloc += buffer.bytes;
+        if (buffer.users.empty() && !buffer.live_to_end) info.dead += buffer.bytes;
+      }
+      for (BufferId b : buffers.reads(u)) info.reads.push_back(buffer_index(b));
+      for (BufferId b : buffers.in_place_inputs(u)) info.in_place.push_back(buffer_index(b));
+      info.in_place_bytes = buffers.in_place_bytes(u);
+      for (OpId v : op.successors) {
+        if (auto it = local.find(v); it != local.end()) info.successors.push_back(it->second);
+      }
+      for (OpId p : op.predecessors) info.indegree += local.contains(p) ? 1 : 0;
+    }
+    words_ = (static_cast<size_t>(m) + 63) / 64;
+  }
+
+  // Finds an order of the window whose steps are all at most `budget`, by a
+  // depth-first search over the sets run so far (a set that failed is
+  // remembered, and fails every smaller budget too, so calls with falling
+  // budgets share the memo), with the forced transitions of budget_search.h
+  // (a ready op that fits and does not raise the live bytes runs at once).
+  // False when there is none, or when `max_states` sets were expanded or
+  // `deadline` passed first.
+  bool Fit(int64_t budget, int64_t max_states, Clock::time_point deadline, std::vector<OpId>* order) {
+    budget_ = budget;
+    deadline_ = deadline;
+    states_left_ = max_states;
+    scheduled_.assign(words_, 0);
+    indegree_.resize(ops_info_.size());
+    ready_.clear();
+    for (size_t i = 0; i < ops_info_.size(); ++i) {
+      indegree_[i] = ops_info_[i].indegree;
+      if (indegree_[i] == 0) ready_.push_back(static_cast<int>(i));
+    }
+    remaining_now_ = remaining_;
+    live_now_ = live_;
+    trail_.clear();
+    if (!Explore()) return false;
+    order->clear();
+    for (int i : trail_) order->push_back(ops_[i]);
+    return true;
+  }
+
+  // The steps of `window_order` (the window's ops, as Fit returns them);
+  // `live_before`, when set, gets the bytes live before each.
+  std::vector<int64_t> StepsOf(const std::vector<OpId>& window_order, std::vector<int64_t>* live_before = nullptr) {
+    absl::flat_hash_map<OpId, int> local;
+    for (size_t i = 0; i < ops_.size(); ++i) local[ops_[i]] = static_cast<int>(i);
+    remaining_now_ = remaining_;
+    live_now_ = live_;
+    trail_.clear();
+    std::vector<int64_t> steps;
+    if (live_before != nullptr) live_before->clear();
+    for (OpId u : window_order) {
+      const int i = local.at(u);
+      if (live_before != nullptr) live_before->push_back(live_now_);
+      steps.push_back(StepBytes(i));
+      Apply(i);
+    }
+    return steps;
+  }
+
+  int64_t states_expanded() const { return expanded_; }
+
+ private:
+  struct OpInfo {
+    int64_t alloc = 0, dead = 0, workspace = 0, in_place_bytes = 0;
+    std::vector<int> reads, in_place, successors;
+    int indegree = 0;
+  };
+
+  int64_t StepBytes(int i) const {
+    const OpInfo& op = ops_info_[i];
+    int64_t step = live_now_ + op.alloc + op.workspace;
+    for (int b : op.in_place) {
+      if (remaining_now_[b] == 1) return step - op.in_place_bytes;
+    }
+    return step;
+  }
+
+  // How running i next changes the live bytes by itself: its outputs that
+  // outlive the step, less the inputs whose last reader it is.
+  int64_t OwnDelta(int i) const {
+    const OpInfo& op = ops_info_[i];
+    int64_t delta = op.alloc - op.dead;
+    for (int b : op.reads) {
+      if (remaining_now_[b] == 1) delta -= freeable_[b];
+    }
+    return delta;
+  }
+
+  // Live bytes after running i next. Graph inputs nobody reads die after
+  // the very first step whichever op runs it, so they are no part of
+  // OwnDelta (nor of what makes a transition forced).
+  int64_t BytesAfter(int i) const {
+    return live_now_ + OwnDelta(i) - (first_step_ && trail_.empty() ? unused_input_bytes_ : 0);
+  }
+
+  void Apply(int i) {
+    live_trail_.push_back(live_now_);
+    live_now_ = BytesAfter(i);
+    for (int b : ops_info_[i].reads) --remaining_now_[b];
+    scheduled_[i / 64] |= uint64_t{1} << (i % 64);
+    trail_.push_back(i);
+  }
+
+  void Undo() {
+    const int i = trail_.back();
+    trail_.pop_back();
+    for (int b : ops_info_[i].reads) ++remaining_now_[b];
+    scheduled_[i / 64] &= ~(uint64_t{1} << (i % 64));
+    live_now_ = live_trail_.back();
+    live_trail_.pop_back();
+  }
+
+  // Runs i and updates the ready list; RunAndReady's undo is UnrunAndUnready.
+  void RunAndReady(size_t ready_index) {
+    const int i = ready_[ready_index];
+    ready_[ready_index] = ready_.back();
+    ready_.pop_back();
+    Apply(i);
+    for (int v : ops_info_[i].successors) {
+      if (--indegree_[v] == 0) ready_.push_back(v);
+    }
+  }
+  void UnrunAndUnready() {
+    const int i = trail_.back();
+    for (int v : ops_info_[i].successors) {
+      if (indegree_[v]++ == 0) ready_.erase(std::find(ready_.begin(), ready_.end(), v));
+    }
+    Undo();
+    ready_.push_back(i);
+  }
+
+  bool Explore() {
+    const size_t mark = trail_.size();
+    // Forced transitions.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t r = 0; r < ready_.size(); ++r) {
+        const int i = ready_[r];
+        if (StepBytes(i) <= budget_ && OwnDelta(i) <= 0) {
+          RunAndReady(r);
+          progress = true;
+          break;
+        }
+      }
+    }
+    const auto unwind = [&] {
+      while (trail_.size() > mark) UnrunAndUnready();
+    };
+    if (trail_.size() == ops_info_.size()) return true;
+    if (failed_.contains(scheduled_)) {
+      unwind();
+      return false;
+    }
+    if (--states_left_ < 0 || (++expanded_ % 256 == 0 && Clock::now() >= deadline_)) {
+      states_left_ = -1;
+      unwind();
+      return false;
+    }
+    // Branch on the ready ops that fit, leaving the fewest live bytes first.
+    std::vector<std::pair<int64_t, int>> choices;
+    for (int i : ready_) {
+      if (StepBytes(i) <= budget_) choices.push_back({BytesAfter(i), i});
+    }
+    std::sort(choices.begin(), choices.end());
+    for (const auto& [after, i] : choices) {
+      RunAndReady(static_cast<size_t>(std::find(ready_.begin(), ready_.end(), i) - ready_.begin()));
+      if (Explore()) return true;
+      UnrunAndUnready();
+      if (states_left_ < 0) break;
+    }
+    if (states_left_ >= 0) failed_.insert(scheduled_);
+    unwind();
+    return false;
+  }
+
+  std::vector<OpId> ops_;
+  std::vector<OpInfo> ops_info_;
+  std::vector<int32_t> remaining_;  // readers left of each local buffer at the window's start
+  std::vector<int64_t> freeable_;   // bytes freed when its last reader runs
+  int64_t live_ = 0;
+  bool first_step_ = false;
+  int64_t unused_input_bytes_ = 0;
+  size_t words_ = 0;
+  // Search state.
+  int64_t budget_ = 0;
+  Clock::time_point deadline_;
+  int64_t states_left_ = 0;
+  int64_t expanded_ = 0;
+  std::vector<uint64_t> scheduled_;
+  std::vector<int> indegree_;
+  std::vector<int> ready_;
+  std::vector<int32_t> remaining_now_;
+  int64_t live_now_ = 0;
+  std::vector<int> trail_;
+  std::vector<int64_t> live_trail_;
+  absl::flat_hash_set<std::vector<uint64_t>> failed_;
+};
+
+// The largest step of each block of kBlock positions, so that the peak and
+// where it is are found without scanning every step.
+constexpr size_t kBlock = 256;
+
+}  // namespace
+
+bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done, std::vector<OpId>* order,
+                        int64_t floor, const SearchOptions& search, Clock::time_point deadline,
+                        const WindowSearchOptions& options, SearchStats* stats) {
+  std::vector<OpId>& ops = *order;
+  const size_t n = ops.size();
+  if (n == 0) return false;
+  std::vector<int32_t> position(buffers.graph().num_ops(), -1);
+  for (size_t i = 0; i < n; ++i) position[ops[i]] = static_cast<int32_t>(i);
+  // live_before[i]: bytes live after order[0, i); steps[i]: order[i]'s step.
+  std::vector<int64_t> live_before(n + 1), steps(n);
+  {
+    MemoryTracker tracker(buffers);
+    for (OpId u : done) tracker.Run(u);
+    for (size_t i = 0; i < n; ++i) {
+      live_before[i] = tracker.live_bytes();
+      steps[i] = tracker.Run(ops[i]);
+    }
+    live_before[n] = tracker.live_bytes();
+  }
+  std::vector<int64_t> block_max((n + kBlock - 1) / kBlock, 0);
+  const auto refresh_blocks = [&](size_t a, size_t b) {
+    for (size_t k = a / kBlock; k * kBlock < b; ++k) {
+      const size_t end = std::min(n, (k + 1) * kBlock);
+      block_max[k] =
+          *std::max_element(steps.begin() + static_cast<long>(k * kBlock), steps.begin() + static_cast<long>(end));
+    }
+  };
+  refresh_blocks(0, n);
+  const int64_t start_peak = *std::max_element(block_max.begin(), block_max.end());
+  std::vector<OpId> window_order, best;
+  while (Clock::now() < deadline && !Cancelled(search)) {
+    const auto block = std::max_element(block_max.begin(), block_max.end());
+    const int64_t peak = *block;
+    if (peak <= floor) break;
+    const size_t first = static_cast<size_t>(block - block_max.begin()) * kBlock;
+    const size_t p =
+        static_cast<size_t>(std::find(steps.begin() + static_cast<long>(first), steps.end(), peak) - steps.begin());
+    // Windows around p, shortest first: p at their middle, then nearer
+    // their end, then nearer their start.
+    bool fitted = false;
+    for (size_t length = std::min<size_t>(n, std::max(2, options.window_ops)); !fitted && Clock::now() < deadline;
+         length = std::min(n, length * 2)) {
+      for (const double before : {0.5, 0.75, 0.25}) {
+        const size_t shift = static_cast<size_t>(before * static_cast<double>(length));
+        const size_t a = std::min(p > shift ? p - shift : 0, n - length);
+        const size_t b = a + length;
+        Window window(buffers, ops, a, b, position, live_before[a], done.empty() && a == 0);
+        // Below the peak, then as far below as the window goes.
+        best.clear();
+        int64_t budget = peak - 1;
+        // The first check is the one that counts; the ones below it get an
+        // eighth of its states each.
+        for (int check = 0;
+             check < 16 && window.Fit(budget, check == 0 ? options.states_per_check : options.states_per_check / 8,
+                                      deadline, &window_order);
+             ++check) {
+          best = window_order;
+          const std::vector<int64_t> fitted_steps = window.StepsOf(window_order);
+          budget = *std::max_element(fitted_steps.begin(), fitted_steps.end()) - 1;
+        }
+        stats->states += window.states_expanded();
+        ++stats->checks;
+        if (best.empty()) {
+          if (length == n) break;
+          continue;
+        }
+        std::vector<int64_t> lives;
+        const std::vector<int64_t> fitted_steps = window.StepsOf(best, &lives);
+        for (size_t i = a; i < b; ++i) {
+          ops[i] = best[i - a];
+          position[ops[i]] = static_cast<int32_t>(i);
+          steps[i] = fitted_steps[i - a];
+          live_before[i] = lives[i - a];
+        }
+        fitted = true;
+        refresh_blocks(a, b);
+        break;
+      }
+      if (fitted || length == n || length >= static_cast<size_t>(options.max_window_ops)) break;
+    }
+    if (!fitted) break;  // no window around p fits below the peak
+  }
+  return *std::max_element(block_max.begin(), block_max.end()) < start_peak;
+}
+
+}  // namespace serenity

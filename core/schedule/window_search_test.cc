@@ -1,0 +1,119 @@
+#include "core/schedule/window_search.h"
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include "core/memory/simulator.h"
+#include "core/schedule/baselines.h"
+#include "gtest/gtest.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/plan_verifier.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The memory model of a trial: every switch varied, Concats in place only
+// where the graph has Concats.
+MemoryModel ModelOf(int trial, bool concats) {
+  return MemoryModel{trial % 2 == 1, trial % 3 == 2, trial % 4 >= 2, concats && trial % 5 < 3};
+}
+
+int64_t Peak(const Graph& g, const MemoryModel& model, const std::vector<OpId>& order) {
+  return testing::NaivePeak(g, order, model.alias_views, model.count_weights, model.in_place, model.concat_in_place);
+}
+
+// One window over the whole order, with states enough, is an exact search:
+// the peak it leaves is the brute-force optimum, whatever order it starts
+// from and whatever the memory model (peaks by the independent simulator).
+TEST(WindowSearchTest, OneWindowOverTheWholeOrderIsOptimal) {
+  std::mt19937 rng(77);
+  WindowSearchOptions options;
+  options.window_ops = 64;
+  options.states_per_check = 1'000'000;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const bool concats = trial % 3 == 0;
+    GraphSpec spec = testing::RandomDag(1 + trial % 9, rng, concats);
+    if (trial % 7 == 0) testing::AddUnusedInput(&spec, "unused", 1 + trial % 50);
+    const Graph g = *Graph::Build(spec);
+    const MemoryModel model = ModelOf(trial, concats);
+    const BufferModel buffers(g, model);
+    int64_t optimum = INT64_MAX;
+    testing::ForEachTopologicalOrder(
+        g, [&](const std::vector<OpId>& order) { optimum = std::min(optimum, Peak(g, model, order)); });
+    std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
+    const int64_t before = Peak(g, model, order);
+    SearchStats stats;
+    const bool lowered =
+        LowerPeakByWindows(buffers, {}, &order, 0, SearchOptions(), Clock::time_point::max(), options, &stats);
+    ASSERT_TRUE(IsTopologicalOrder(g, order)) << "trial " << trial;
+    ASSERT_EQ(Peak(g, model, order), optimum) << "trial " << trial << " from " << before;
+    ASSERT_EQ(lowered, optimum < before) << "trial " << trial;
+  }
+}
+
+// Windows shorter than the order, after a prefix of ops already run: the
+// order stays a valid order of the same ops, the peak never rises, and
+// `true` means it fell.
+TEST(WindowSearchTest, ShortWindowsNeverRaiseThePeak) {
+  std::mt19937 rng(78);
+  WindowSearchOptions options;
+  options.window_ops = 3;
+  options.max_window_ops = 6;
+  int lowered_count = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const bool concats = trial % 3 == 0;
+    const Graph g = *Graph::Build(testing::RandomDag(12 + trial % 20, rng, concats));
+    const MemoryModel model = ModelOf(trial, concats);
+    const BufferModel buffers(g, model);
+    const std::vector<OpId> start = testing::RandomTopologicalOrder(g, rng);
+    // The first few ops are done; the windows reorder the rest.
+    const size_t split = trial % 4;
+    const std::vector<OpId> done(start.begin(), start.begin() + static_cast<long>(split));
+    std::vector<OpId> rest(start.begin() + static_cast<long>(split), start.end());
+    const int64_t before = Peak(g, model, start);
+    SearchStats stats;
+    const bool lowered =
+        LowerPeakByWindows(buffers, done, &rest, 0, SearchOptions(), Clock::time_point::max(), options, &stats);
+    std::vector<OpId> after = done;
+    after.insert(after.end(), rest.begin(), rest.end());
+    ASSERT_TRUE(IsTopologicalOrder(g, after)) << "trial " << trial;
+    // The peak over the windows' part: the done ops' steps are not theirs.
+    MemoryTracker old_tracker(buffers), new_tracker(buffers);
+    for (OpId u : done) {
+      old_tracker.Run(u);
+      new_tracker.Run(u);
+    }
+    int64_t old_part = 0, new_part = 0;
+    for (size_t i = split; i < start.size(); ++i) old_part = std::max(old_part, old_tracker.Run(start[i]));
+    for (OpId u : rest) new_part = std::max(new_part, new_tracker.Run(u));
+    ASSERT_LE(new_part, old_part) << "trial " << trial;
+    ASSERT_EQ(lowered, new_part < old_part) << "trial " << trial;
+    ASSERT_LE(Peak(g, model, after), before) << "trial " << trial;
+    lowered_count += lowered;
+  }
+  EXPECT_GT(lowered_count, 100);
+}
+
+// On a layered DAG of 2,000 ops (one segment, too long for one exact
+// check), windows lower the peak of Kahn's order.
+TEST(WindowSearchTest, LowersTheOrderOfALongLayeredDag) {
+  const Graph g = *Graph::Build(testing::LayeredDag(2000, 8));
+  const BufferModel buffers(g, MemoryModel());
+  std::vector<OpId> order = KahnOrder(g);
+  const int64_t before = PeakOf(buffers, order);
+  SearchStats stats;
+  ASSERT_TRUE(LowerPeakByWindows(buffers, {}, &order, 0, SearchOptions(), Clock::time_point::max(),
+                                 WindowSearchOptions(), &stats));
+  ASSERT_TRUE(IsTopologicalOrder(g, order));
+  const int64_t after = testing::NaivePeak(g, order, false, false, false);
+  EXPECT_LT(after, before);
+  EXPECT_GE(after, LowerBoundBytes(buffers));
+  EXPECT_GT(stats.checks, 0);
+}
+
+}  // namespace
+}  // namespace serenity
