@@ -513,57 +513,79 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   }
 
   // The per-op bounds take at most half the time limit (the search needs
-  // the rest); the ops not reached keep their cone bounds. Beside them (on
-  // `executor`, else after them for a quarter of the limit), the orders of
-  // long segments are improved by windows (window_search.h): one check of a
-  // segment of thousands of ops below its best peak gets lost deep in it,
-  // windows of it lower the peak step by step, and the rounds below start
-  // from there. The state before a segment is the same whatever order the
-  // segments before it take, so the segments' windows are independent.
+  // the rest); the ops not reached keep their cone bounds.
   bool bounds_cut = false;
   const Clock::time_point bounds_deadline =
       deadline == Clock::time_point::max()
           ? deadline
           : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
-  std::vector<int64_t> op_bounds;
-  std::vector<std::function<void()>> first_tasks;
-  first_tasks.push_back(
-      [&] { op_bounds = ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of); });
-  std::vector<std::vector<OpId>> windowed(segments.size());
-  std::vector<SearchStats> window_stats(segments.size());
+  const std::vector<int64_t> op_bounds =
+      ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of);
+  for (Segment& s : segments) {
+    for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
+  }
+
+  // Segments of kWindowSegmentOps ops or more that the bounds leave open are
+  // worked on by windows (window_search.h), in parallel on `executor`: one
+  // check of such a segment below its best peak gets lost deep in it. Their
+  // orders are improved by windows for 0.3 of the time left, then bounded by
+  // windows counted alone until 0.7 of it (all of it when no shorter segment
+  // needs the rounds below, which leave these segments alone). The state before a segment is
+  // the same whatever order the segments before it take, so the segments'
+  // windows are independent.
+  const auto in = [&, start = Clock::now()](double fraction) {
+    return deadline == Clock::time_point::max()
+               ? deadline
+               : start + std::chrono::duration_cast<Clock::duration>((deadline - start) * fraction);
+  };
+  struct Windowed {
+    std::vector<OpId> order;  // empty: no lower peak found
+    int64_t lower = 0;
+    SearchStats stats;
+  };
+  std::vector<Windowed> windowed(segments.size());
+  // The rounds below check only the shorter segments: when none needs them,
+  // the windows' bounds may take all the time.
+  bool rounds_needed = false;
+  for (const Segment& s : segments) {
+    rounds_needed = rounds_needed || (s.ops.size() < kWindowSegmentOps && s.best_peak > std::max(s.lower, good_enough));
+  }
+  const double bounds_until = rounds_needed ? 0.7 : 1.0;
+  std::vector<std::function<void()>> window_tasks;
   for (size_t k = 0; k < segments.size(); ++k) {
-    if (segments[k].ops.size() < kWindowSegmentOps || segments[k].best_peak <= good_enough) continue;
-    first_tasks.push_back([&, k] {
-      const Clock::time_point until =
-          executor != nullptr || deadline == Clock::time_point::max()
-              ? bounds_deadline
-              : std::min(deadline, Clock::now() + std::chrono::microseconds(
-                                                      static_cast<int64_t>(options.time_limit_seconds * 0.25e6)));
-      windowed[k] = segments[k].best;
+    const Segment& s = segments[k];
+    const int64_t floor = std::max(s.lower, good_enough);
+    if (s.ops.size() < kWindowSegmentOps || s.best_peak <= floor) continue;
+    window_tasks.push_back([&, k, floor, bounds_until] {
       const absl::Span<const OpId> done(start_orders.data(), segments[k].done_before);
-      if (!LowerPeakByWindows(buffers, done, &windowed[k], good_enough, options, until, WindowSearchOptions(),
-                              &window_stats[k])) {
-        windowed[k].clear();
+      Windowed& w = windowed[k];
+      w.order = segments[k].best;
+      const WindowSearchOptions window_options;
+      if (!LowerPeakByWindows(buffers, done, &w.order, floor, options, in(0.3), window_options, &w.stats)) {
+        w.order.clear();
       }
+      w.lower = LowerBoundByWindows(buffers, done, w.order.empty() ? segments[k].best : w.order, segments[k].lower,
+                                    in(bounds_until), window_options, &w.stats);
     });
   }
-  RunAll(executor, first_tasks);
+  RunAll(executor, window_tasks);
 
   MinimizeResult result;
   result.stats.lower_bound_cut = bounds_cut;
   for (size_t k = 0; k < segments.size(); ++k) {
     Segment& s = segments[k];
-    for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
-    result.stats.states += window_stats[k].states;
-    result.stats.checks += window_stats[k].checks;
-    if (windowed[k].empty()) continue;
+    Windowed& w = windowed[k];
+    s.lower = std::max(s.lower, w.lower);
+    result.stats.states += w.stats.states;
+    result.stats.checks += w.stats.checks;
+    if (w.order.empty()) continue;
     // Kept only when the model's own replay agrees that the peak fell.
     MemoryTracker tracker(buffers);
     for (size_t i = 0; i < s.done_before; ++i) tracker.Run(start_orders[i]);
     int64_t windowed_peak = 0;
-    for (OpId u : windowed[k]) windowed_peak = std::max(windowed_peak, tracker.Run(u));
+    for (OpId u : w.order) windowed_peak = std::max(windowed_peak, tracker.Run(u));
     if (windowed_peak < s.best_peak) {
-      s.best = std::move(windowed[k]);
+      s.best = std::move(w.order);
       s.best_peak = windowed_peak;
     }
   }
@@ -623,9 +645,10 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
         s.answer = Feasibility::kFeasible;
       } else if (budget < s.lower) {
         refuted = true;
-      } else {
+      } else if (s.ops.size() < kWindowSegmentOps) {
         to_check.push_back(&s);
-      }
+      }  // else left to the windows above: a check of it holds a signature of
+         // thousands of bits per set and rarely gets anywhere
     }
     // The checks of one round may run at once: they share the state cap.
     const int64_t cap =

@@ -22,12 +22,31 @@ class Window {
   // `position[u]`: u's position in the order, or -1 when u ran before it.
   // `live`: bytes live after order[0, a). `first_step`: a is the very first
   // step (graph inputs nobody reads die after it).
-  Window(const BufferModel& buffers, const std::vector<OpId>& order, size_t a, size_t b,
+  Window(const BufferModel& buffers, absl::Span<const OpId> order, size_t a, size_t b,
          const std::vector<int32_t>& position, int64_t live, bool first_step)
+      : Window(buffers, order, a, b, position, live, first_step, /*alone=*/false) {}
+
+  // The window's ops counted alone, as a relaxation of every order of the
+  // whole graph: only the bytes resident throughout are live before them; a
+  // buffer made before the window becomes live at its first reader in the
+  // window, and any buffer is freed after its last reader in the window
+  // (graph outputs stay live). In any order of the whole graph, each of the
+  // window's steps holds at least these bytes (the window's ops run in the
+  // same relative order, a convex window's predecessors are its own), so
+  // the least peak of the window alone bounds the whole graph's.
+  static Window Alone(const BufferModel& buffers, absl::Span<const OpId> order, size_t a, size_t b,
+                      const std::vector<int32_t>& position) {
+    return Window(buffers, order, a, b, position, buffers.resident_bytes(), false, /*alone=*/true);
+  }
+
+  Window(const BufferModel& buffers, absl::Span<const OpId> order, size_t a, size_t b,
+         const std::vector<int32_t>& position, int64_t live, bool first_step, bool alone)
       : ops_(order.begin() + static_cast<long>(a), order.begin() + static_cast<long>(b)),
         live_(live),
         first_step_(first_step),
         unused_input_bytes_(buffers.unused_input_bytes()) {
+    const int32_t begin = static_cast<int32_t>(a), end = static_cast<int32_t>(b);
+    const auto counted = [&](OpId user) { return position[user] >= begin && (!alone || position[user] < end); };
     const int m = static_cast<int>(ops_.size());
     absl::flat_hash_map<OpId, int> local;
     for (int i = 0; i < m; ++i) local[ops_[i]] = i;
@@ -37,9 +56,12 @@ class Window {
       if (inserted) {
         const ActivationBuffer& buffer = buffers.buffers()[b];
         int32_t left = 0;
-        for (OpId user : buffer.users) left += position[user] >= static_cast<int32_t>(a) ? 1 : 0;
+        for (OpId user : buffer.users) left += counted(user) ? 1 : 0;
         remaining_.push_back(left);
         freeable_.push_back(buffer.live_to_end ? 0 : buffer.bytes);
+        // Alone, a buffer made before the window is not live until read.
+        const bool made_before = buffer.producer == kNoOp || position[buffer.producer] < begin;
+        unread_bytes_.push_back(alone && made_before ? buffer.bytes : 0);
       }
       return it->second;
     };
@@ -52,7 +74,8 @@ class Window {
       for (BufferId b : buffers.allocates(u)) {
         const ActivationBuffer& buffer = buffers.buffers()[b];
         info.alloc += buffer.bytes;
-        if (buffer.users.empty() && !buffer.live_to_end) info.dead += buffer.bytes;
+        const bool read = std::any_of(buffer.users.begin(), buffer.users.end(), counted);
+        if (!read && !buffer.live_to_end) info.dead += buffer.bytes;
       }
       for (BufferId b : buffers.reads(u)) info.reads.push_back(buffer_index(b));
       for (BufferId b : buffers.in_place_inputs(u)) info.in_place.push_back(buffer_index(b));
@@ -72,7 +95,10 @@ class Window {
   // (a ready op that fits and does not raise the live bytes runs at once).
   // False when there is none, or when `max_states` sets were expanded or
   // `deadline` passed first.
-  bool Fit(int64_t budget, int64_t max_states, Clock::time_point deadline, std::vector<OpId>* order) {
+  Feasibility Fit(int64_t budget, int64_t max_states, Clock::time_point deadline, std::vector<OpId>* order) {
+    // The sets that failed a budget fail every smaller one, not a larger.
+    if (budget > memo_budget_) failed_.clear();
+    memo_budget_ = budget;
     budget_ = budget;
     deadline_ = deadline;
     states_left_ = max_states;
@@ -86,10 +112,10 @@ class Window {
     remaining_now_ = remaining_;
     live_now_ = live_;
     trail_.clear();
-    if (!Explore()) return false;
+    if (!Explore()) return states_left_ < 0 ? Feasibility::kUnknown : Feasibility::kInfeasible;
     order->clear();
     for (int i : trail_) order->push_back(ops_[i]);
-    return true;
+    return Feasibility::kFeasible;
   }
 
   // The steps of `window_order` (the window's ops, as Fit returns them);
@@ -97,6 +123,7 @@ class Window {
   std::vector<int64_t> StepsOf(const std::vector<OpId>& window_order, std::vector<int64_t>* live_before = nullptr) {
     absl::flat_hash_map<OpId, int> local;
     for (size_t i = 0; i < ops_.size(); ++i) local[ops_[i]] = static_cast<int>(i);
+    scheduled_.assign(words_, 0);
     remaining_now_ = remaining_;
     live_now_ = live_;
     trail_.clear();
@@ -120,9 +147,18 @@ class Window {
     int indegree = 0;
   };
 
+  // Bytes of the buffers i reads that become live with it (Alone only).
+  int64_t Unread(const OpInfo& op) const {
+    int64_t bytes = 0;
+    for (int b : op.reads) {
+      if (unread_bytes_[b] != 0 && remaining_now_[b] == remaining_[b]) bytes += unread_bytes_[b];
+    }
+    return bytes;
+  }
+
   int64_t StepBytes(int i) const {
     const OpInfo& op = ops_info_[i];
-    int64_t step = live_now_ + op.alloc + op.workspace;
+    int64_t step = live_now_ + op.alloc + op.workspace + Unread(op);
     for (int b : op.in_place) {
       if (remaining_now_[b] == 1) return step - op.in_place_bytes;
     }
@@ -133,7 +169,7 @@ class Window {
   // outlive the step, less the inputs whose last reader it is.
   int64_t OwnDelta(int i) const {
     const OpInfo& op = ops_info_[i];
-    int64_t delta = op.alloc - op.dead;
+    int64_t delta = op.alloc - op.dead + Unread(op);
     for (int b : op.reads) {
       if (remaining_now_[b] == 1) delta -= freeable_[b];
     }
@@ -229,14 +265,16 @@ class Window {
 
   std::vector<OpId> ops_;
   std::vector<OpInfo> ops_info_;
-  std::vector<int32_t> remaining_;  // readers left of each local buffer at the window's start
-  std::vector<int64_t> freeable_;   // bytes freed when its last reader runs
+  std::vector<int32_t> remaining_;     // readers left of each local buffer at the window's start
+  std::vector<int64_t> freeable_;      // bytes freed when its last reader runs
+  std::vector<int64_t> unread_bytes_;  // Alone: bytes that become live at its first reader
   int64_t live_ = 0;
   bool first_step_ = false;
   int64_t unused_input_bytes_ = 0;
   size_t words_ = 0;
   // Search state.
   int64_t budget_ = 0;
+  int64_t memo_budget_ = -1;
   Clock::time_point deadline_;
   int64_t states_left_ = 0;
   int64_t expanded_ = 0;
@@ -310,7 +348,7 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
         // eighth of its states each.
         for (int check = 0;
              check < 16 && window.Fit(budget, check == 0 ? options.states_per_check : options.states_per_check / 8,
-                                      deadline, &window_order);
+                                      deadline, &window_order) == Feasibility::kFeasible;
              ++check) {
           best = window_order;
           const std::vector<int64_t> fitted_steps = window.StepsOf(window_order);
@@ -339,6 +377,80 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
     if (!fitted) break;  // no window around p fits below the peak
   }
   return *std::max_element(block_max.begin(), block_max.end()) < start_peak;
+}
+
+int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> done, absl::Span<const OpId> order,
+                            int64_t known, Clock::time_point deadline, const WindowSearchOptions& options,
+                            SearchStats* stats) {
+  const size_t n = order.size();
+  if (n == 0) return known;
+  std::vector<int32_t> position(buffers.graph().num_ops(), -1);
+  for (size_t i = 0; i < n; ++i) position[order[i]] = static_cast<int32_t>(i);
+  std::vector<std::pair<int64_t, size_t>> by_step(n);  // (step, position), highest first
+  {
+    MemoryTracker tracker(buffers);
+    for (OpId u : done) tracker.Run(u);
+    for (size_t i = 0; i < n; ++i) by_step[i] = {-tracker.Run(order[i]), i};
+  }
+  std::sort(by_step.begin(), by_step.end());
+  // The least peak of order[a, a + length) counted alone, proven above
+  // `known` (else `known`); `*open` when not even `known` was settled.
+  std::vector<OpId> found;
+  const auto bound_of = [&](size_t a, size_t length, int64_t known, bool* open) {
+    Window window = Window::Alone(buffers, order, a, a + length, position);
+    const std::vector<OpId> given(order.begin() + static_cast<long>(a), order.begin() + static_cast<long>(a + length));
+    const std::vector<int64_t> steps = window.StepsOf(given);
+    int64_t hi = *std::max_element(steps.begin(), steps.end());  // some order of the window alone fits
+    // Is there an order within `known`? If not, the least peak lies in
+    // (known, hi]: bisect it.
+    int64_t lo = known;
+    Feasibility answer = window.Fit(lo, options.bound_states_per_check, deadline, &found);
+    *open = answer == Feasibility::kUnknown;
+    if (answer == Feasibility::kInfeasible) {
+      ++lo;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        answer = window.Fit(mid, options.bound_states_per_check, deadline, &found);
+        if (answer == Feasibility::kUnknown) break;
+        if (answer == Feasibility::kInfeasible) {
+          lo = mid + 1;
+        } else {
+          const std::vector<int64_t> fitted = window.StepsOf(found);
+          hi = *std::max_element(fitted.begin(), fitted.end());
+        }
+      }
+    }
+    stats->states += window.states_expanded();
+    ++stats->checks;
+    return lo;
+  };
+  const size_t shortest = std::min(n, static_cast<size_t>(std::max(1, options.bound_window_ops)));
+  std::vector<size_t> centres;
+  int64_t best = known;
+  for (const std::pair<int64_t, size_t>& entry : by_step) {
+    // Not a structured binding: clang refuses a lambda that captures one.
+    const int64_t step = -entry.first;
+    const size_t p = entry.second;
+    if (static_cast<int>(centres.size()) >= options.bound_windows || Clock::now() >= deadline) break;
+    if (step <= best) break;  // no window of steps below the bound raises it
+    // One region per centre: none within half the shortest window of another.
+    if (std::any_of(centres.begin(), centres.end(), [&](size_t c) { return (c > p ? c - p : p - c) < shortest / 2; })) {
+      continue;
+    }
+    centres.push_back(p);
+    // Longer windows hold more of what is live around p, but are harder to
+    // settle: they are tried while the shorter one was settled.
+    for (size_t length = shortest;; length = std::min(n, length * 2)) {
+      const size_t a = std::min(p > length / 2 ? p - length / 2 : 0, n - length);
+      bool open = false;
+      best = std::max(best, bound_of(a, length, best, &open));
+      if (open || length == n || length >= static_cast<size_t>(options.bound_max_window_ops) ||
+          Clock::now() >= deadline) {
+        break;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace serenity

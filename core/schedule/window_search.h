@@ -28,6 +28,13 @@ struct WindowSearchOptions {
   int max_window_ops = 512;
   // Signatures one check of one window may expand.
   int64_t states_per_check = 20'000;
+  // LowerBoundByWindows: ops in the first window around a high step, and
+  // at most (twice as many each time), regions at most, and signatures per
+  // check.
+  int bound_window_ops = 64;
+  int bound_max_window_ops = 256;
+  int bound_windows = 16;
+  int64_t bound_states_per_check = 50'000;
 };
 
 // Re-orders windows of `*order` (the ops of one part, in a valid order after
@@ -39,6 +46,20 @@ struct WindowSearchOptions {
 bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done, std::vector<OpId>* order,
                         int64_t floor, const SearchOptions& search, std::chrono::steady_clock::time_point deadline,
                         const WindowSearchOptions& options, SearchStats* stats);
+
+// A bound no order of the whole graph beats, at least `known`: the largest
+// least peak, proven by a search of each within options' limits, of windows
+// of `order` (the ops of one part, in a valid order after the ops of `done`)
+// counted alone. A window counted alone holds, at each of its steps, only
+// what any order of the whole graph surely holds there too: the resident
+// bytes, the buffers its own ops made and still read, and the buffers made
+// before it from their first reader in it to their last (window_search.cc,
+// Window::Alone). Windows of options.bound_window_ops consecutive ops and
+// longer are centred on the highest steps of `order`, the highest first,
+// while `deadline` allows.
+int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> done, absl::Span<const OpId> order,
+                            int64_t known, std::chrono::steady_clock::time_point deadline,
+                            const WindowSearchOptions& options, SearchStats* stats);
 
 }  // namespace serenity
 
