@@ -528,7 +528,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // Segments of kWindowSegmentOps ops or more that the bounds leave open are
   // worked on by windows (window_search.h), in parallel on `executor`: one
   // check of such a segment below its best peak gets lost deep in it. Their
-  // orders are improved by windows for 0.3 of the time left, then bounded by
+  // orders are improved by windows for half the time left, then bounded by
   // windows counted alone until 0.7 of it (all of it when no shorter segment
   // needs the rounds below, which leave these segments alone). The state before a segment is
   // the same whatever order the segments before it take, so the segments'
@@ -561,7 +561,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       Windowed& w = windowed[k];
       w.order = segments[k].best;
       const WindowSearchOptions window_options;
-      if (!LowerPeakByWindows(buffers, done, &w.order, floor, options, in(0.3), window_options, &w.stats)) {
+      if (!LowerPeakByWindows(buffers, done, &w.order, floor, options, in(0.5), window_options, &w.stats)) {
         w.order.clear();
       }
       w.lower = LowerBoundByWindows(buffers, done, w.order.empty() ? segments[k].best : w.order, segments[k].lower,
