@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <queue>
 
 #include "core/memory/simulator.h"
@@ -30,11 +31,20 @@ class MaxFlow {
 
   int64_t edges() const { return static_cast<int64_t>(edges_.size()); }
 
-  int64_t Run(int source, int sink) {
+  // The maximum flow, or nullopt when `deadline` passed first (read between
+  // phases and every 1,024 augmenting paths: one flow over a segment of
+  // thousands of ops may take longer than the whole time limit).
+  std::optional<int64_t> Run(int source, int sink, std::chrono::steady_clock::time_point deadline) {
+    const bool timed = deadline != std::chrono::steady_clock::time_point::max();
     int64_t flow = 0;
+    int paths = 0;
     while (Levels(source, sink)) {
+      if (timed && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
       next_edge_ = first_;
-      while (int64_t pushed = Push(source, sink, kInfinite)) flow += pushed;
+      while (int64_t pushed = Push(source, sink, kInfinite)) {
+        flow += pushed;
+        if (timed && ++paths % 1024 == 0 && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      }
     }
     return flow;
   }
@@ -211,7 +221,12 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
       }
     }
     work += static_cast<int64_t>(ops.size() + local.size()) + 4 * flow.edges();
-    bounds[u] = std::max(bounds[u], fixed + (any_choice ? flow.Run(source, sink) : 0));
+    const std::optional<int64_t> cut_bytes = any_choice ? flow.Run(source, sink, deadline) : 0;
+    if (!cut_bytes.has_value()) {  // u keeps its cone bound
+      if (cut != nullptr) *cut = true;
+      break;
+    }
+    bounds[u] = std::max(bounds[u], fixed + *cut_bytes);
     segment_bound[k] = std::max(segment_bound[k], bounds[u]);
   }
   return bounds;
