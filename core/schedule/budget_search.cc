@@ -459,6 +459,8 @@ constexpr std::chrono::seconds kBoundTestTime(1);
 // find better orders and the proof needs the time (a layered DAG of 1,000
 // ops is proven in about 0.9 s of a 1 s limit).
 constexpr size_t kWindowSegmentOps = 1500;
+// The memo of one check of such a segment holds at most this many bytes.
+constexpr int64_t kMaxLongMemoBytes = int64_t{256} << 20;
 
 // One segment of the graph (partition.h) and what is known about it.
 struct Segment {
@@ -525,70 +527,8 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
   }
 
-  // Segments of kWindowSegmentOps ops or more that the bounds leave open are
-  // worked on by windows (window_search.h), in parallel on `executor`: one
-  // check of such a segment below its best peak gets lost deep in it. Their
-  // orders are improved by windows for half the time left, then bounded by
-  // windows counted alone until 0.7 of it (all of it when no shorter segment
-  // needs the rounds below, which leave these segments alone). The state before a segment is
-  // the same whatever order the segments before it take, so the segments'
-  // windows are independent.
-  const auto in = [&, start = Clock::now()](double fraction) {
-    return deadline == Clock::time_point::max()
-               ? deadline
-               : start + std::chrono::duration_cast<Clock::duration>((deadline - start) * fraction);
-  };
-  struct Windowed {
-    std::vector<OpId> order;  // empty: no lower peak found
-    int64_t lower = 0;
-    SearchStats stats;
-  };
-  std::vector<Windowed> windowed(segments.size());
-  // The rounds below check only the shorter segments: when none needs them,
-  // the windows' bounds may take all the time.
-  bool rounds_needed = false;
-  for (const Segment& s : segments) {
-    rounds_needed = rounds_needed || (s.ops.size() < kWindowSegmentOps && s.best_peak > std::max(s.lower, good_enough));
-  }
-  const double bounds_until = rounds_needed ? 0.7 : 1.0;
-  std::vector<std::function<void()>> window_tasks;
-  for (size_t k = 0; k < segments.size(); ++k) {
-    const Segment& s = segments[k];
-    const int64_t floor = std::max(s.lower, good_enough);
-    if (s.ops.size() < kWindowSegmentOps || s.best_peak <= floor) continue;
-    window_tasks.push_back([&, k, floor, bounds_until] {
-      const absl::Span<const OpId> done(start_orders.data(), segments[k].done_before);
-      Windowed& w = windowed[k];
-      w.order = segments[k].best;
-      const WindowSearchOptions window_options;
-      if (!LowerPeakByWindows(buffers, done, &w.order, floor, options, in(0.5), window_options, &w.stats)) {
-        w.order.clear();
-      }
-      w.lower = LowerBoundByWindows(buffers, done, w.order.empty() ? segments[k].best : w.order, segments[k].lower,
-                                    in(bounds_until), window_options, &w.stats);
-    });
-  }
-  RunAll(executor, window_tasks);
-
   MinimizeResult result;
   result.stats.lower_bound_cut = bounds_cut;
-  for (size_t k = 0; k < segments.size(); ++k) {
-    Segment& s = segments[k];
-    Windowed& w = windowed[k];
-    s.lower = std::max(s.lower, w.lower);
-    result.stats.states += w.stats.states;
-    result.stats.checks += w.stats.checks;
-    if (w.order.empty()) continue;
-    // Kept only when the model's own replay agrees that the peak fell.
-    MemoryTracker tracker(buffers);
-    for (size_t i = 0; i < s.done_before; ++i) tracker.Run(start_orders[i]);
-    int64_t windowed_peak = 0;
-    for (OpId u : w.order) windowed_peak = std::max(windowed_peak, tracker.Run(u));
-    if (windowed_peak < s.best_peak) {
-      s.best = std::move(w.order);
-      s.best_peak = windowed_peak;
-    }
-  }
   // The last step of any order holds every buffer live to the end: the
   // last segment's steps are at least that.
   if (!segments.empty()) segments.back().lower = std::max(segments.back().lower, FinalStepLowerBound(buffers));
@@ -613,6 +553,63 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     return p;
   };
 
+  // After the first round: segments of kWindowSegmentOps ops or more that
+  // it left open are worked on by windows (window_search.h), in parallel on
+  // `executor`: one check of such a segment below its best peak gets lost
+  // deep in it. Their orders are improved by windows for half the time
+  // left, then bounded by windows counted alone until 0.7 of it; the rounds
+  // get the rest. The state before a segment is the same whatever order the
+  // segments before it take, so the segments' windows are independent.
+  const auto run_windows = [&] {
+    const auto in = [&, start = Clock::now()](double fraction) {
+      return deadline == Clock::time_point::max()
+                 ? deadline
+                 : start + std::chrono::duration_cast<Clock::duration>((deadline - start) * fraction);
+    };
+    struct Windowed {
+      std::vector<OpId> order;  // empty: no lower peak found
+      int64_t lower = 0;
+      SearchStats stats;
+    };
+    std::vector<Windowed> windowed(segments.size());
+    std::vector<std::function<void()>> window_tasks;
+    for (size_t k = 0; k < segments.size(); ++k) {
+      const Segment& s = segments[k];
+      const int64_t floor = std::max(s.lower, good_enough);
+      if (s.ops.size() < kWindowSegmentOps || s.best_peak <= floor) continue;
+      window_tasks.push_back([&, k, floor] {
+        const absl::Span<const OpId> done(start_orders.data(), segments[k].done_before);
+        Windowed& w = windowed[k];
+        w.order = segments[k].best;
+        const WindowSearchOptions window_options;
+        if (!LowerPeakByWindows(buffers, done, &w.order, floor, options, in(0.5), window_options, &w.stats)) {
+          w.order.clear();
+        }
+        w.lower = LowerBoundByWindows(buffers, done, w.order.empty() ? segments[k].best : w.order, segments[k].lower,
+                                      in(0.7), window_options, &w.stats);
+      });
+    }
+    RunAll(executor, window_tasks);
+
+    for (size_t k = 0; k < segments.size(); ++k) {
+      Segment& s = segments[k];
+      Windowed& w = windowed[k];
+      s.lower = std::max(s.lower, w.lower);
+      result.stats.states += w.stats.states;
+      result.stats.checks += w.stats.checks;
+      if (w.order.empty()) continue;
+      // Kept only when the model's own replay agrees that the peak fell.
+      MemoryTracker tracker(buffers);
+      for (size_t i = 0; i < s.done_before; ++i) tracker.Run(start_orders[i]);
+      int64_t windowed_peak = 0;
+      for (OpId u : w.order) windowed_peak = std::max(windowed_peak, tracker.Run(u));
+      if (windowed_peak < s.best_peak) {
+        s.best = std::move(w.order);
+        s.best_peak = windowed_peak;
+      }
+    }
+  };
+
   // Rounds: the first tests whether the proven bound is tight, with a tenth
   // of the time (at most kBoundTestTime). Then each round asks for an order
   // below the best peak with all the time left (a proof is one such round
@@ -624,7 +621,13 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // again and again.
   bool first = true;
   bool raising = false;
+  bool windows_run = false;
   while (peak() > good_enough && Clock::now() < deadline && !Cancelled(options)) {
+    if (!first && !windows_run) {
+      windows_run = true;
+      run_windows();
+      continue;
+    }
     const int64_t lo = proven();
     if (lo >= peak()) break;
     int64_t budget = first || raising ? lo : peak() - 1;
@@ -645,19 +648,25 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
         s.answer = Feasibility::kFeasible;
       } else if (budget < s.lower) {
         refuted = true;
-      } else if (s.ops.size() < kWindowSegmentOps) {
+      } else {
         to_check.push_back(&s);
-      }  // else left to the windows above: a check of it holds a signature of
-         // thousands of bits per set and rarely gets anywhere
+      }
     }
     // The checks of one round may run at once: they share the state cap.
     const int64_t cap =
         std::max<int64_t>(1, options.max_states / std::max<int64_t>(1, static_cast<int64_t>(to_check.size())));
     std::vector<std::function<void()>> tasks;
     for (Segment* s : to_check) {
-      tasks.push_back([s, budget, round_deadline, cap, &search_of] {
+      // A long segment's signatures hold thousands of bits each: its memo
+      // is capped at kMaxLongMemoBytes (a check at its bound often settles
+      // it quickly; one far from it holds gigabytes and rarely gets there).
+      const int64_t words = (static_cast<int64_t>(s->ops.size()) + 63) / 64;
+      const int64_t segment_cap = s->ops.size() < kWindowSegmentOps
+                                      ? cap
+                                      : std::max<int64_t>(1, std::min(cap, kMaxLongMemoBytes / (8 * words + 16)));
+      tasks.push_back([s, budget, round_deadline, segment_cap, &search_of] {
         s->stats = SearchStats();
-        s->answer = search_of(*s).Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, cap);
+        s->answer = search_of(*s).Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, segment_cap);
       });
     }
     if (refuted) continue;  // proven() has risen past the budget
