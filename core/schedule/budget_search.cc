@@ -589,6 +589,8 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
                                       in(0.7), window_options, &w.stats);
       });
     }
+    // (RunAll on a shared pool may run another request's task first.)
+    if (window_tasks.empty()) return;
     RunAll(executor, window_tasks);
 
     for (size_t k = 0; k < segments.size(); ++k) {

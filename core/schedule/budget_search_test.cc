@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/schedule/baselines.h"
@@ -27,6 +28,74 @@ int64_t BruteForceOptimum(const BufferModel& buffers) {
 MinimizeResult Minimize(const BufferModel& buffers) {
   std::vector<OpId> start = KahnOrder(buffers.graph());
   return MinimizePeak(buffers, start, LowerBoundBytes(buffers), SearchOptions());
+}
+
+// Two chains of `length` ops from one input, joined at the end: one segment
+// of 2 * length + 1 ops. Tensor sizes from `rng`.
+GraphSpec TwoChains(int length, std::mt19937& rng, std::vector<int64_t>* a_bytes, std::vector<int64_t>* b_bytes) {
+  GraphSpec spec;
+  const auto tensor = [&](const std::string& name, int64_t bytes) {
+    TensorSpec t;
+    t.name = name;
+    t.bytes = bytes;
+    t.has_bytes = true;
+    spec.tensors.push_back(t);
+  };
+  tensor("x", 1000);
+  for (const char side : {'a', 'b'}) {
+    std::vector<int64_t>* bytes = side == 'a' ? a_bytes : b_bytes;
+    bytes->assign(1, 0);
+    for (int i = 1; i <= length; ++i) {
+      bytes->push_back(100 * (1 + static_cast<int64_t>(rng() % 50)));
+      tensor(absl::StrCat(std::string(1, side), i), bytes->back());
+      OpSpec op;
+      op.name = absl::StrCat("op_", std::string(1, side), i);
+      op.type = "Relu";
+      op.inputs = {i == 1 ? std::string("x") : absl::StrCat(std::string(1, side), i - 1)};
+      op.outputs = {absl::StrCat(std::string(1, side), i)};
+      spec.ops.push_back(op);
+    }
+  }
+  tensor("y", 8);
+  OpSpec join;
+  join.name = "join";
+  join.type = "Add";
+  join.inputs = {absl::StrCat("a", length), absl::StrCat("b", length)};
+  join.outputs = {"y"};
+  spec.ops.push_back(join);
+  spec.inputs = {"x"};
+  spec.outputs = {"y"};
+  return spec;
+}
+
+// A segment long enough for the windows (window_search.h) still gets the
+// exact search's proof: two random chains of 800 ops each, whose least
+// peak a dynamic program over (ops run in one chain, in the other) gives.
+TEST(BudgetSearchTest, LongSegmentOfTwoChainsIsProvenOptimal) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 3; ++trial) {
+    const int length = 800;
+    std::vector<int64_t> a, b;
+    const Graph g = *Graph::Build(TwoChains(length, rng, &a, &b));
+    const BufferModel buffers(g, MemoryModel());
+    // Bytes live after i ops of chain a and j of chain b, and the least
+    // largest step over the ways there.
+    const auto live = [&](int i, int j) { return (i == 0 || j == 0 ? 1000 : 0) + a[i] + b[j]; };
+    std::vector<std::vector<int64_t>> best(length + 1, std::vector<int64_t>(length + 1, INT64_MAX));
+    best[0][0] = 0;
+    for (int i = 0; i <= length; ++i) {
+      for (int j = 0; j <= length; ++j) {
+        if (i > 0) best[i][j] = std::min(best[i][j], std::max(best[i - 1][j], live(i - 1, j) + a[i]));
+        if (j > 0) best[i][j] = std::min(best[i][j], std::max(best[i][j - 1], live(i, j - 1) + b[j]));
+      }
+    }
+    const int64_t optimum = std::max(best[length][length], live(length, length) + 8);
+    const MinimizeResult result = MinimizePeak(buffers, GreedyOrder(buffers), 0, SearchOptions());
+    ASSERT_TRUE(IsTopologicalOrder(g, result.order));
+    EXPECT_EQ(result.peak_bytes, optimum) << "trial " << trial;
+    EXPECT_EQ(PeakOf(buffers, result.order), result.peak_bytes);
+    EXPECT_TRUE(result.optimal) << "trial " << trial;
+  }
 }
 
 // The search and the DP equal brute force on thousands of random small DAGs, under

@@ -19,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 // cost what windows of a small one do.
 class Window {
  public:
-  // `position[u]`: u's position in the order, or -1 when u ran before it.
+  // `position[u]`: u's position in the order, -1 when u ran before it, or
+  // INT32_MAX when it runs after the order.
   // `live`: bytes live after order[0, a). `first_step`: a is the very first
   // step (graph inputs nobody reads die after it).
   Window(const BufferModel& buffers, absl::Span<const OpId> order, size_t a, size_t b,
@@ -112,6 +113,7 @@ class Window {
     remaining_now_ = remaining_;
     live_now_ = live_;
     trail_.clear();
+    live_trail_.clear();
     if (!Explore()) return states_left_ < 0 ? Feasibility::kUnknown : Feasibility::kInfeasible;
     order->clear();
     for (int i : trail_) order->push_back(ops_[i]);
@@ -127,6 +129,7 @@ class Window {
     remaining_now_ = remaining_;
     live_now_ = live_;
     trail_.clear();
+    live_trail_.clear();
     std::vector<int64_t> steps;
     if (live_before != nullptr) live_before->clear();
     for (OpId u : window_order) {
@@ -300,7 +303,10 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
   std::vector<OpId>& ops = *order;
   const size_t n = ops.size();
   if (n == 0) return false;
-  std::vector<int32_t> position(buffers.graph().num_ops(), -1);
+  // Ops after the part (neither done nor in it) come after every window:
+  // the buffers they read stay live through it.
+  std::vector<int32_t> position(buffers.graph().num_ops(), INT32_MAX);
+  for (OpId u : done) position[u] = -1;
   for (size_t i = 0; i < n; ++i) position[ops[i]] = static_cast<int32_t>(i);
   // live_before[i]: bytes live after order[0, i); steps[i]: order[i]'s step.
   std::vector<int64_t> live_before(n + 1), steps(n);
@@ -336,9 +342,12 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
     bool fitted = false;
     for (size_t length = std::min<size_t>(n, std::max(2, options.window_ops)); !fitted && Clock::now() < deadline;
          length = std::min(n, length * 2)) {
+      std::vector<size_t> starts;  // near the ends the placements coincide
       for (const double before : {0.5, 0.75, 0.25}) {
         const size_t shift = static_cast<size_t>(before * static_cast<double>(length));
         const size_t a = std::min(p > shift ? p - shift : 0, n - length);
+        if (std::find(starts.begin(), starts.end(), a) != starts.end()) continue;
+        starts.push_back(a);
         const size_t b = a + length;
         Window window(buffers, ops, a, b, position, live_before[a], done.empty() && a == 0);
         // Below the peak, then as far below as the window goes.
@@ -385,7 +394,8 @@ int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> d
                             SearchStats* stats) {
   const size_t n = order.size();
   if (n == 0) return known;
-  std::vector<int32_t> position(buffers.graph().num_ops(), -1);
+  std::vector<int32_t> position(buffers.graph().num_ops(), INT32_MAX);
+  for (OpId u : done) position[u] = -1;
   for (size_t i = 0; i < n; ++i) position[order[i]] = static_cast<int32_t>(i);
   std::vector<std::pair<int64_t, size_t>> by_step(n);  // (step, position), highest first
   {

@@ -3,9 +3,10 @@
 // exact check below its best peak: the depth-first search gets lost deep in
 // it. But the steps of an order depend only on the set run before each, so
 // the ops at positions [a, b) can be re-ordered among themselves, by an exact
-// check of that window alone (BudgetSearch on the Subproblem "these ops after
-// everything before a"), without changing any step outside the window: the
-// set run before position b is the same. Each window that fits below the
+// depth-first search of that window alone (its own, indexed over the window's
+// ops, so that a window of a graph of 10^5 ops costs what one of a small
+// graph does), without changing any step outside the window: the set run
+// before position b is the same. Each window that fits below the
 // peak removes one step at the peak, and the peak drops once none is left.
 #ifndef SERENITY_CORE_SCHEDULE_WINDOW_SEARCH_H_
 #define SERENITY_CORE_SCHEDULE_WINDOW_SEARCH_H_

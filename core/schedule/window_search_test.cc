@@ -27,10 +27,43 @@ int64_t Peak(const Graph& g, const MemoryModel& model, const std::vector<OpId>& 
   return testing::NaivePeak(g, order, model.alias_views, model.count_weights, model.in_place, model.concat_in_place);
 }
 
-// One window over the whole order, with states enough, is an exact search:
-// the peak it leaves is the brute-force optimum, whatever order it starts
-// from and whatever the memory model (peaks by the independent simulator).
-TEST(WindowSearchTest, OneWindowOverTheWholeOrderIsOptimal) {
+// The largest step of `order`'s positions [begin, end).
+int64_t PartPeak(const BufferModel& buffers, const std::vector<OpId>& order, size_t begin, size_t end) {
+  MemoryTracker tracker(buffers);
+  int64_t peak = 0;
+  for (size_t i = 0; i < end; ++i) {
+    const int64_t step = tracker.Run(order[i]);
+    if (i >= begin) peak = std::max(peak, step);
+  }
+  return peak;
+}
+
+// An order split in three: ops already run, the part the windows reorder,
+// and ops that run after it (whose readers keep buffers live through it).
+struct Split {
+  std::vector<OpId> done, part, after;
+  std::vector<OpId> Whole() const {
+    std::vector<OpId> whole = done;
+    whole.insert(whole.end(), part.begin(), part.end());
+    whole.insert(whole.end(), after.begin(), after.end());
+    return whole;
+  }
+};
+Split SplitOrder(const std::vector<OpId>& order, size_t before, size_t after) {
+  after = std::min(after, order.size() - std::min(before, order.size()));
+  before = std::min(before, order.size() - after);
+  Split split;
+  split.done.assign(order.begin(), order.begin() + static_cast<long>(before));
+  split.part.assign(order.begin() + static_cast<long>(before), order.end() - static_cast<long>(after));
+  split.after.assign(order.end() - static_cast<long>(after), order.end());
+  return split;
+}
+
+// One window over the whole part, with states enough, is an exact search:
+// the peak it leaves over the part is the least over every order of the
+// whole graph with the same ops before and after it (by enumeration, peaks
+// by the independent simulator), whatever the memory model.
+TEST(WindowSearchTest, OneWindowOverTheWholePartIsOptimal) {
   std::mt19937 rng(77);
   WindowSearchOptions options;
   options.window_ops = 64;
@@ -42,23 +75,31 @@ TEST(WindowSearchTest, OneWindowOverTheWholeOrderIsOptimal) {
     const Graph g = *Graph::Build(spec);
     const MemoryModel model = ModelOf(trial, concats);
     const BufferModel buffers(g, model);
+    Split split = SplitOrder(testing::RandomTopologicalOrder(g, rng), trial % 2, trial % 3);
+    const size_t begin = split.done.size(), end = begin + split.part.size();
     int64_t optimum = INT64_MAX;
-    testing::ForEachTopologicalOrder(
-        g, [&](const std::vector<OpId>& order) { optimum = std::min(optimum, Peak(g, model, order)); });
-    std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
-    const int64_t before = Peak(g, model, order);
+    testing::ForEachTopologicalOrder(g, [&](const std::vector<OpId>& order) {
+      if (std::equal(split.done.begin(), split.done.end(), order.begin()) &&
+          std::equal(split.after.begin(), split.after.end(), order.begin() + static_cast<long>(end))) {
+        optimum = std::min(optimum, PartPeak(buffers, order, begin, end));
+      }
+    });
+    const int64_t before = PartPeak(buffers, split.Whole(), begin, end);
+    const int64_t whole_before = Peak(g, model, split.Whole());
     SearchStats stats;
-    const bool lowered =
-        LowerPeakByWindows(buffers, {}, &order, 0, SearchOptions(), Clock::time_point::max(), options, &stats);
-    ASSERT_TRUE(IsTopologicalOrder(g, order)) << "trial " << trial;
-    ASSERT_EQ(Peak(g, model, order), optimum) << "trial " << trial << " from " << before;
+    const bool lowered = LowerPeakByWindows(buffers, split.done, &split.part, 0, SearchOptions(),
+                                            Clock::time_point::max(), options, &stats);
+    const std::vector<OpId> whole = split.Whole();
+    ASSERT_TRUE(IsTopologicalOrder(g, whole)) << "trial " << trial;
+    ASSERT_EQ(PartPeak(buffers, whole, begin, end), optimum) << "trial " << trial << " from " << before;
     ASSERT_EQ(lowered, optimum < before) << "trial " << trial;
+    ASSERT_LE(Peak(g, model, whole), whole_before) << "trial " << trial;
   }
 }
 
-// Windows shorter than the order, after a prefix of ops already run: the
-// order stays a valid order of the same ops, the peak never rises, and
-// `true` means it fell.
+// Windows shorter than the part, with ops before and after it: the order
+// stays a valid order of the same ops, the peak never rises, and `true`
+// means it fell.
 TEST(WindowSearchTest, ShortWindowsNeverRaiseThePeak) {
   std::mt19937 rng(78);
   WindowSearchOptions options;
@@ -70,30 +111,19 @@ TEST(WindowSearchTest, ShortWindowsNeverRaiseThePeak) {
     const Graph g = *Graph::Build(testing::RandomDag(12 + trial % 20, rng, concats));
     const MemoryModel model = ModelOf(trial, concats);
     const BufferModel buffers(g, model);
-    const std::vector<OpId> start = testing::RandomTopologicalOrder(g, rng);
-    // The first few ops are done; the windows reorder the rest.
-    const size_t split = trial % 4;
-    const std::vector<OpId> done(start.begin(), start.begin() + static_cast<long>(split));
-    std::vector<OpId> rest(start.begin() + static_cast<long>(split), start.end());
-    const int64_t before = Peak(g, model, start);
+    Split split = SplitOrder(testing::RandomTopologicalOrder(g, rng), trial % 4, (trial / 4) % 5);
+    const size_t begin = split.done.size(), end = begin + split.part.size();
+    const int64_t before = PartPeak(buffers, split.Whole(), begin, end);
+    const int64_t whole_before = Peak(g, model, split.Whole());
     SearchStats stats;
-    const bool lowered =
-        LowerPeakByWindows(buffers, done, &rest, 0, SearchOptions(), Clock::time_point::max(), options, &stats);
-    std::vector<OpId> after = done;
-    after.insert(after.end(), rest.begin(), rest.end());
-    ASSERT_TRUE(IsTopologicalOrder(g, after)) << "trial " << trial;
-    // The peak over the windows' part: the done ops' steps are not theirs.
-    MemoryTracker old_tracker(buffers), new_tracker(buffers);
-    for (OpId u : done) {
-      old_tracker.Run(u);
-      new_tracker.Run(u);
-    }
-    int64_t old_part = 0, new_part = 0;
-    for (size_t i = split; i < start.size(); ++i) old_part = std::max(old_part, old_tracker.Run(start[i]));
-    for (OpId u : rest) new_part = std::max(new_part, new_tracker.Run(u));
-    ASSERT_LE(new_part, old_part) << "trial " << trial;
-    ASSERT_EQ(lowered, new_part < old_part) << "trial " << trial;
-    ASSERT_LE(Peak(g, model, after), before) << "trial " << trial;
+    const bool lowered = LowerPeakByWindows(buffers, split.done, &split.part, 0, SearchOptions(),
+                                            Clock::time_point::max(), options, &stats);
+    const std::vector<OpId> whole = split.Whole();
+    ASSERT_TRUE(IsTopologicalOrder(g, whole)) << "trial " << trial;
+    const int64_t after = PartPeak(buffers, whole, begin, end);
+    ASSERT_LE(after, before) << "trial " << trial;
+    ASSERT_EQ(lowered, after < before) << "trial " << trial;
+    ASSERT_LE(Peak(g, model, whole), whole_before) << "trial " << trial;
     lowered_count += lowered;
   }
   EXPECT_GT(lowered_count, 100);
@@ -223,12 +253,10 @@ TEST(WindowSearchTest, ShortWindowsBoundNoHigherThanTheOptimum) {
     options.bound_max_window_ops = options.bound_window_ops * (1 + trial % 2);
     options.bound_windows = 100;
     options.bound_states_per_check = 1'000'000;
-    const std::vector<OpId> start = testing::RandomTopologicalOrder(g, rng);
-    const size_t split = trial % 2;
-    const std::vector<OpId> done(start.begin(), start.begin() + static_cast<long>(split));
-    const std::vector<OpId> part(start.begin() + static_cast<long>(split), start.end());
+    const Split split = SplitOrder(testing::RandomTopologicalOrder(g, rng), trial % 2, (trial / 2) % 3);
     SearchStats stats;
-    const int64_t bound = LowerBoundByWindows(buffers, done, part, 0, Clock::time_point::max(), options, &stats);
+    const int64_t bound =
+        LowerBoundByWindows(buffers, split.done, split.part, 0, Clock::time_point::max(), options, &stats);
     ASSERT_LE(bound, optimum) << "trial " << trial;
     above_cone += bound > LowerBoundBytes(buffers);
   }
