@@ -27,6 +27,27 @@ int64_t Peak(const Graph& g, const MemoryModel& model, const std::vector<OpId>& 
   return testing::NaivePeak(g, order, model.alias_views, model.count_weights, model.in_place, model.concat_in_place);
 }
 
+// A trial's graph: a random DAG of `ops` ops, with Concats in every third
+// trial and an unused graph input in every seventh, and its memory model.
+struct TrialGraph {
+  Graph graph;
+  MemoryModel model;
+};
+TrialGraph RandomTrialGraph(int trial, int ops, std::mt19937& rng) {
+  const bool concats = trial % 3 == 0;
+  GraphSpec spec = testing::RandomDag(ops, rng, concats);
+  if (trial % 7 == 0) testing::AddUnusedInput(&spec, "unused", 1 + trial % 50);
+  return TrialGraph{*Graph::Build(spec), ModelOf(trial, concats)};
+}
+
+// The least peak over every order of the graph, by enumeration.
+int64_t BruteForceOptimum(const TrialGraph& t) {
+  int64_t optimum = INT64_MAX;
+  testing::ForEachTopologicalOrder(
+      t.graph, [&](const std::vector<OpId>& order) { optimum = std::min(optimum, Peak(t.graph, t.model, order)); });
+  return optimum;
+}
+
 // The largest step of `order`'s positions [begin, end).
 int64_t PartPeak(const BufferModel& buffers, const std::vector<OpId>& order, size_t begin, size_t end) {
   MemoryTracker tracker(buffers);
@@ -69,11 +90,9 @@ TEST(WindowSearchTest, OneWindowOverTheWholePartIsOptimal) {
   options.window_ops = 64;
   options.states_per_check = 1'000'000;
   for (int trial = 0; trial < 1500; ++trial) {
-    const bool concats = trial % 3 == 0;
-    GraphSpec spec = testing::RandomDag(1 + trial % 9, rng, concats);
-    if (trial % 7 == 0) testing::AddUnusedInput(&spec, "unused", 1 + trial % 50);
-    const Graph g = *Graph::Build(spec);
-    const MemoryModel model = ModelOf(trial, concats);
+    const TrialGraph t = RandomTrialGraph(trial, 1 + trial % 9, rng);
+    const Graph& g = t.graph;
+    const MemoryModel& model = t.model;
     const BufferModel buffers(g, model);
     Split split = SplitOrder(testing::RandomTopologicalOrder(g, rng), trial % 2, trial % 3);
     const size_t begin = split.done.size(), end = begin + split.part.size();
@@ -210,15 +229,10 @@ TEST(WindowSearchTest, BoundOfOneWindowIsTheLeastPeakCountedAlone) {
   options.bound_states_per_check = 1'000'000;
   int above_cone = 0;
   for (int trial = 0; trial < 1200; ++trial) {
-    const bool concats = trial % 3 == 0;
-    GraphSpec spec = testing::RandomDag(2 + trial % 8, rng, concats);
-    if (trial % 7 == 0) testing::AddUnusedInput(&spec, "unused", 1 + trial % 50);
-    const Graph g = *Graph::Build(spec);
-    const MemoryModel model = ModelOf(trial, concats);
-    const BufferModel buffers(g, model);
-    int64_t optimum = INT64_MAX;
-    testing::ForEachTopologicalOrder(
-        g, [&](const std::vector<OpId>& order) { optimum = std::min(optimum, Peak(g, model, order)); });
+    const TrialGraph t = RandomTrialGraph(trial, 2 + trial % 8, rng);
+    const Graph& g = t.graph;
+    const BufferModel buffers(g, t.model);
+    const int64_t optimum = BruteForceOptimum(t);
     const std::vector<OpId> start = testing::RandomTopologicalOrder(g, rng);
     const size_t split = trial % 3;
     const std::vector<OpId> done(start.begin(), start.begin() + static_cast<long>(split));
@@ -239,15 +253,10 @@ TEST(WindowSearchTest, ShortWindowsBoundNoHigherThanTheOptimum) {
   std::mt19937 rng(80);
   int above_cone = 0;
   for (int trial = 0; trial < 1500; ++trial) {
-    const bool concats = trial % 3 == 0;
-    GraphSpec spec = testing::RandomDag(5 + trial % 6, rng, concats);
-    if (trial % 7 == 0) testing::AddUnusedInput(&spec, "unused", 1 + trial % 50);
-    const Graph g = *Graph::Build(spec);
-    const MemoryModel model = ModelOf(trial, concats);
-    const BufferModel buffers(g, model);
-    int64_t optimum = INT64_MAX;
-    testing::ForEachTopologicalOrder(
-        g, [&](const std::vector<OpId>& order) { optimum = std::min(optimum, Peak(g, model, order)); });
+    const TrialGraph t = RandomTrialGraph(trial, 5 + trial % 6, rng);
+    const Graph& g = t.graph;
+    const BufferModel buffers(g, t.model);
+    const int64_t optimum = BruteForceOptimum(t);
     WindowSearchOptions options;
     options.bound_window_ops = 1 + trial % 3;
     options.bound_max_window_ops = options.bound_window_ops * (1 + trial % 2);
