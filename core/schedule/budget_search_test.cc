@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/thread_pool.h"
 #include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/schedule/baselines.h"
@@ -69,12 +70,15 @@ GraphSpec TwoChains(int length, std::mt19937& rng, std::vector<int64_t>* a_bytes
 }
 
 // A segment long enough for the windows (window_search.h) still gets the
-// exact search's proof: two random chains of 800 ops each, whose least
-// peak a dynamic program over (ops run in one chain, in the other) gives.
+// exact search's proof: two random chains of 800 ops each (1,600 on a pool
+// of two threads, where the windows run as its tasks), whose least peak a
+// dynamic program over (ops run in one chain, in the other) gives.
 TEST(BudgetSearchTest, LongSegmentOfTwoChainsIsProvenOptimal) {
   std::mt19937 rng(7);
-  for (int trial = 0; trial < 3; ++trial) {
-    const int length = 800;
+  ThreadPool pool(2);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int length = trial < 3 ? 800 : 1600;
+    Executor* executor = trial < 3 ? nullptr : &pool;
     std::vector<int64_t> a, b;
     const Graph g = *Graph::Build(TwoChains(length, rng, &a, &b));
     const BufferModel buffers(g, MemoryModel());
@@ -90,7 +94,7 @@ TEST(BudgetSearchTest, LongSegmentOfTwoChainsIsProvenOptimal) {
       }
     }
     const int64_t optimum = std::max(best[length][length], live(length, length) + 8);
-    const MinimizeResult result = MinimizePeak(buffers, GreedyOrder(buffers), 0, SearchOptions());
+    const MinimizeResult result = MinimizePeak(buffers, GreedyOrder(buffers), 0, SearchOptions(), 0, executor);
     ASSERT_TRUE(IsTopologicalOrder(g, result.order));
     EXPECT_EQ(result.peak_bytes, optimum) << "trial " << trial;
     EXPECT_EQ(PeakOf(buffers, result.order), result.peak_bytes);
