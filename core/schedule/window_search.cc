@@ -40,6 +40,10 @@ class Window {
     return Window(buffers, order, a, b, position, buffers.resident_bytes(), false, /*alone=*/true);
   }
 
+  Window(Window&&) = default;
+  Window& operator=(Window&&) = default;
+
+ private:
   Window(const BufferModel& buffers, absl::Span<const OpId> order, size_t a, size_t b,
          const std::vector<int32_t>& position, int64_t live, bool first_step, bool alone)
       : ops_(order.begin() + static_cast<long>(a), order.begin() + static_cast<long>(b)),
@@ -89,6 +93,7 @@ class Window {
     words_ = (static_cast<size_t>(m) + 63) / 64;
   }
 
+ public:
   // Finds an order of the window whose steps are all at most `budget`, by a
   // depth-first search over the sets run so far (a set that failed is
   // remembered, and fails every smaller budget too, so calls with falling
