@@ -586,7 +586,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
           w.order.clear();
         }
         w.lower = LowerBoundByWindows(buffers, done, w.order.empty() ? segments[k].best : w.order, segments[k].lower,
-                                      in(0.7), window_options, &w.stats);
+                                      options, in(0.7), window_options, &w.stats);
       });
     }
     // (RunAll on a shared pool may run another request's task first.)

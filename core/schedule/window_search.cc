@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "core/util/memory_account.h"
 
 namespace serenity {
 namespace {
@@ -296,6 +297,10 @@ class Window {
   absl::flat_hash_set<std::vector<uint64_t>> failed_;
 };
 
+// The most bytes the memo of a window of `ops` ops may hold after
+// `states` expanded sets: one signature each, with its vector and slot.
+int64_t MemoBytes(size_t ops, int64_t states) { return states * (static_cast<int64_t>((ops + 63) / 64) * 8 + 48); }
+
 // The largest step of each block of kBlock positions, so that the peak and
 // where it is are found without scanning every step.
 constexpr size_t kBlock = 256;
@@ -335,7 +340,8 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
   refresh_blocks(0, n);
   const int64_t start_peak = *std::max_element(block_max.begin(), block_max.end());
   std::vector<OpId> window_order, best;
-  while (Clock::now() < deadline && !Cancelled(search)) {
+  bool out_of_memory = false;
+  while (Clock::now() < deadline && !Cancelled(search) && !out_of_memory) {
     const auto block = std::max_element(block_max.begin(), block_max.end());
     const int64_t peak = *block;
     if (peak <= floor) break;
@@ -354,6 +360,13 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
         if (std::find(starts.begin(), starts.end(), a) != starts.end()) continue;
         starts.push_back(a);
         const size_t b = a + length;
+        // The window's memo is charged to the job's account; a refusal ends
+        // the windows (the order so far is kept).
+        MemoryCharge memo(search.memory);
+        if (!memo.TryAdd(MemoBytes(length, options.states_per_check))) {
+          out_of_memory = true;
+          break;
+        }
         Window window(buffers, ops, a, b, position, live_before[a], done.empty() && a == 0);
         // Below the peak, then as far below as the window goes.
         best.clear();
@@ -387,7 +400,7 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
         refresh_blocks(a, b);
         break;
       }
-      if (fitted || length == n || length >= static_cast<size_t>(options.max_window_ops)) break;
+      if (fitted || out_of_memory || length == n || length >= static_cast<size_t>(options.max_window_ops)) break;
     }
     if (!fitted) break;  // no window around p fits below the peak
   }
@@ -395,8 +408,8 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
 }
 
 int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> done, absl::Span<const OpId> order,
-                            int64_t known, Clock::time_point deadline, const WindowSearchOptions& options,
-                            SearchStats* stats) {
+                            int64_t known, const SearchOptions& search, Clock::time_point deadline,
+                            const WindowSearchOptions& options, SearchStats* stats) {
   const size_t n = order.size();
   if (n == 0) return known;
   std::vector<int32_t> position(buffers.graph().num_ops(), INT32_MAX);
@@ -413,6 +426,9 @@ int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> d
   // `known` (else `known`); `*open` when not even `known` was settled.
   std::vector<OpId> found;
   const auto bound_of = [&](size_t a, size_t length, int64_t known, bool* open) {
+    *open = true;
+    MemoryCharge memo(search.memory);  // as LowerPeakByWindows's
+    if (!memo.TryAdd(MemoBytes(length, options.bound_states_per_check))) return known;
     Window window = Window::Alone(buffers, order, a, a + length, position);
     const std::vector<OpId> given(order.begin() + static_cast<long>(a), order.begin() + static_cast<long>(a + length));
     const std::vector<int64_t> steps = window.StepsOf(given);
@@ -447,7 +463,9 @@ int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> d
     // Not a structured binding: clang refuses a lambda that captures one.
     const int64_t step = -entry.first;
     const size_t p = entry.second;
-    if (static_cast<int>(centres.size()) >= options.bound_windows || Clock::now() >= deadline) break;
+    if (static_cast<int>(centres.size()) >= options.bound_windows || Clock::now() >= deadline || Cancelled(search)) {
+      break;
+    }
     if (step <= best) break;  // no window of steps below the bound raises it
     // One region per centre: none within half the shortest window of another.
     if (std::any_of(centres.begin(), centres.end(), [&](size_t c) { return (c > p ? c - p : p - c) < shortest / 2; })) {
@@ -461,7 +479,7 @@ int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> d
       bool open = false;
       best = std::max(best, bound_of(a, length, best, &open));
       if (open || length == n || length >= static_cast<size_t>(options.bound_max_window_ops) ||
-          Clock::now() >= deadline) {
+          Clock::now() >= deadline || Cancelled(search)) {
         break;
       }
     }

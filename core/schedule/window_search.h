@@ -43,7 +43,8 @@ struct WindowSearchOptions {
 // the peak is above `floor`, until `deadline` or options.cancelled. Returns
 // true when the peak was lowered; `*order` is then a valid order of the
 // same ops with a lower peak (its steps outside re-ordered windows are
-// unchanged). `stats` counts the windows' checks.
+// unchanged). `stats` counts the windows' checks. Each window's memo is
+// charged to search.memory; a refusal ends the windows.
 bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done, std::vector<OpId>* order,
                         int64_t floor, const SearchOptions& search, std::chrono::steady_clock::time_point deadline,
                         const WindowSearchOptions& options, SearchStats* stats);
@@ -57,9 +58,10 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
 // before it from their first reader in it to their last (window_search.cc,
 // Window::Alone). Windows of options.bound_window_ops consecutive ops and
 // longer are centred on the highest steps of `order`, the highest first,
-// while `deadline` allows.
+// while `deadline` allows and search.cancelled is not set. Each window's
+// memo is charged to search.memory; a refusal leaves that window out.
 int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> done, absl::Span<const OpId> order,
-                            int64_t known, std::chrono::steady_clock::time_point deadline,
+                            int64_t known, const SearchOptions& search, std::chrono::steady_clock::time_point deadline,
                             const WindowSearchOptions& options, SearchStats* stats);
 
 }  // namespace serenity

@@ -1,12 +1,14 @@
 #include "core/schedule/window_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
 #include "core/memory/simulator.h"
 #include "core/schedule/baselines.h"
+#include "core/util/memory_account.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"
 #include "tests/testing/plan_verifier.h"
@@ -238,7 +240,8 @@ TEST(WindowSearchTest, BoundOfOneWindowIsTheLeastPeakCountedAlone) {
     const std::vector<OpId> done(start.begin(), start.begin() + static_cast<long>(split));
     const std::vector<OpId> part(start.begin() + static_cast<long>(split), start.end());
     SearchStats stats;
-    const int64_t bound = LowerBoundByWindows(buffers, done, part, 0, Clock::time_point::max(), options, &stats);
+    const int64_t bound =
+        LowerBoundByWindows(buffers, done, part, 0, SearchOptions(), Clock::time_point::max(), options, &stats);
     ASSERT_LE(bound, optimum) << "trial " << trial;
     ASSERT_EQ(bound, BruteForceAlone(buffers, part)) << "trial " << trial;
     above_cone += bound > LowerBoundBytes(buffers);
@@ -264,8 +267,8 @@ TEST(WindowSearchTest, ShortWindowsBoundNoHigherThanTheOptimum) {
     options.bound_states_per_check = 1'000'000;
     const Split split = SplitOrder(testing::RandomTopologicalOrder(g, rng), trial % 2, (trial / 2) % 3);
     SearchStats stats;
-    const int64_t bound =
-        LowerBoundByWindows(buffers, split.done, split.part, 0, Clock::time_point::max(), options, &stats);
+    const int64_t bound = LowerBoundByWindows(buffers, split.done, split.part, 0, SearchOptions(),
+                                              Clock::time_point::max(), options, &stats);
     ASSERT_LE(bound, optimum) << "trial " << trial;
     above_cone += bound > LowerBoundBytes(buffers);
   }
@@ -281,10 +284,39 @@ TEST(WindowSearchTest, BoundsALongLayeredDagAboveItsConeBound) {
   SearchStats stats;
   LowerPeakByWindows(buffers, {}, &order, 0, SearchOptions(), Clock::time_point::max(), WindowSearchOptions(), &stats);
   const int64_t cone = LowerBoundBytes(buffers);
-  const int64_t bound =
-      LowerBoundByWindows(buffers, {}, order, cone, Clock::time_point::max(), WindowSearchOptions(), &stats);
+  const int64_t bound = LowerBoundByWindows(buffers, {}, order, cone, SearchOptions(), Clock::time_point::max(),
+                                            WindowSearchOptions(), &stats);
   EXPECT_GT(bound, cone);
   EXPECT_LE(bound, PeakOf(buffers, order));
+}
+
+// A job whose memory account refuses the windows' memos, or whose call was
+// cancelled, gets its order and bound back unchanged, at once.
+TEST(WindowSearchTest, RefusedMemoryOrCancellationLeavesTheOrderAndBound) {
+  const Graph g = *Graph::Build(testing::LayeredDag(2000, 8));
+  const BufferModel buffers(g, MemoryModel());
+  const std::vector<OpId> start = KahnOrder(g);
+  const int64_t cone = LowerBoundBytes(buffers);
+  MemoryAccount tiny(1024);
+  std::atomic<bool> cancelled{true};
+  for (const bool by_memory : {true, false}) {
+    SearchOptions search;
+    if (by_memory) {
+      search.memory = &tiny;
+    } else {
+      search.cancelled = &cancelled;
+    }
+    std::vector<OpId> order = start;
+    SearchStats stats;
+    EXPECT_FALSE(
+        LowerPeakByWindows(buffers, {}, &order, 0, search, Clock::time_point::max(), WindowSearchOptions(), &stats));
+    EXPECT_EQ(order, start);
+    EXPECT_EQ(
+        LowerBoundByWindows(buffers, {}, start, cone, search, Clock::time_point::max(), WindowSearchOptions(), &stats),
+        cone);
+    EXPECT_EQ(stats.states, 0);
+  }
+  EXPECT_EQ(tiny.used(), 0);
 }
 
 }  // namespace
