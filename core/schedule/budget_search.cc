@@ -454,8 +454,8 @@ namespace {
 // The most time the first round of MinimizePeak spends at the proven bound.
 constexpr std::chrono::seconds kBoundTestTime(1);
 
-// Segments of at least this many ops have their orders improved by windows
-// before the rounds (LowerPeakByWindows). Below it the rounds' own checks
+// Segments of at least this many ops that the first round leaves open are
+// worked on by windows (window_search.h). Below it the rounds' own checks
 // find better orders and the proof needs the time (a layered DAG of 1,000
 // ops is proven in about 0.9 s of a 1 s limit).
 constexpr size_t kWindowSegmentOps = 1500;
@@ -500,8 +500,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // long graph (a chain has one per op) never need one, and each costs time
   // and memory in proportion to the whole graph.
   std::vector<Segment> segments;
-  std::vector<OpId> segment_ops;   // every segment's ops, segment after segment
-  std::vector<OpId> start_orders;  // every segment's start order, segment after segment
+  // Every segment's ops, segment after segment (each in a topological
+  // order: partition.h), so a prefix is a valid order of the segments before.
+  std::vector<OpId> segment_ops;
   for (std::vector<OpId>& ops : SplitAtCutPoints(graph)) {
     Segment segment;
     segment.best = ops;
@@ -509,7 +510,6 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     for (OpId u : ops) segment.best_peak = std::max(segment.best_peak, step_of[u]);
     segment.done_before = segment_ops.size();
     segment_ops.insert(segment_ops.end(), ops.begin(), ops.end());
-    start_orders.insert(start_orders.end(), segment.best.begin(), segment.best.end());
     segment.ops = std::move(ops);
     segments.push_back(std::move(segment));
   }
@@ -578,7 +578,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       const int64_t floor = std::max(s.lower, good_enough);
       if (s.ops.size() < kWindowSegmentOps || s.best_peak <= floor) continue;
       window_tasks.push_back([&, k, floor] {
-        const absl::Span<const OpId> done(start_orders.data(), segments[k].done_before);
+        const absl::Span<const OpId> done(segment_ops.data(), segments[k].done_before);
         Windowed& w = windowed[k];
         w.order = segments[k].best;
         const WindowSearchOptions window_options;
@@ -602,7 +602,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       if (w.order.empty()) continue;
       // Kept only when the model's own replay agrees that the peak fell.
       MemoryTracker tracker(buffers);
-      for (size_t i = 0; i < s.done_before; ++i) tracker.Run(start_orders[i]);
+      for (size_t i = 0; i < s.done_before; ++i) tracker.Run(segment_ops[i]);
       int64_t windowed_peak = 0;
       for (OpId u : w.order) windowed_peak = std::max(windowed_peak, tracker.Run(u));
       if (windowed_peak < s.best_peak) {

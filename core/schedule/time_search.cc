@@ -33,8 +33,10 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // `*time` infinite when none fits. An op without alternatives fits when its
 // own workspace does, in no time (index -1, `*time` 0). With `layouts`
 // (LayoutConversions' ids of u's alternatives), only those of `layout`.
-int FastestThatFits(const Op& op, int64_t room, double* time, const std::vector<int>* layouts = nullptr,
-                    int layout = 0) {
+// With `weights`, an alternative's own extra weights (ExtraAboveLeast) must
+// fit in `room` beside its workspace.
+int FastestThatFits(const Op& op, int64_t room, double* time, const std::vector<int>* layouts = nullptr, int layout = 0,
+                    const PrimitiveWeights* weights = nullptr, OpId u = kNoOp) {
   if (op.alternatives.empty()) {
     *time = op.workspace_bytes <= room ? 0 : kInfinity;
     return -1;
@@ -43,7 +45,8 @@ int FastestThatFits(const Op& op, int64_t room, double* time, const std::vector<
   *time = kInfinity;
   for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
     const Primitive& p = op.alternatives[a];
-    if (p.workspace_bytes > room || (layouts != nullptr && (*layouts)[a] != layout)) continue;
+    const int64_t extra = weights != nullptr ? weights->ExtraAboveLeast(u, a) : 0;
+    if (p.workspace_bytes + extra > room || (layouts != nullptr && (*layouts)[a] != layout)) continue;
     if (best < 0 || p.time_us < *time ||
         (p.time_us == *time && p.workspace_bytes < op.alternatives[best].workspace_bytes)) {
       best = a;
@@ -725,19 +728,10 @@ TimeSearchResult MinimizeTime(const BufferModel& buffers, const std::vector<OpId
   double total_estimate = 0;
   for (OpId u = 0; u < n; ++u) {
     const Op& op = graph.op(u);
-    const int64_t beside = room - ((*surely_live)[u] - (op.alternatives.empty() ? op.workspace_bytes : 0));
-    if (!weights.active()) {
-      FastestThatFits(op, beside, &estimate[u]);
-    } else {
-      // With transformed weights, an alternative's own extra is resident at
-      // its step too.
-      estimate[u] = op.alternatives.empty() && op.workspace_bytes <= beside ? 0 : kInfinity;
-      for (int a = 0; a < static_cast<int>(op.alternatives.size()); ++a) {
-        if (op.alternatives[a].workspace_bytes + weights.ExtraAboveLeast(u, a) <= beside) {
-          estimate[u] = std::min(estimate[u], op.alternatives[a].time_us);
-        }
-      }
-    }
+    // With transformed weights, an alternative's own extra is resident at
+    // its step too.
+    FastestThatFits(op, room - ((*surely_live)[u] - (op.alternatives.empty() ? op.workspace_bytes : 0)), &estimate[u],
+                    nullptr, 0, weights.active() ? &weights : nullptr, u);
     if (estimate[u] == kInfinity) {  // u fits at no step
       result.proven = true;
       return result;

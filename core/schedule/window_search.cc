@@ -54,8 +54,7 @@ class Window {
     const int32_t begin = static_cast<int32_t>(a), end = static_cast<int32_t>(b);
     const auto counted = [&](OpId user) { return position[user] >= begin && (!alone || position[user] < end); };
     const int m = static_cast<int>(ops_.size());
-    absl::flat_hash_map<OpId, int> local;
-    for (int i = 0; i < m; ++i) local[ops_[i]] = i;
+    for (int i = 0; i < m; ++i) local_[ops_[i]] = i;
     absl::flat_hash_map<BufferId, int> local_buffer;
     const auto buffer_index = [&](BufferId b) {
       auto [it, inserted] = local_buffer.try_emplace(b, static_cast<int>(remaining_.size()));
@@ -87,9 +86,9 @@ class Window {
       for (BufferId b : buffers.in_place_inputs(u)) info.in_place.push_back(buffer_index(b));
       info.in_place_bytes = buffers.in_place_bytes(u);
       for (OpId v : op.successors) {
-        if (auto it = local.find(v); it != local.end()) info.successors.push_back(it->second);
+        if (auto it = local_.find(v); it != local_.end()) info.successors.push_back(it->second);
       }
-      for (OpId p : op.predecessors) info.indegree += local.contains(p) ? 1 : 0;
+      for (OpId p : op.predecessors) info.indegree += local_.contains(p) ? 1 : 0;
     }
     words_ = (static_cast<size_t>(m) + 63) / 64;
   }
@@ -100,8 +99,8 @@ class Window {
   // remembered, and fails every smaller budget too, so calls with falling
   // budgets share the memo), with the forced transitions of budget_search.h
   // (a ready op that fits and does not raise the live bytes runs at once).
-  // False when there is none, or when `max_states` sets were expanded or
-  // `deadline` passed first.
+  // kInfeasible when there is none; kUnknown when `max_states` sets were
+  // expanded or `deadline` passed first.
   Feasibility Fit(int64_t budget, int64_t max_states, Clock::time_point deadline, std::vector<OpId>* order) {
     // The sets that failed a budget fail every smaller one, not a larger.
     if (budget > memo_budget_) failed_.clear();
@@ -129,8 +128,6 @@ class Window {
   // The steps of `window_order` (the window's ops, as Fit returns them);
   // `live_before`, when set, gets the bytes live before each.
   std::vector<int64_t> StepsOf(const std::vector<OpId>& window_order, std::vector<int64_t>* live_before = nullptr) {
-    absl::flat_hash_map<OpId, int> local;
-    for (size_t i = 0; i < ops_.size(); ++i) local[ops_[i]] = static_cast<int>(i);
     scheduled_.assign(words_, 0);
     remaining_now_ = remaining_;
     live_now_ = live_;
@@ -139,7 +136,7 @@ class Window {
     std::vector<int64_t> steps;
     if (live_before != nullptr) live_before->clear();
     for (OpId u : window_order) {
-      const int i = local.at(u);
+      const int i = local_.at(u);
       if (live_before != nullptr) live_before->push_back(live_now_);
       steps.push_back(StepBytes(i));
       Apply(i);
@@ -273,6 +270,7 @@ class Window {
   }
 
   std::vector<OpId> ops_;
+  absl::flat_hash_map<OpId, int> local_;  // an op's index in ops_
   std::vector<OpInfo> ops_info_;
   std::vector<int32_t> remaining_;     // readers left of each local buffer at the window's start
   std::vector<int64_t> freeable_;      // bytes freed when its last reader runs
@@ -305,6 +303,33 @@ int64_t MemoBytes(size_t ops, int64_t states) { return states * (static_cast<int
 // where it is are found without scanning every step.
 constexpr size_t kBlock = 256;
 
+// Each op's position in `order`: -1 for the ops of `done`, INT32_MAX for the
+// ops after the part (they come after every window, so the buffers they
+// read stay live through it).
+std::vector<int32_t> PositionsOf(const BufferModel& buffers, absl::Span<const OpId> done,
+                                 absl::Span<const OpId> order) {
+  std::vector<int32_t> position(buffers.graph().num_ops(), INT32_MAX);
+  for (OpId u : done) position[u] = -1;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int32_t>(i);
+  return position;
+}
+
+// The steps of `order` after `done`; `live_before`, when set, gets the
+// bytes live before each and after the last.
+std::vector<int64_t> StepsAfter(const BufferModel& buffers, absl::Span<const OpId> done, absl::Span<const OpId> order,
+                                std::vector<int64_t>* live_before = nullptr) {
+  MemoryTracker tracker(buffers);
+  for (OpId u : done) tracker.Run(u);
+  std::vector<int64_t> steps(order.size());
+  if (live_before != nullptr) live_before->assign(order.size() + 1, 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (live_before != nullptr) (*live_before)[i] = tracker.live_bytes();
+    steps[i] = tracker.Run(order[i]);
+  }
+  if (live_before != nullptr) live_before->back() = tracker.live_bytes();
+  return steps;
+}
+
 }  // namespace
 
 bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done, std::vector<OpId>* order,
@@ -313,22 +338,10 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
   std::vector<OpId>& ops = *order;
   const size_t n = ops.size();
   if (n == 0) return false;
-  // Ops after the part (neither done nor in it) come after every window:
-  // the buffers they read stay live through it.
-  std::vector<int32_t> position(buffers.graph().num_ops(), INT32_MAX);
-  for (OpId u : done) position[u] = -1;
-  for (size_t i = 0; i < n; ++i) position[ops[i]] = static_cast<int32_t>(i);
+  std::vector<int32_t> position = PositionsOf(buffers, done, ops);
   // live_before[i]: bytes live after order[0, i); steps[i]: order[i]'s step.
-  std::vector<int64_t> live_before(n + 1), steps(n);
-  {
-    MemoryTracker tracker(buffers);
-    for (OpId u : done) tracker.Run(u);
-    for (size_t i = 0; i < n; ++i) {
-      live_before[i] = tracker.live_bytes();
-      steps[i] = tracker.Run(ops[i]);
-    }
-    live_before[n] = tracker.live_bytes();
-  }
+  std::vector<int64_t> live_before;
+  std::vector<int64_t> steps = StepsAfter(buffers, done, ops, &live_before);
   std::vector<int64_t> block_max((n + kBlock - 1) / kBlock, 0);
   const auto refresh_blocks = [&](size_t a, size_t b) {
     for (size_t k = a / kBlock; k * kBlock < b; ++k) {
@@ -370,6 +383,7 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
         Window window(buffers, ops, a, b, position, live_before[a], done.empty() && a == 0);
         // Below the peak, then as far below as the window goes.
         best.clear();
+        std::vector<int64_t> best_steps, best_lives;
         int64_t budget = peak - 1;
         // The first check is the one that counts; the three below it get a
         // 32nd of its states each (more, or more states, measured slower on
@@ -379,8 +393,8 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
                                      deadline, &window_order) == Feasibility::kFeasible;
              ++check) {
           best = window_order;
-          const std::vector<int64_t> fitted_steps = window.StepsOf(window_order);
-          budget = *std::max_element(fitted_steps.begin(), fitted_steps.end()) - 1;
+          best_steps = window.StepsOf(window_order, &best_lives);
+          budget = *std::max_element(best_steps.begin(), best_steps.end()) - 1;
         }
         stats->states += window.states_expanded();
         ++stats->checks;
@@ -388,13 +402,11 @@ bool LowerPeakByWindows(const BufferModel& buffers, absl::Span<const OpId> done,
           if (length == n) break;
           continue;
         }
-        std::vector<int64_t> lives;
-        const std::vector<int64_t> fitted_steps = window.StepsOf(best, &lives);
         for (size_t i = a; i < b; ++i) {
           ops[i] = best[i - a];
           position[ops[i]] = static_cast<int32_t>(i);
-          steps[i] = fitted_steps[i - a];
-          live_before[i] = lives[i - a];
+          steps[i] = best_steps[i - a];
+          live_before[i] = best_lives[i - a];
         }
         fitted = true;
         refresh_blocks(a, b);
@@ -412,15 +424,10 @@ int64_t LowerBoundByWindows(const BufferModel& buffers, absl::Span<const OpId> d
                             const WindowSearchOptions& options, SearchStats* stats) {
   const size_t n = order.size();
   if (n == 0) return known;
-  std::vector<int32_t> position(buffers.graph().num_ops(), INT32_MAX);
-  for (OpId u : done) position[u] = -1;
-  for (size_t i = 0; i < n; ++i) position[order[i]] = static_cast<int32_t>(i);
-  std::vector<std::pair<int64_t, size_t>> by_step(n);  // (step, position), highest first
-  {
-    MemoryTracker tracker(buffers);
-    for (OpId u : done) tracker.Run(u);
-    for (size_t i = 0; i < n; ++i) by_step[i] = {-tracker.Run(order[i]), i};
-  }
+  const std::vector<int32_t> position = PositionsOf(buffers, done, order);
+  const std::vector<int64_t> steps = StepsAfter(buffers, done, order);
+  std::vector<std::pair<int64_t, size_t>> by_step(n);  // (-step, position): highest first
+  for (size_t i = 0; i < n; ++i) by_step[i] = {-steps[i], i};
   std::sort(by_step.begin(), by_step.end());
   // The least peak of order[a, a + length) counted alone, proven above
   // `known` (else `known`); `*open` when not even `known` was settled.
