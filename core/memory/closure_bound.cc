@@ -98,7 +98,7 @@ class MaxFlow {
 
 std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach,
                                             std::chrono::steady_clock::time_point deadline, bool* cut,
-                                            absl::Span<const int64_t> steps) {
+                                            absl::Span<const int64_t> steps, int64_t floor) {
   const Graph& graph = buffers.graph();
   const int n = graph.num_ops();
   const int segments = reach.num_segments();
@@ -109,11 +109,9 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
   std::vector<OpId> by_bound(n);
   for (OpId u = 0; u < n; ++u) by_bound[u] = u;
   std::stable_sort(by_bound.begin(), by_bound.end(), [&](OpId a, OpId b) { return bounds[a] > bounds[b]; });
-  // The largest bound found so far in each segment.
-  std::vector<int64_t> segment_bound(segments, 0);
-  for (OpId u = 0; u < n; ++u) {
-    segment_bound[reach.segment_of(u)] = std::max(segment_bound[reach.segment_of(u)], bounds[u]);
-  }
+  // The largest bound found so far, or `floor`.
+  int64_t largest = floor;
+  for (OpId u = 0; u < n; ++u) largest = std::max(largest, bounds[u]);
   // Only the ops of u's segment that are neither ancestors of u nor u or its
   // descendants ("free" ops) are choices: ops of earlier segments are
   // ancestors, of later ones descendants. So only the buffers made or read
@@ -153,8 +151,8 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
     // Without the bitsets of u's segment its free ops are unknown: u keeps
     // its cone bound.
     if (ops.size() == 1 || !reach.has_bits(k)) continue;
-    // Its bound, at most its step, cannot raise its segment's.
-    if (!steps.empty() && steps[u] <= segment_bound[k]) continue;
+    // Its bound, at most its step, cannot raise the largest.
+    if (!steps.empty() && steps[u] <= largest) continue;
     if (timed && std::chrono::steady_clock::now() >= deadline) {
       if (cut != nullptr) *cut = true;
       break;
@@ -227,7 +225,7 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
       break;
     }
     bounds[u] = std::max(bounds[u], fixed + *cut_bytes);
-    segment_bound[k] = std::max(segment_bound[k], bounds[u]);
+    largest = std::max(largest, bounds[u]);
   }
   return bounds;
 }

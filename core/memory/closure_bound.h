@@ -33,13 +33,15 @@ namespace serenity {
 //
 // `steps`, when not empty, holds each op's step bytes in some valid order
 // (indexed by OpId). No op's bound exceeds its step, so an op whose step is
-// at most the largest bound already found in its segment keeps its
-// StepLowerBounds entry without a max-flow: each segment's largest entry is
-// the same as without `steps`, for less work.
+// at most the largest bound already found (in any segment), or at most
+// `floor` (a bound the caller has, e.g. on the whole graph's peak), keeps
+// its StepLowerBounds entry without a max-flow: the largest entry, or the
+// floor when higher, is the same as without `steps`, for less work. (A
+// segment's own largest entry may then be lower, but not above that.)
 std::vector<int64_t> ClosureStepLowerBounds(
     const BufferModel& buffers, const Reachability& reach,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(), bool* cut = nullptr,
-    absl::Span<const int64_t> steps = {});
+    absl::Span<const int64_t> steps = {}, int64_t floor = 0);
 
 }  // namespace serenity
 

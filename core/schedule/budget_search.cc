@@ -493,6 +493,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     MemoryTracker tracker(buffers);
     for (OpId u : initial_order) step_of[u] = tracker.Run(u);
   }
+  const int64_t initial_peak = step_of.empty() ? 0 : *std::max_element(step_of.begin(), step_of.end());
   std::vector<int> position(graph.num_ops());
   for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
 
@@ -521,8 +522,8 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       deadline == Clock::time_point::max()
           ? deadline
           : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
-  const std::vector<int64_t> op_bounds =
-      ClosureStepLowerBounds(buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of);
+  const std::vector<int64_t> op_bounds = ClosureStepLowerBounds(
+      buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of, std::min(lower_bound, initial_peak));
   for (Segment& s : segments) {
     for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
   }
@@ -573,9 +574,11 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     };
     std::vector<Windowed> windowed(segments.size());
     std::vector<std::function<void()>> window_tasks;
+    // No segment's peak below the graph's proven bound lowers the graph's.
+    const int64_t graph_floor = proven();
     for (size_t k = 0; k < segments.size(); ++k) {
       const Segment& s = segments[k];
-      const int64_t floor = std::max(s.lower, good_enough);
+      const int64_t floor = std::max({s.lower, good_enough, graph_floor});
       if (s.ops.size() < kWindowSegmentOps || s.best_peak <= floor) continue;
       window_tasks.push_back([&, k, floor] {
         const absl::Span<const OpId> done(segment_ops.data(), segments[k].done_before);
@@ -632,7 +635,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     }
     const int64_t lo = proven();
     if (lo >= peak()) break;
+    if (options.only_below > 0 && lo >= options.only_below) break;
     int64_t budget = first || raising ? lo : peak() - 1;
+    if (options.only_below > 0) budget = std::min(budget, options.only_below - 1);
     if (first && good_enough > lo) budget = std::min(good_enough, peak() - 1);
     Clock::time_point round_deadline = deadline;
     if (first && deadline != Clock::time_point::max() && budget + 1 < peak()) {

@@ -74,6 +74,12 @@ struct SearchOptions {
   // here before it grows; a refused charge stops the check as the state cap
   // does (kUnknown, SearchStats::hit_memory_limit). Owned by the caller.
   MemoryAccount* memory = nullptr;
+  // MinimizePeak only: when positive, only orders of a peak below it
+  // matter to the caller. Each round after the first asks for one below
+  // both it and the best peak, and the minimisation stops once the bound
+  // reaches it (the result then says so: lower_bound_bytes >= only_below,
+  // and its order is the best found, not minimised further).
+  int64_t only_below = 0;
 };
 
 // True when `options.cancelled` is set and true.

@@ -128,6 +128,39 @@ TEST(BudgetSearchTest, EqualsBruteForceOnRandomDags) {
   }
 }
 
+// With only_below, the search minimises as without it when the optimum is
+// below that, and otherwise stops with a valid order and a bound of at
+// least only_below (so the caller knows no order goes below it).
+TEST(BudgetSearchTest, OnlyBelowMinimisesBelowItOrProvesNoneIs) {
+  std::mt19937 rng(2026);
+  int below = 0, not_below = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(2 + trial % 10, rng));
+    const MemoryModel model{trial % 2 == 1, trial % 3 == 2, trial % 4 >= 2};
+    BufferModel buffers(g, model);
+    const int64_t optimum = BruteForceOptimum(buffers);
+    const std::vector<OpId> start = testing::RandomTopologicalOrder(g, rng);
+    SearchOptions options;
+    options.only_below = optimum + static_cast<int64_t>(rng() % 5) - 2;  // around the optimum
+    if (options.only_below < 1) options.only_below = 1;
+    // No lower bound from the caller: the search's own bounds and checks.
+    MinimizeResult result = MinimizePeak(buffers, start, /*lower_bound=*/0, options);
+    ASSERT_TRUE(IsTopologicalOrder(g, result.order)) << "trial " << trial;
+    ASSERT_EQ(PeakOf(buffers, result.order), result.peak_bytes);
+    ASSERT_LE(result.lower_bound_bytes, optimum) << "trial " << trial;
+    if (optimum < options.only_below) {
+      ++below;
+      ASSERT_EQ(result.peak_bytes, optimum) << "trial " << trial;
+      ASSERT_TRUE(result.optimal);
+    } else {
+      ++not_below;
+      ASSERT_GE(result.lower_bound_bytes, options.only_below) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(below, 100);
+  EXPECT_GT(not_below, 100);
+}
+
 // The same with Concats laid out in place (and the other switches varied):
 // slices that live until the output's last reader change what is optimal.
 TEST(BudgetSearchTest, EqualsBruteForceWithConcatsInPlace) {
