@@ -272,7 +272,7 @@ Family FamilyOf(Algorithm algorithm) {
 // step (Run's list) at a time.
 class PlanRun {
  public:
-  PlanRun(const Graph& graph, const PlanOptions& options, Executor* executor)
+  PlanRun(const Graph& graph, const PlanOptions& options, Executor* executor, PlanHints hints = {})
       : graph_(graph),
         options_(options),
         executor_(executor),
@@ -289,7 +289,8 @@ class PlanRun {
         buffers_(graph, options.memory_model),
         fall_back_([this](const std::string& phase, const std::string& reason, const std::string& used) {
           plan_.fallbacks.push_back({phase, reason, used});
-        }) {}
+        }),
+        hints_(std::move(hints)) {}
 
   absl::StatusOr<Plan> Run() {
     const Clock::time_point solve_start = Clock::now();
@@ -370,6 +371,12 @@ class PlanRun {
     }
     plan_.algorithm = BaselineName(start_baseline_);
     plan_.order = plan_.baselines[start_baseline_].order;
+    // A search starts from the caller's candidate instead when its peak is
+    // lower (the reference searches start from their own).
+    if (search_ && !given && !hints_.start_candidate.empty() &&
+        PeakOf(buffers_, hints_.start_candidate) < plan_.baselines[start_baseline_].peak_bytes) {
+      plan_.order = hints_.start_candidate;
+    }
     return absl::OkStatus();
   }
 
@@ -402,6 +409,7 @@ class PlanRun {
     limits.time_limit_seconds = SearchSeconds();
     limits.seemingly_good = relaxed_;
     limits.memory = options_.memory;
+    limits.only_below = options_.given_order.empty() ? hints_.only_below : 0;
     const int64_t good_enough = options_.objective == Objective::kFit ? options_.memory_budget_bytes : 0;
     MinimizeResult result = MinimizePeak(buffers_, plan_.order, /*lower_bound=*/0, limits, good_enough, executor_);
     plan_.order = std::move(result.order);
@@ -619,6 +627,7 @@ class PlanRun {
   const Clock::time_point search_end_;
   const BufferModel buffers_;
   const FallBack fall_back_;
+  const PlanHints hints_;
   Plan plan_;
   // Set by StartOrder.
   bool relaxed_ = false;
@@ -668,6 +677,12 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Plan
 
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor) {
   return PlanRun(graph, *options, executor).Run();
+}
+
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor,
+                               const PlanHints& hints) {
+  if (!hints.start_candidate.empty()) RETURN_IF_ERROR(CheckOrder(graph, hints.start_candidate));
+  return PlanRun(graph, *options, executor, hints).Run();
 }
 
 absl::StatusOr<Plan> CompletePlan(const Graph& graph, const SanitizedOptions& options, Plan scored,

@@ -125,6 +125,22 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Plan
 // Independent parts of the search run on `executor` (null: this thread).
 // `options` must have been sanitized for `graph`.
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor = nullptr);
+// What a caller that plans a graph close to one it has planned
+// (core/rewrite/choose.cc) tells the search; the baselines are reported as
+// without it, and the reference algorithms and a given order ignore it.
+struct PlanHints {
+  // An order of the graph to start the search from instead of the best
+  // baseline when its peak is lower (empty: none).
+  std::vector<OpId> start_candidate;
+  // When positive, only a peak below it matters (SearchOptions::only_below):
+  // the plan is then minimised only if the search finds one below it, and
+  // otherwise reports the best order found with a lower bound of at least it.
+  int64_t only_below = 0;
+};
+// PlanGraph with `hints`. InvalidArgument when the start candidate is not
+// an order of `graph` (CheckOrder).
+absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor,
+                               const PlanHints& hints);
 // The same for options not yet sanitized (tests, benchmarks): runs
 // SanitizePlanOptions first (InvalidArgument naming the problem, e.g. an
 // alignment below 1 or a given order that is not one of `graph`).

@@ -44,6 +44,48 @@ TEST(PlannerTest, PlansOfRandomGraphsPassTheVerifier) {
   }
 }
 
+// A start candidate below every baseline is where the search starts, and
+// only_below is passed on: when only a peak below the optimum matters the
+// search stops at once, so the plan keeps the candidate's peak (the
+// optimum) where without it the plan is a worse baseline; the bound says
+// that no order goes below. A candidate that is not an order is refused.
+TEST(PlannerTest, StartsFromAHintedOrderBelowTheBaselines) {
+  std::mt19937 rng(15);
+  int used = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(4 + trial % 7, rng));
+    const PlanOptions options;
+    const SanitizedOptions sanitized = *SanitizePlanOptions(g, options);
+    const BufferModel buffers(g, options.memory_model);
+    std::vector<OpId> best_order;
+    int64_t optimum = INT64_MAX;
+    testing::ForEachTopologicalOrder(g, [&](const std::vector<OpId>& order) {
+      const int64_t peak = PeakOf(buffers, order);
+      if (peak < optimum) optimum = peak, best_order = order;
+    });
+    PlanHints hints;
+    hints.only_below = optimum;
+    absl::StatusOr<Plan> without = PlanGraph(g, sanitized, nullptr, hints);
+    ASSERT_TRUE(without.ok()) << without.status();
+    EXPECT_GE(without->lower_bound_bytes, optimum);
+    hints.start_candidate = best_order;
+    absl::StatusOr<Plan> with = PlanGraph(g, sanitized, nullptr, hints);
+    ASSERT_TRUE(with.ok()) << with.status();
+    EXPECT_EQ(with->profile.peak_bytes, optimum) << "trial " << trial;
+    EXPECT_EQ(with->certificate, Certificate::kOptimal);
+    EXPECT_EQ(with->baselines[Baseline::kKahn].peak_bytes, without->baselines[Baseline::kKahn].peak_bytes);
+    ASSERT_TRUE(testing::VerifyPlan(g, PlanToProto(g, *with, options)).ok());
+    used += without->profile.peak_bytes > optimum;
+  }
+  EXPECT_GT(used, 10);
+
+  Graph g = *Graph::Build(testing::RandomDag(6, rng));
+  PlanHints not_an_order;
+  not_an_order.start_candidate = {0};
+  absl::StatusOr<Plan> refused = PlanGraph(g, *SanitizePlanOptions(g, PlanOptions()), nullptr, not_an_order);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // With Concats laid out in place: every plan verifies (the verifier derives
 // the in-place Concats on its own and checks that their slices sit back to
 // back, the output at the first, at every step where all are live), moving

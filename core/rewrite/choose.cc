@@ -15,6 +15,7 @@
 #include "core/plan_proto.h"
 #include "core/rewrite/add_chain.h"
 #include "core/rewrite/concat_conv.h"
+#include "core/rewrite/follow_order.h"
 #include "core/rewrite/pattern.h"
 #include "core/util/saturating.h"
 #include "core/util/status_macros.h"
@@ -179,6 +180,8 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
   const auto past_deadline = [&] { return std::chrono::steady_clock::now() >= options.deadline; };
+  // The best peak so far: the model as given, then each trial kept.
+  int64_t best = plan.profile.peak_bytes;
   // Imports and scores a trial model. A trial that fails to import or plan
   // is not kept (a note says why): rewriting never fails a request that
   // plans without it. Only a cancelled call ends the request.
@@ -194,7 +197,12 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
           absl::StrCat(what, ": not kept, the rewritten model does not import: ", trial_graph.status().message()));
       return std::nullopt;
     }
-    absl::StatusOr<Plan> trial_plan = PlanGraph(*trial_graph, score, executor);
+    // The search starts from the best plan so far, carried over, when that
+    // is lower than the baselines: most of the trial's ops are its ops.
+    PlanHints hints;
+    hints.start_candidate = FollowOrder(*trial_graph, OpNamesInOrder(graph, plan.order));
+    hints.only_below = best;
+    absl::StatusOr<Plan> trial_plan = PlanGraph(*trial_graph, score, executor, hints);
     if (!trial_plan.ok()) {
       if (trial_plan.status().code() == absl::StatusCode::kCancelled) return trial_plan.status();
       report.notes.push_back(
@@ -206,7 +214,13 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
 
   // The best so far: the model as given, then each trial kept. The sites
   // not tried yet are untouched by a kept trial: their heat in its plan.
-  int64_t best = plan.profile.peak_bytes;
+  // What a trial's plan says against the best peak: a trial is minimised
+  // only when it goes below it (PlanHints::only_below).
+  const auto outcome = [&](const Plan& trial) -> std::string {
+    if (trial.profile.peak_bytes < best) return absl::StrCat("peak ", trial.profile.peak_bytes, " bytes");
+    if (trial.lower_bound_bytes >= best) return absl::StrCat("no order below ", best, " bytes");
+    return absl::StrCat("peak ", trial.profile.peak_bytes, " bytes at best within the time limit, not below ", best);
+  };
   bool changed = false;
   std::vector<bool> tried(candidates.size(), false);
   const auto keep = [&](ArenaModel trial, Scored scored, std::vector<RewriteSite> sites) {
@@ -262,18 +276,11 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       report.notes.push_back(absl::StrCat("stopped at the deadline before round ", round));
       break;
     }
-    ArenaModel trial = model.Copy();
-    std::vector<RewriteSite> sites;
-    std::vector<size_t> applied_here;  // the candidates this round applied
-    int chosen = 0;
+    std::vector<size_t> chosen;  // the sites not tried yet that reach the best peak
     for (size_t c = 0; c < candidates.size(); ++c) {
-      if (tried[c] || candidates[c].heat < best) continue;
-      tried[c] = true;
-      ++chosen;
-      ASSIGN_OR_RETURN(bool applied, apply(candidates[c], trial.get(), &sites));
-      if (applied) applied_here.push_back(c);
+      if (!tried[c] && candidates[c].heat >= best) chosen.push_back(c);
     }
-    if (chosen == 0) {
+    if (chosen.empty()) {
       if (round == 1) {
         const auto peak = std::max_element(plan.profile.step_bytes.begin(), plan.profile.step_bytes.end());
         const OpId at = plan.order[peak - plan.profile.step_bytes.begin()];
@@ -282,6 +289,14 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
                                             "'): no partition can lower it"));
       }
       break;
+    }
+    ArenaModel trial = model.Copy();
+    std::vector<RewriteSite> sites;
+    std::vector<size_t> applied_here;  // the candidates this round applied
+    for (size_t c : chosen) {
+      tried[c] = true;
+      ASSIGN_OR_RETURN(bool applied, apply(candidates[c], trial.get(), &sites));
+      if (applied) applied_here.push_back(c);
     }
     if (sites.empty()) continue;
     std::vector<std::string> convs;
@@ -293,8 +308,8 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     const int64_t peak = scored->plan.profile.peak_bytes;
     if (peak >= best) {
       const bool subsets = applied_here.size() >= 2 && applied_here.size() <= kSubsetSites;
-      report.notes.push_back(absl::StrCat(what, ": peak ", peak, " bytes, not below ", best,
-                                          subsets ? "; trying its subsets" : ": not rewritten"));
+      report.notes.push_back(
+          absl::StrCat(what, ": ", outcome(scored->plan), subsets ? "; trying its subsets" : ": not rewritten"));
       if (!subsets) break;
       // Few sites: every proper subset of them (at most 6 plans); the one
       // with the lowest peak below the best is kept (fewer sites on a tie).
@@ -318,7 +333,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
         ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(*subset.model, only));
         if (!scored_subset.has_value()) continue;
         const int64_t subset_peak = scored_subset->plan.profile.peak_bytes;
-        report.notes.push_back(absl::StrCat(only, ": peak ", subset_peak, " bytes"));
+        report.notes.push_back(absl::StrCat(only, ": ", outcome(scored_subset->plan)));
         if (subset_peak >= best) continue;
         if (kept.has_value() &&
             (subset_peak > kept->scored->plan.profile.peak_bytes ||
@@ -389,8 +404,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
         report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes"));
         keep(std::move(trial), std::move(*scored), std::move(sites));
       } else if (scored.has_value()) {
-        report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes, not below ",
-                                            best, ": not rewritten"));
+        report.notes.push_back(absl::StrCat(what, ": ", outcome(scored->plan), ": not rewritten"));
       }
     }
   }

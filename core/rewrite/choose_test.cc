@@ -131,7 +131,7 @@ TEST(ChooseTest, LeavesASiteThatDoesNotLowerThePeak) {
   EXPECT_EQ(r->graph.num_ops(), 4);
   EXPECT_EQ(r->report.choice, "none");
   ASSERT_EQ(r->report.notes.size(), 1u);
-  EXPECT_THAT(r->report.notes[0], HasSubstr("not below"));
+  EXPECT_THAT(r->report.notes[0], HasSubstr("no order below"));
 }
 
 TEST(ChooseTest, SaysWhyThereIsNoSite) {

@@ -1,0 +1,71 @@
+#include "core/rewrite/follow_order.h"
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/testing/orders.h"
+#include "tests/testing/test_graph.h"
+
+namespace serenity {
+namespace {
+
+// Given the names of one of its own orders, a graph gets that order back.
+TEST(FollowOrderTest, GivesBackAnOrderOfTheSameGraph) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const Graph g = *Graph::Build(testing::RandomDag(1 + trial % 30, rng, trial % 2 == 0));
+    const std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
+    EXPECT_EQ(FollowOrder(g, OpNamesInOrder(g, order)), order) << "trial " << trial;
+  }
+}
+
+// Ops the reference does not name (a rewrite's new ops) run as soon as
+// they are ready; the named ones keep the reference's order; names the graph
+// does not have (ops a rewrite removed) are ignored.
+TEST(FollowOrderTest, NewOpsRunAsSoonAsReadyAndNamedOnesKeepTheirOrder) {
+  std::mt19937 rng(6);
+  int new_ops = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Graph g = *Graph::Build(testing::RandomDag(2 + trial % 40, rng, trial % 3 == 0));
+    const std::vector<OpId> reference_order = testing::RandomTopologicalOrder(g, rng);
+    std::vector<std::string> reference;
+    std::vector<bool> named(g.num_ops(), false);
+    for (OpId u : reference_order) {
+      if (rng() % 3 == 0) continue;  // a new op
+      named[u] = true;
+      reference.push_back(g.op(u).name);
+      if (rng() % 5 == 0) reference.push_back("removed_" + std::to_string(u));
+    }
+    const std::vector<OpId> order = FollowOrder(g, reference);
+    ASSERT_TRUE(CheckOrder(g, order).ok()) << "trial " << trial;
+    std::vector<int> position(g.num_ops());
+    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+    // Named ops in the reference's order.
+    std::vector<OpId> named_in_order;
+    for (OpId u : order) {
+      if (named[u]) named_in_order.push_back(u);
+    }
+    std::vector<OpId> named_in_reference;
+    for (OpId u : reference_order) {
+      if (named[u]) named_in_reference.push_back(u);
+    }
+    EXPECT_EQ(named_in_order, named_in_reference) << "trial " << trial;
+    // No named op runs between a new op's last predecessor and itself.
+    for (OpId u = 0; u < g.num_ops(); ++u) {
+      if (named[u]) continue;
+      ++new_ops;
+      int ready = 0;
+      for (OpId p : g.op(u).predecessors) ready = std::max(ready, position[p] + 1);
+      for (int i = ready; i < position[u]; ++i) {
+        EXPECT_FALSE(named[order[i]]) << "trial " << trial << ": new op " << u << " waited for " << order[i];
+      }
+    }
+  }
+  EXPECT_GT(new_ops, 100);
+}
+
+}  // namespace
+}  // namespace serenity
