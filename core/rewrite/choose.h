@@ -19,7 +19,10 @@
 // operands the plan makes in another order than written is reordered to add
 // them as they are made, all together, and kept when the peak drops. So
 // planning takes up to (rounds + 2) plans, and sites far below the peak are
-// never applied.
+// never applied. Each trial's search starts from the best plan so far,
+// carried over (follow_order.h), and asks only for a peak below the best
+// (PlanHints::only_below): a trial that cannot go below it stops at the
+// proof.
 #ifndef SERENITY_CORE_REWRITE_CHOOSE_H_
 #define SERENITY_CORE_REWRITE_CHOOSE_H_
 
