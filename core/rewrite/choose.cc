@@ -239,9 +239,14 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   };
 
   // Applies `candidate` to `*trial`; false with a note when it cannot be.
+  // While nothing has been applied to a copy of `model`, its index is
+  // `model_index` (the same nodes, in the same places), built once.
   const auto apply = [&](const Candidate& candidate, onnx::ModelProto* trial,
                          std::vector<RewriteSite>* sites) -> absl::StatusOr<bool> {
-    const ModelIndex index = ModelIndex::Build(trial->graph());
+    std::optional<ModelIndex> built;
+    if (sites->empty() && !model_index.has_value()) model_index = ModelIndex::Build(model->graph());
+    if (!sites->empty()) built = ModelIndex::Build(trial->graph());
+    const ModelIndex& index = sites->empty() ? *model_index : *built;
     std::optional<ConcatConvSite> site =
         MatchConcatConvSite(trial->graph(), index, FindNode(trial->graph(), candidate.concat));
     if (!site.has_value()) return false;  // cannot happen: sites share no node

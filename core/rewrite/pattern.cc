@@ -78,15 +78,18 @@ ModelIndex ModelIndex::Build(const onnx::GraphProto& graph) {
   }
   for (const onnx::ValueInfoProto& out : graph.output()) index.graph_outputs.insert(out.name());
   for (int i = 0; i < graph.initializer_size(); ++i) index.initializers[graph.initializer(i).name()] = i;
+  index.shapes.reserve(graph.input_size() + graph.output_size() + graph.value_info_size());
   for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
     for (const onnx::ValueInfoProto& v : *list) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
       std::vector<int64_t> dims;
+      dims.reserve(v.type().tensor_type().shape().dim_size());
       for (const onnx::TensorShapeProto_Dimension& d : v.type().tensor_type().shape().dim()) {
         if (!d.has_dim_value()) break;
         dims.push_back(d.dim_value());
       }
-      if (static_cast<int>(dims.size()) == v.type().tensor_type().shape().dim_size()) index.shapes[v.name()] = dims;
+      if (static_cast<int>(dims.size()) == v.type().tensor_type().shape().dim_size())
+        index.shapes[v.name()] = std::move(dims);
     }
   }
   return index;

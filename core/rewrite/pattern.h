@@ -31,7 +31,7 @@ struct ModelIndex {
   absl::flat_hash_map<absl::string_view, int> initializers;  // name -> index in graph.initializer
   // Shapes the graph states (inputs, outputs, value_info), where every dim
   // is a known value.
-  absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
+  absl::flat_hash_map<absl::string_view, std::vector<int64_t>> shapes;
 
   static ModelIndex Build(const onnx::GraphProto& graph);
   // Readers of `tensor` (empty when none).
