@@ -135,9 +135,11 @@ TEST(PlannerTest, PlansWithConcatsInPlacePassTheVerifier) {
 }
 
 // Relaxed plans verify, say "relaxed", and are optimal exactly when the
-// peak meets the lower bound; on darts_v2_cifar10_normal_cell, where auto
-// proves 1,769,472 by refuting the budget below, relaxed finds that peak
-// but cannot prove it.
+// peak meets the lower bound; on randwire_ws_cifar10_stage1, where auto
+// proves 1,118,208 by refuting the budget below (its pair bound is
+// 1,038,336), relaxed cannot prove what it finds. (On
+// darts_v2_cifar10_normal_cell, this test's graph before the pair bound,
+// the bound alone now proves the optimum, relaxed or not.)
 TEST(PlannerTest, RelaxedPlansSaySoAndProveOnlyByTheirBound) {
   std::mt19937 rng(41);
   for (int trial = 0; trial < 100; ++trial) {
@@ -151,17 +153,19 @@ TEST(PlannerTest, RelaxedPlansSaySoAndProveOnlyByTheirBound) {
     EXPECT_EQ(plan->algorithm, "relaxed");
     EXPECT_EQ(plan->certificate == Certificate::kOptimal, plan->profile.peak_bytes == plan->lower_bound_bytes);
   }
-  absl::StatusOr<Graph> cell =
-      ImportOnnxModel(testing::ReadFile(SERENITY_SHARED_DIR "/bench/models/darts_v2_cifar10_normal_cell.onnx"), {});
-  ASSERT_TRUE(cell.ok()) << cell.status();
+  // RandWire stage 1: the bounds alone do not prove its optimum, the exact
+  // search does; the relaxed one cannot (and need not find it).
+  absl::StatusOr<Graph> stage =
+      ImportOnnxModel(testing::ReadFile(SERENITY_SHARED_DIR "/bench/models/randwire_ws_cifar10_stage1.onnx"), {});
+  ASSERT_TRUE(stage.ok()) << stage.status();
   PlanOptions options;
   options.algorithm = Algorithm::kRelaxed;
-  absl::StatusOr<Plan> relaxed = PlanGraph(*cell, options);
+  absl::StatusOr<Plan> relaxed = PlanGraph(*stage, options);
   options.algorithm = Algorithm::kAuto;
-  absl::StatusOr<Plan> exact = PlanGraph(*cell, options);
+  absl::StatusOr<Plan> exact = PlanGraph(*stage, options);
   ASSERT_TRUE(relaxed.ok() && exact.ok());
   EXPECT_EQ(exact->certificate, Certificate::kOptimal);
-  EXPECT_EQ(relaxed->profile.peak_bytes, exact->profile.peak_bytes);
+  EXPECT_GE(relaxed->profile.peak_bytes, exact->profile.peak_bytes);
   EXPECT_EQ(relaxed->certificate, Certificate::kBestFound);
   EXPECT_LT(relaxed->lower_bound_bytes, exact->lower_bound_bytes);
 }

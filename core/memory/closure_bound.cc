@@ -4,6 +4,8 @@
 #include <limits>
 #include <optional>
 #include <queue>
+#include <utility>
+#include <vector>
 
 #include "core/memory/simulator.h"
 
@@ -94,93 +96,90 @@ class MaxFlow {
   std::vector<int> next_edge_;
 };
 
-}  // namespace
-
-std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach,
-                                            std::chrono::steady_clock::time_point deadline, bool* cut,
-                                            absl::Span<const int64_t> steps, int64_t floor) {
-  const Graph& graph = buffers.graph();
-  const int n = graph.num_ops();
-  const int segments = reach.num_segments();
-  const std::vector<ActivationBuffer>& all = buffers.buffers();
-  // Start from the cone bounds; improve ops in order of decreasing cone
-  // bound (the likeliest to set the maximum) while the work budget lasts.
-  std::vector<int64_t> bounds = StepLowerBounds(buffers, reach);
-  std::vector<OpId> by_bound(n);
-  for (OpId u = 0; u < n; ++u) by_bound[u] = u;
-  std::stable_sort(by_bound.begin(), by_bound.end(), [&](OpId a, OpId b) { return bounds[a] > bounds[b]; });
-  // The largest bound found so far, or `floor`.
-  int64_t largest = floor;
-  for (OpId u = 0; u < n; ++u) largest = std::max(largest, bounds[u]);
-  // Only the ops of u's segment that are neither ancestors of u nor u or its
-  // descendants ("free" ops) are choices: ops of earlier segments are
-  // ancestors, of later ones descendants. So only the buffers made or read
-  // in u's segment need a look; the others are live at every op of the
-  // segment (made before it, read after it) or at none.
-  std::vector<std::vector<size_t>> touching(segments);
-  std::vector<int64_t> spanning(segments + 1, 0);     // a difference over segments
-  std::vector<std::pair<int, int>> span(all.size());  // producer's and last reader's segments
-  for (size_t b = 0; b < all.size(); ++b) {
-    const ActivationBuffer& buffer = all[b];
-    const int first = buffer.producer == kNoOp ? -1 : reach.segment_of(buffer.producer);
-    int last = buffer.live_to_end ? segments : first;
-    if (first >= 0) touching[first].push_back(b);
-    for (OpId user : buffer.users) {
-      const int k = reach.segment_of(user);
-      last = std::max(last, k);
-      if (k != first && (touching[k].empty() || touching[k].back() != b)) touching[k].push_back(b);
+// The closure bound at one op's step, with the per-segment data every op
+// of a graph shares: only the ops of u's segment that are neither ancestors
+// of u nor u or its descendants ("free" ops) are choices (ops of earlier
+// segments are ancestors, of later ones descendants), so only the buffers
+// made or read in u's segment need a look; the others are live at every op
+// of the segment (made before it, read after it) or at none.
+class ClosureCuts {
+ public:
+  ClosureCuts(const BufferModel& buffers, const Reachability& reach)
+      : buffers_(buffers),
+        graph_(buffers.graph()),
+        reach_(reach),
+        touching_(reach.num_segments()),
+        spanning_(reach.num_segments() + 1, 0),
+        span_(buffers.buffers().size()),
+        side_(graph_.num_ops()),
+        node_of_(graph_.num_ops()) {
+    const int segments = reach.num_segments();
+    const std::vector<ActivationBuffer>& all = buffers.buffers();
+    for (size_t b = 0; b < all.size(); ++b) {
+      const ActivationBuffer& buffer = all[b];
+      const int first = buffer.producer == kNoOp ? -1 : reach.segment_of(buffer.producer);
+      int last = buffer.live_to_end ? segments : first;
+      if (first >= 0) touching_[first].push_back(b);
+      for (OpId user : buffer.users) {
+        const int k = reach.segment_of(user);
+        last = std::max(last, k);
+        if (k != first && (touching_[k].empty() || touching_[k].back() != b)) touching_[k].push_back(b);
+      }
+      span_[b] = {first, last};
+      if (first + 1 < last) {
+        spanning_[first + 1] += buffer.bytes;
+        spanning_[last] -= buffer.bytes;
+      }
     }
-    span[b] = {first, last};
-    if (first + 1 < last) {
-      spanning[first + 1] += buffer.bytes;
-      spanning[last] -= buffer.bytes;
-    }
+    for (int k = 1; k < segments; ++k) spanning_[k] += spanning_[k - 1];
   }
-  for (int k = 1; k < segments; ++k) spanning[k] += spanning[k - 1];
-  int64_t work = 0;
-  enum Side : int8_t { kBefore, kFree, kAfter };
-  std::vector<Side> side(n);
-  std::vector<int> node_of(n);
-  const int source = 0, sink = 1;
-  const bool timed = deadline != std::chrono::steady_clock::time_point::max();
-  for (OpId u : by_bound) {
-    if (work > kWorkBudget) break;
-    const int k = reach.segment_of(u);
-    const std::vector<OpId>& ops = reach.segment(k);
-    // A cut point has no free ops: its cone bound is its closure bound.
-    // Without the bitsets of u's segment its free ops are unknown: u keeps
-    // its cone bound.
-    if (ops.size() == 1 || !reach.has_bits(k)) continue;
-    // Its bound, at most its step, cannot raise the largest.
-    if (!steps.empty() && steps[u] <= largest) continue;
-    if (timed && std::chrono::steady_clock::now() >= deadline) {
-      if (cut != nullptr) *cut = true;
-      break;
-    }
+
+  // Whether u's bound can be more than its cone bound: its segment has
+  // other ops and their bitsets.
+  bool HasChoices(OpId u) const {
+    const int k = reach_.segment_of(u);
+    return reach_.segment(k).size() > 1 && reach_.has_bits(k);
+  }
+
+  // The least bytes live at u's step over the sets S of ops run before it
+  // (down-closed, holding u's ancestors and none of its descendants), and,
+  // when `forced` is not kNoOp, holding `forced` (forced_before) or not:
+  // that op must be free (neither an ancestor nor a descendant of u, nor u)
+  // and of u's segment. Adds the work done to `*work`; nullopt when
+  // `deadline` passed during the max-flow.
+  std::optional<int64_t> At(OpId u, OpId forced, bool forced_before, std::chrono::steady_clock::time_point deadline,
+                            int64_t* work) {
+    const int k = reach_.segment_of(u);
+    const std::vector<OpId>& ops = reach_.segment(k);
+    const std::vector<ActivationBuffer>& all = buffers_.buffers();
     auto side_of = [&](OpId v) {
-      const int kv = reach.segment_of(v);
-      return kv < k ? kBefore : kv > k ? kAfter : side[v];
+      const int kv = reach_.segment_of(v);
+      return kv < k ? kBefore : kv > k ? kAfter : side_[v];
     };
     int nodes = 2;
     for (OpId v : ops) {
-      side[v] = reach.IsAncestor(v, u) ? kBefore : (v == u || reach.IsDescendant(v, u)) ? kAfter : kFree;
-      node_of[v] = side[v] == kBefore ? source : side[v] == kAfter ? sink : nodes++;
+      side_[v] = reach_.IsAncestor(v, u) ? kBefore : (v == u || reach_.IsDescendant(v, u)) ? kAfter : kFree;
+      node_of_[v] = side_[v] == kBefore ? kSource : side_[v] == kAfter ? kSink : nodes++;
     }
-    int64_t fixed = buffers.resident_bytes() + graph.op(u).workspace_bytes - buffers.in_place_bytes(u) + spanning[k];
+    int64_t fixed =
+        buffers_.resident_bytes() + graph_.op(u).workspace_bytes - buffers_.in_place_bytes(u) + spanning_[k];
     // One extra node per buffer made before or by a free op, read by free ops.
-    const std::vector<size_t>& local = touching[k];
+    const std::vector<size_t>& local = touching_[k];
     MaxFlow flow(nodes + static_cast<int>(local.size()));
     bool any_choice = false;
     for (OpId v : ops) {
-      if (side[v] != kFree) continue;
+      if (side_[v] != kFree) continue;
       // Down-closed: a free op that ran brings its free predecessors.
-      for (OpId p : graph.op(v).predecessors) {
-        if (side_of(p) == kFree) flow.AddEdge(node_of[v], node_of[p], kInfinite);
+      for (OpId p : graph_.op(v).predecessors) {
+        if (side_of(p) == kFree) flow.AddEdge(node_of_[v], node_of_[p], kInfinite);
       }
+    }
+    if (forced != kNoOp) {
+      flow.AddEdge(forced_before ? kSource : node_of_[forced], forced_before ? node_of_[forced] : kSink, kInfinite);
     }
     for (size_t i = 0; i < local.size(); ++i) {
       const ActivationBuffer& buffer = all[local[i]];
-      if (span[local[i]].first < k && k < span[local[i]].second) continue;  // in spanning[k]
+      if (span_[local[i]].first < k && k < span_[local[i]].second) continue;  // in spanning_[k]
       if (buffer.producer == u) {
         fixed += buffer.bytes;  // u's outputs
         continue;
@@ -198,9 +197,9 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
           fixed += buffer.bytes;  // made before u and read at or after it
         } else if (read_free) {
           // Live unless every free reader ran before u.
-          flow.AddEdge(source, node, buffer.bytes);
+          flow.AddEdge(kSource, node, buffer.bytes);
           for (OpId user : buffer.users) {
-            if (side_of(user) == kFree) flow.AddEdge(node, node_of[user], kInfinite);
+            if (side_of(user) == kFree) flow.AddEdge(node, node_of_[user], kInfinite);
           }
           any_choice = true;
         }
@@ -208,26 +207,114 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
       }
       // Made by a free op: live if that op ran and a reader has not.
       if (read_after) {
-        flow.AddEdge(node_of[buffer.producer], sink, buffer.bytes);
+        flow.AddEdge(node_of_[buffer.producer], kSink, buffer.bytes);
         any_choice = true;
       } else if (read_free) {
-        flow.AddEdge(node_of[buffer.producer], node, buffer.bytes);
+        flow.AddEdge(node_of_[buffer.producer], node, buffer.bytes);
         for (OpId user : buffer.users) {
-          if (side_of(user) == kFree) flow.AddEdge(node, node_of[user], kInfinite);
+          if (side_of(user) == kFree) flow.AddEdge(node, node_of_[user], kInfinite);
         }
         any_choice = true;
       }
     }
-    work += static_cast<int64_t>(ops.size() + local.size()) + 4 * flow.edges();
-    const std::optional<int64_t> cut_bytes = any_choice ? flow.Run(source, sink, deadline) : 0;
-    if (!cut_bytes.has_value()) {  // u keeps its cone bound
+    *work += static_cast<int64_t>(ops.size() + local.size()) + 4 * flow.edges();
+    const std::optional<int64_t> cut_bytes = any_choice ? flow.Run(kSource, kSink, deadline) : 0;
+    if (!cut_bytes.has_value()) return std::nullopt;
+    return fixed + *cut_bytes;
+  }
+
+ private:
+  enum Side : int8_t { kBefore, kFree, kAfter };
+  static constexpr int kSource = 0, kSink = 1;
+
+  const BufferModel& buffers_;
+  const Graph& graph_;
+  const Reachability& reach_;
+  std::vector<std::vector<size_t>> touching_;
+  std::vector<int64_t> spanning_;          // a difference over segments, summed
+  std::vector<std::pair<int, int>> span_;  // producer's and last reader's segments
+  std::vector<Side> side_;
+  std::vector<int> node_of_;
+};
+
+}  // namespace
+
+std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach,
+                                            std::chrono::steady_clock::time_point deadline, bool* cut,
+                                            absl::Span<const int64_t> steps, int64_t floor) {
+  const Graph& graph = buffers.graph();
+  const int n = graph.num_ops();
+  // Start from the cone bounds; improve ops in order of decreasing cone
+  // bound (the likeliest to set the maximum) while the work budget lasts.
+  std::vector<int64_t> bounds = StepLowerBounds(buffers, reach);
+  std::vector<OpId> by_bound(n);
+  for (OpId u = 0; u < n; ++u) by_bound[u] = u;
+  std::stable_sort(by_bound.begin(), by_bound.end(), [&](OpId a, OpId b) { return bounds[a] > bounds[b]; });
+  // The largest bound found so far, or `floor`.
+  int64_t largest = floor;
+  for (OpId u = 0; u < n; ++u) largest = std::max(largest, bounds[u]);
+  ClosureCuts cuts(buffers, reach);
+  int64_t work = 0;
+  const bool timed = deadline != std::chrono::steady_clock::time_point::max();
+  for (OpId u : by_bound) {
+    if (work > kWorkBudget) break;
+    // A cut point has no free ops: its cone bound is its closure bound.
+    // Without the bitsets of u's segment its free ops are unknown: u keeps
+    // its cone bound.
+    if (!cuts.HasChoices(u)) continue;
+    // Its bound, at most its step, cannot raise the largest.
+    if (!steps.empty() && steps[u] <= largest) continue;
+    if (timed && std::chrono::steady_clock::now() >= deadline) {
       if (cut != nullptr) *cut = true;
       break;
     }
-    bounds[u] = std::max(bounds[u], fixed + *cut_bytes);
+    const std::optional<int64_t> at = cuts.At(u, kNoOp, false, deadline, &work);
+    if (!at.has_value()) {  // u keeps its cone bound
+      if (cut != nullptr) *cut = true;
+      break;
+    }
+    bounds[u] = std::max(bounds[u], *at);
     largest = std::max(largest, bounds[u]);
   }
   return bounds;
+}
+
+int64_t PairStepLowerBound(const BufferModel& buffers, const Reachability& reach, absl::Span<const OpId> candidates,
+                           std::chrono::steady_clock::time_point deadline, bool* cut) {
+  ClosureCuts cuts(buffers, reach);
+  int64_t best = 0, work = 0;
+  const bool timed = deadline != std::chrono::steady_clock::time_point::max();
+  // The least bytes at x's step with y run before it (or not); nullopt on
+  // the deadline or the work budget.
+  const auto at = [&](OpId x, OpId y, bool y_before) -> std::optional<int64_t> {
+    if (work > kWorkBudget || (timed && std::chrono::steady_clock::now() >= deadline)) return std::nullopt;
+    return cuts.At(x, y, y_before, deadline, &work);
+  };
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const OpId u = candidates[i];
+    if (!cuts.HasChoices(u)) continue;
+    for (size_t j = i + 1; j < candidates.size(); ++j) {
+      const OpId v = candidates[j];
+      if (u == v || reach.segment_of(u) != reach.segment_of(v) || reach.IsAncestor(u, v) || reach.IsDescendant(u, v)) {
+        continue;
+      }
+      // v before u, or u before v: the order pays the larger step of each.
+      std::optional<int64_t> a = at(u, v, true), a2 = a.has_value() ? at(v, u, false) : std::nullopt;
+      if (!a2.has_value()) {
+        if (cut != nullptr) *cut = true;
+        return best;
+      }
+      const int64_t v_first = std::max(*a, *a2);
+      if (v_first <= best) continue;  // the pair cannot raise the bound
+      std::optional<int64_t> b = at(v, u, true), b2 = b.has_value() ? at(u, v, false) : std::nullopt;
+      if (!b2.has_value()) {
+        if (cut != nullptr) *cut = true;
+        return best;
+      }
+      best = std::max(best, std::min(v_first, std::max(*b, *b2)));
+    }
+  }
+  return best;
 }
 
 }  // namespace serenity

@@ -43,6 +43,22 @@ std::vector<int64_t> ClosureStepLowerBounds(
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(), bool* cut = nullptr,
     absl::Span<const int64_t> steps = {}, int64_t floor = 0);
 
+// A lower bound on the peak of every order from pairs of ops: of two ops u
+// and v that are not ancestors of each other, every order runs one first.
+// With v first, u's step holds at least the closure bound of u over the
+// sets that hold v, and v's step the closure bound of v over the sets
+// without u; so the peak is at least the smaller, over the two ways, of the
+// larger of those two. The largest such value over the pairs of
+// `candidates` (ops of the same segment; e.g. those of the largest closure
+// bounds) is returned, 0 when there is no such pair. It can exceed every
+// op's ClosureStepLowerBounds entry: each op's least closure may need the
+// other op on the other side. Four max-flows per pair, while a fixed work
+// budget lasts; stops at `deadline` (then sets `*cut`, when given) with the
+// pairs done so far, so the value is always a bound.
+int64_t PairStepLowerBound(
+    const BufferModel& buffers, const Reachability& reach, absl::Span<const OpId> candidates,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(), bool* cut = nullptr);
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_MEMORY_CLOSURE_BOUND_H_

@@ -459,6 +459,10 @@ constexpr std::chrono::seconds kBoundTestTime(1);
 // find better orders and the proof needs the time (a layered DAG of 1,000
 // ops is proven in about 0.9 s of a 1 s limit).
 constexpr size_t kWindowSegmentOps = 1500;
+
+// Ops of a segment whose pairs may raise its bound (PairStepLowerBound: up
+// to four max-flows per pair of them).
+constexpr size_t kPairCandidates = 24;
 // The memo of one check of such a segment holds at most this many bytes.
 constexpr int64_t kMaxLongMemoBytes = int64_t{256} << 20;
 
@@ -522,10 +526,34 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       deadline == Clock::time_point::max()
           ? deadline
           : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
-  const std::vector<int64_t> op_bounds = ClosureStepLowerBounds(
-      buffers, Reachability(graph), bounds_deadline, &bounds_cut, step_of, std::min(lower_bound, initial_peak));
-  for (Segment& s : segments) {
-    for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
+  {
+    const Reachability reach(graph);
+    const std::vector<int64_t> op_bounds = ClosureStepLowerBounds(buffers, reach, bounds_deadline, &bounds_cut, step_of,
+                                                                  std::min(lower_bound, initial_peak));
+    int64_t graph_floor = std::min(lower_bound, initial_peak);
+    for (Segment& s : segments) {
+      for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
+      graph_floor = std::max(graph_floor, s.lower);
+    }
+    // Where a segment's best peak is above both its bound and the graph's,
+    // the pairs of its ops of the largest bounds (closure_bound.h) may raise
+    // its bound: highest peak first, in the same time.
+    std::vector<Segment*> open;
+    for (Segment& s : segments) {
+      if (s.best_peak > std::max(s.lower, graph_floor) && s.ops.size() > 2) open.push_back(&s);
+    }
+    std::stable_sort(open.begin(), open.end(),
+                     [](const Segment* a, const Segment* b) { return a->best_peak > b->best_peak; });
+    for (Segment* s : open) {
+      if (s->best_peak <= graph_floor || Clock::now() >= bounds_deadline) continue;
+      std::vector<OpId> candidates = s->ops;
+      std::stable_sort(candidates.begin(), candidates.end(), [&](OpId a, OpId b) {
+        return std::make_pair(op_bounds[a], step_of[a]) > std::make_pair(op_bounds[b], step_of[b]);
+      });
+      if (candidates.size() > kPairCandidates) candidates.resize(kPairCandidates);
+      s->lower = std::max(s->lower, PairStepLowerBound(buffers, reach, candidates, bounds_deadline));
+      graph_floor = std::max(graph_floor, s->lower);
+    }
   }
 
   MinimizeResult result;
