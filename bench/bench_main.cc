@@ -13,6 +13,11 @@
 //     one feasibility check of the whole graph at BUDGET bytes (no split at
 //     cut points, default limits 60 s and SearchOptions' state cap): fits, refuted or
 //     unknown, with states, time and the memo's bytes.
+//   serenity-bench bounds MODEL.onnx [CANDIDATES]
+//     the graph's lower bounds on the peak, each with its time: the cone
+//     bound (StepLowerBounds), the closure bound, and the pair bound over
+//     the CANDIDATES (default 24, as the planner) ops of the largest closure
+//     bounds (closure_bound.h), counting only pairs within one segment.
 //   serenity-bench plan fanout RELUS [SECONDS] [BYTES]
 //   serenity-bench plan layered OPS WIDTH [SECONDS]
 //     PlanGraph (server defaults, time limit SECONDS, default 1) of a
@@ -34,6 +39,8 @@
 #include "core/arena/arena_planner.h"
 #include "core/arena/arena_verifier.h"
 #include "core/arena/instance_search.h"
+#include "core/graph/reachability.h"
+#include "core/memory/closure_bound.h"
 #include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/planner.h"
@@ -252,6 +259,35 @@ int PlanSynthetic(int argc, char** argv) {
   return valid.ok() ? 0 : 1;
 }
 
+// `bounds`: see the top of this file.
+int Bounds(const Graph& graph, size_t candidates) {
+  const BufferModel buffers(graph, MemoryModel{});
+  Clock::time_point start = Clock::now();
+  const Reachability reach(graph);
+  const std::vector<int64_t> cone = StepLowerBounds(buffers, reach);
+  const double cone_ms = MillisSince(start);
+  start = Clock::now();
+  const std::vector<int64_t> closure = ClosureStepLowerBounds(buffers, reach);
+  const double closure_ms = MillisSince(start);
+  start = Clock::now();
+  // The candidates of each segment, paired within it.
+  std::vector<std::vector<OpId>> by_segment(reach.num_segments());
+  for (OpId u = 0; u < graph.num_ops(); ++u) by_segment[reach.segment_of(u)].push_back(u);
+  int64_t pair = 0;
+  for (std::vector<OpId>& ops : by_segment) {
+    std::stable_sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return closure[a] > closure[b]; });
+    if (ops.size() > candidates) ops.resize(candidates);
+    pair = std::max(pair, PairStepLowerBound(buffers, reach, ops));
+  }
+  const double pair_ms = MillisSince(start);
+  const int64_t cone_max = cone.empty() ? 0 : *std::max_element(cone.begin(), cone.end());
+  const int64_t closure_max = closure.empty() ? 0 : *std::max_element(closure.begin(), closure.end());
+  std::printf("| %s | %d | %lld (%.1f ms) | %lld (%.1f ms) | %lld (%.1f ms) |\n", graph.name().c_str(), graph.num_ops(),
+              static_cast<long long>(cone_max), cone_ms, static_cast<long long>(closure_max), closure_ms,
+              static_cast<long long>(std::max(pair, closure_max)), pair_ms);
+  return 0;
+}
+
 }  // namespace
 
 // The ONNX model at `path`, named after its file.
@@ -271,6 +307,7 @@ int main(int argc, char** argv) {
                  "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n"
                  "       serenity-bench check MODEL.onnx BUDGET [SECONDS] [MAX_STATES]\n"
                  "       serenity-bench arena INSTANCE.csv...\n"
+                 "       serenity-bench bounds MODEL.onnx [CANDIDATES]\n"
                  "       serenity-bench plan fanout RELUS [SECONDS] [BYTES]\n"
                  "       serenity-bench plan layered OPS WIDTH [SECONDS]\n");
     return 2;
@@ -287,6 +324,7 @@ int main(int argc, char** argv) {
     return serenity::RandomOrders(*graph, argc > 3 ? std::stoi(argv[3]) : 10000,
                                   argc > 4 ? static_cast<unsigned>(std::stoul(argv[4])) : 1);
   }
+  if (command == "bounds") return serenity::Bounds(*graph, argc > 3 ? std::stoul(argv[3]) : 24);
   if (command == "budget-sweep") return serenity::BudgetSweep(*graph, argc > 3 ? std::stoi(argv[3]) : 8);
   if (command == "check" && argc > 3) {
     return serenity::CheckBudget(*graph, std::stoll(argv[3]), argc > 4 ? std::stod(argv[4]) : 60,
