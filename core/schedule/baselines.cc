@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <deque>
 #include <queue>
-#include <tuple>
 
 namespace serenity {
 namespace {
@@ -58,12 +57,7 @@ std::vector<OpId> KahnOrder(const Graph& graph) {
 }
 
 std::vector<OpId> GreedyOrder(const BufferModel& buffers, const ListScheduleLimits& limits) {
-  return ListSchedule(
-      buffers,
-      [](const MemoryTracker& tracker, OpId u) {
-        return std::make_tuple(tracker.StepBytes(u), tracker.BytesAfter(u), u);
-      },
-      limits);
+  return ListSchedule(buffers, ListRule::kLeastStepBytes, limits);
 }
 
 }  // namespace serenity

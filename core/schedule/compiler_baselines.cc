@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <functional>
-#include <tuple>
 
 #include "core/memory/simulator.h"
 #include "core/schedule/baselines.h"
+#include "core/schedule/list_schedule.h"
 
 namespace serenity {
 namespace {
@@ -86,13 +86,7 @@ std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLi
   const Graph& graph = buffers.graph();
   // LPMF: the running peak is part of the key, so candidates that stay under
   // it tie on the first component and are told apart by net allocation.
-  std::vector<OpId> lpmf = ListSchedule(
-      buffers,
-      [](const MemoryTracker& tracker, OpId u) {
-        return std::make_tuple(std::max(tracker.peak_bytes(), tracker.StepBytes(u)),
-                               tracker.BytesAfter(u) - tracker.live_bytes(), u);
-      },
-      limits);
+  std::vector<OpId> lpmf = ListSchedule(buffers, ListRule::kLeastPeakFirst, limits);
   // BFS: depth from the sources, then file position.
   std::vector<int> depth(graph.num_ops(), 0);
   for (OpId u : FileOrder(graph)) {
@@ -115,12 +109,7 @@ std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLi
 std::vector<OpId> XlaOrder(const BufferModel& buffers, const ListScheduleLimits& limits) {
   const Graph& graph = buffers.graph();
   // Most bytes freed net first: the smallest change of live bytes.
-  std::vector<OpId> list = ListSchedule(
-      buffers,
-      [](const MemoryTracker& tracker, OpId u) {
-        return std::make_tuple(tracker.BytesAfter(u) - tracker.live_bytes(), u);
-      },
-      limits);
+  std::vector<OpId> list = ListSchedule(buffers, ListRule::kLeastNetAllocation, limits);
   // Extra readers of each op's outputs, and the bytes defined by the op and
   // its ancestors (counted along every path, as a cheap size estimate).
   std::vector<int> extra_users(graph.num_ops(), 0);
