@@ -14,17 +14,13 @@ namespace {
 // bytes live change: the tracker adds the bytes live to each.
 class ReadySet {
  public:
-  explicit ReadySet(int num_ops)
-      : step_(num_ops), after_(num_ops), left_(num_ops), right_(num_ops), least_after_(num_ops) {}
+  explicit ReadySet(int num_ops) : nodes_(num_ops) {}
 
   bool empty() const { return root_ == kNoOp; }
 
   // Adds `u` (not in the set).
   void Insert(OpId u, int64_t step, int64_t after) {
-    step_[u] = step;
-    after_[u] = after;
-    left_[u] = right_[u] = kNoOp;
-    least_after_[u] = u;
+    nodes_[u] = {step, after, kNoOp, kNoOp, u};
     root_ = InsertInto(root_, u);
   }
 
@@ -34,8 +30,8 @@ class ReadySet {
   // The least step of the ops in the set (not empty).
   int64_t LeastStep() const {
     OpId t = root_;
-    while (left_[t] != kNoOp) t = left_[t];
-    return step_[t];
+    while (nodes_[t].left != kNoOp) t = nodes_[t].left;
+    return nodes_[t].step;
   }
 
   // The op of least (after, op) among those whose step is at most `limit`;
@@ -43,12 +39,12 @@ class ReadySet {
   OpId LeastAfterUpTo(int64_t limit) const {
     OpId best = kNoOp;
     for (OpId t = root_; t != kNoOp;) {
-      if (step_[t] <= limit) {
-        if (left_[t] != kNoOp) best = LeastAfter(best, least_after_[left_[t]]);
+      if (nodes_[t].step <= limit) {
+        if (nodes_[t].left != kNoOp) best = LeastAfter(best, nodes_[nodes_[t].left].least_after);
         best = LeastAfter(best, t);
-        t = right_[t];
+        t = nodes_[t].right;
       } else {
-        t = left_[t];
+        t = nodes_[t].left;
       }
     }
     return best;
@@ -64,21 +60,23 @@ class ReadySet {
     return x ^ (x >> 31);
   }
 
-  bool KeyLess(OpId a, OpId b) const { return step_[a] != step_[b] ? step_[a] < step_[b] : a < b; }
+  bool KeyLess(OpId a, OpId b) const {
+    return nodes_[a].step != nodes_[b].step ? nodes_[a].step < nodes_[b].step : a < b;
+  }
 
   // Of `a` and `b` (either may be kNoOp), the one of least (after, op).
   OpId LeastAfter(OpId a, OpId b) const {
     if (a == kNoOp) return b;
     if (b == kNoOp) return a;
-    if (after_[a] != after_[b]) return after_[a] < after_[b] ? a : b;
+    if (nodes_[a].after != nodes_[b].after) return nodes_[a].after < nodes_[b].after ? a : b;
     return std::min(a, b);
   }
 
   void Update(OpId t) {
     OpId best = t;
-    if (left_[t] != kNoOp) best = LeastAfter(best, least_after_[left_[t]]);
-    if (right_[t] != kNoOp) best = LeastAfter(best, least_after_[right_[t]]);
-    least_after_[t] = best;
+    if (nodes_[t].left != kNoOp) best = LeastAfter(best, nodes_[nodes_[t].left].least_after);
+    if (nodes_[t].right != kNoOp) best = LeastAfter(best, nodes_[nodes_[t].right].least_after);
+    nodes_[t].least_after = best;
   }
 
   // Splits the subtree at `t` into the keys below `u`'s and the rest.
@@ -88,12 +86,12 @@ class ReadySet {
       return;
     }
     if (KeyLess(t, u)) {
-      const OpId right = right_[t];
-      Split(right, u, &right_[t], rest);
+      const OpId right = nodes_[t].right;
+      Split(right, u, &nodes_[t].right, rest);
       *below = t;
     } else {
-      const OpId left = left_[t];
-      Split(left, u, below, &left_[t]);
+      const OpId left = nodes_[t].left;
+      Split(left, u, below, &nodes_[t].left);
       *rest = t;
     }
     Update(t);
@@ -104,11 +102,11 @@ class ReadySet {
     if (low == kNoOp) return high;
     if (high == kNoOp) return low;
     if (Priority(low) > Priority(high)) {
-      right_[low] = Merge(right_[low], high);
+      nodes_[low].right = Merge(nodes_[low].right, high);
       Update(low);
       return low;
     }
-    left_[high] = Merge(low, left_[high]);
+    nodes_[high].left = Merge(low, nodes_[high].left);
     Update(high);
     return high;
   }
@@ -116,32 +114,38 @@ class ReadySet {
   OpId InsertInto(OpId t, OpId u) {
     if (t == kNoOp) return u;
     if (Priority(u) > Priority(t)) {
-      Split(t, u, &left_[u], &right_[u]);
+      Split(t, u, &nodes_[u].left, &nodes_[u].right);
       Update(u);
       return u;
     }
     if (KeyLess(u, t)) {
-      left_[t] = InsertInto(left_[t], u);
+      nodes_[t].left = InsertInto(nodes_[t].left, u);
     } else {
-      right_[t] = InsertInto(right_[t], u);
+      nodes_[t].right = InsertInto(nodes_[t].right, u);
     }
     Update(t);
     return t;
   }
 
   OpId EraseFrom(OpId t, OpId u) {
-    if (t == u) return Merge(left_[t], right_[t]);
+    if (t == u) return Merge(nodes_[t].left, nodes_[t].right);
     if (KeyLess(u, t)) {
-      left_[t] = EraseFrom(left_[t], u);
+      nodes_[t].left = EraseFrom(nodes_[t].left, u);
     } else {
-      right_[t] = EraseFrom(right_[t], u);
+      nodes_[t].right = EraseFrom(nodes_[t].right, u);
     }
     Update(t);
     return t;
   }
 
-  std::vector<int64_t> step_, after_;
-  std::vector<OpId> left_, right_, least_after_;
+  // Node u holds op u while it is in the set.
+  struct Node {
+    int64_t step;
+    int64_t after;
+    OpId left, right;  // the subtrees (kNoOp: none)
+    OpId least_after;  // the op of least (after, op) in the subtree
+  };
+  std::vector<Node> nodes_;
   OpId root_ = kNoOp;
 };
 

@@ -38,8 +38,10 @@ enum class ListRule {
 // The list schedule of `rule` over all ops of `buffers`' graph, within
 // `limits`: a valid topological order. The ready ops are kept sorted by
 // their step bytes with the least net allocation below each point, and an
-// op's memory figures are recomputed only when they can change, so a graph
-// of n ops reading r buffers in all takes O((n + r) log n) time.
+// op's memory figures (O(k) for an op reading k buffers) are recomputed
+// only when one of its buffers gets down to one reader left: a graph of n
+// ops reading r buffers in all takes O((n + r) log n) time when ops read
+// few buffers, and at most the sum of k^2 over the ops more.
 std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const ListScheduleLimits& limits = {});
 
 }  // namespace serenity
