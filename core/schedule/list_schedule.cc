@@ -174,24 +174,12 @@ std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const 
   const int num_ops = graph.num_ops();
   const size_t num_buffers = buffers.buffers().size();
   // An op's figures (MemoryTracker) depend on the ops run so far only
-  // through whether each buffer it reads or may overwrite in place has one
-  // reader left, and through whether any op ran (the first step frees the
-  // graph inputs nobody reads, the same bytes whichever op runs it). So they
-  // are recomputed when one of those buffers gets down to one reader left,
-  // and for every ready op after the first step. `watchers` lists, per
-  // buffer, the ops whose figures read its count of readers left.
-  std::vector<int32_t> watcher_start(num_buffers + 1, 0);
-  auto each_watched = [&](OpId u, auto&& visit) {
-    for (BufferId b : buffers.reads(u)) visit(b);
-    for (BufferId b : buffers.in_place_inputs(u)) visit(b);
-  };
-  for (OpId u = 0; u < num_ops; ++u) each_watched(u, [&](BufferId b) { ++watcher_start[b + 1]; });
-  for (size_t b = 0; b < num_buffers; ++b) watcher_start[b + 1] += watcher_start[b];
-  std::vector<OpId> watchers(watcher_start[num_buffers]);
-  {
-    std::vector<int32_t> fill(watcher_start.begin(), watcher_start.end() - 1);
-    for (OpId u = 0; u < num_ops; ++u) each_watched(u, [&](BufferId b) { watchers[fill[b]++] = u; });
-  }
+  // through whether each buffer it reads (its in-place inputs among them)
+  // has one reader left, and through whether any op ran (the first step
+  // frees the graph inputs nobody reads, the same bytes whichever op runs
+  // it). So they are recomputed when one of its buffers gets down to one
+  // reader left (a buffer's users are the ops that read it), and for every
+  // ready op after the first step.
   std::vector<int32_t> readers_left(num_buffers);
   for (size_t b = 0; b < num_buffers; ++b) readers_left[b] = static_cast<int32_t>(buffers.buffers()[b].users.size());
 
@@ -238,8 +226,8 @@ std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const 
     }
     for (BufferId b : buffers.reads(u)) {
       if (--readers_left[b] != 1) continue;
-      for (int32_t i = watcher_start[b]; i < watcher_start[b + 1]; ++i) {
-        if (ready_since[watchers[i]] >= 0) refresh(watchers[i]);
+      for (OpId v : buffers.buffers()[b].users) {
+        if (ready_since[v] >= 0) refresh(v);
       }
     }
     for (OpId v : graph.op(u).successors) {
