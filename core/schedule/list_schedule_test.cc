@@ -175,5 +175,58 @@ TEST(ListScheduleTest, PastTheDeadlineRunsThePlainOrder) {
   }
 }
 
+// The order after a cut: the ops ready after `prefix`, in the order they
+// became ready as the scan keeps them, run latest first as a stack.
+std::vector<OpId> PlainOrderAfter(const Graph& graph, const std::vector<OpId>& prefix) {
+  std::vector<int> indegree(graph.num_ops());
+  std::vector<OpId> ready;
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    indegree[u] = static_cast<int>(graph.op(u).predecessors.size());
+    if (indegree[u] == 0) ready.push_back(u);
+  }
+  for (OpId u : prefix) {
+    ready.erase(std::find(ready.begin(), ready.end(), u));
+    for (OpId v : graph.op(u).successors) {
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  std::vector<OpId> rest;
+  while (!ready.empty()) {
+    const OpId u = ready.back();
+    ready.pop_back();
+    rest.push_back(u);
+    for (OpId v : graph.op(u).successors) {
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  return rest;
+}
+
+// A deadline that passes while choosing (wherever it falls, at a multiple
+// of 64 steps): the ops chosen until then are those of the uncut schedule,
+// the rest the plain order after them.
+TEST(ListScheduleTest, ACutMidwayRunsTheReadyOpsLatestFirst) {
+  std::mt19937 rng(17);
+  const Graph g = *Graph::Build(testing::RandomDag(20000, rng));
+  const BufferModel buffers(g, {});
+  for (ListRule rule : kRules) {
+    const std::vector<OpId> uncut = ListSchedule(buffers, rule);
+    bool cut = false;
+    ListScheduleLimits limits;
+    limits.deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
+    limits.cut = &cut;
+    const std::vector<OpId> order = ListSchedule(buffers, rule, limits);
+    ASSERT_TRUE(IsTopologicalOrder(g, order));
+    if (!cut) continue;  // a machine fast enough to finish in time
+    bool explained = false;
+    for (size_t k = 0; k < order.size() && !explained; k += 64) {
+      if (!std::equal(order.begin(), order.begin() + k, uncut.begin())) break;
+      const std::vector<OpId> prefix(order.begin(), order.begin() + k);
+      explained = PlainOrderAfter(g, prefix) == std::vector<OpId>(order.begin() + k, order.end());
+    }
+    EXPECT_TRUE(explained) << "rule " << static_cast<int>(rule);
+  }
+}
+
 }  // namespace
 }  // namespace serenity
