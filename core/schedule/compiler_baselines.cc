@@ -93,22 +93,32 @@ std::vector<OpId> PostOrder(const Graph& graph, const VisitLists& lists) {
   return order;
 }
 
+// A candidate order, and its peak when known (-1: replay the order).
+struct Candidate {
+  std::vector<OpId> order;
+  int64_t peak = -1;
+};
+
 // The order with the lowest peak among `candidates`; ties keep the earlier.
 // A candidate's replay stops once its running peak reaches the best's.
-std::vector<OpId> Best(const BufferModel& buffers, std::vector<std::vector<OpId>> candidates) {
+std::vector<OpId> Best(const BufferModel& buffers, std::vector<Candidate> candidates) {
   size_t best = 0;
-  int64_t best_peak = PeakOf(buffers, candidates[0]);
+  int64_t best_peak = candidates[0].peak >= 0 ? candidates[0].peak : PeakOf(buffers, candidates[0].order);
   for (size_t i = 1; i < candidates.size(); ++i) {
-    MemoryTracker tracker(buffers);
-    for (OpId u : candidates[i]) {
-      if (tracker.Run(u) >= best_peak) break;
+    int64_t peak = candidates[i].peak;
+    if (peak < 0) {
+      MemoryTracker tracker(buffers);
+      for (OpId u : candidates[i].order) {
+        if (tracker.Run(u) >= best_peak) break;
+      }
+      peak = tracker.peak_bytes();
     }
-    if (tracker.peak_bytes() < best_peak) {
+    if (peak < best_peak) {
       best = i;
-      best_peak = tracker.peak_bytes();
+      best_peak = peak;
     }
   }
-  return std::move(candidates[best]);
+  return std::move(candidates[best].order);
 }
 
 }  // namespace
@@ -117,7 +127,8 @@ std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLi
   const Graph& graph = buffers.graph();
   // LPMF: the running peak is part of the key, so candidates that stay under
   // it tie on the first component and are told apart by net allocation.
-  std::vector<OpId> lpmf = ListSchedule(buffers, ListRule::kLeastPeakFirst, limits);
+  int64_t lpmf_peak = 0;
+  std::vector<OpId> lpmf = ListSchedule(buffers, ListRule::kLeastPeakFirst, limits, &lpmf_peak);
   // BFS: depth from the sources, then file position (a counting sort).
   std::vector<OpId> file = FileOrder(graph);
   std::vector<int> depth(graph.num_ops(), 0);
@@ -138,13 +149,14 @@ std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLi
   }
   std::vector<OpId> dfs =
       PostOrder(graph, SortedPredecessors(graph, [&](OpId a, OpId b) { return out_bytes[a] > out_bytes[b]; }));
-  return Best(buffers, {std::move(file), std::move(lpmf), std::move(bfs), std::move(dfs)});
+  return Best(buffers, {{std::move(file)}, {std::move(lpmf), lpmf_peak}, {std::move(bfs)}, {std::move(dfs)}});
 }
 
 std::vector<OpId> XlaOrder(const BufferModel& buffers, const ListScheduleLimits& limits) {
   const Graph& graph = buffers.graph();
   // Most bytes freed net first: the smallest change of live bytes.
-  std::vector<OpId> list = ListSchedule(buffers, ListRule::kLeastNetAllocation, limits);
+  int64_t list_peak = 0;
+  std::vector<OpId> list = ListSchedule(buffers, ListRule::kLeastNetAllocation, limits, &list_peak);
   // Extra readers of each op's outputs, and the bytes defined by the op and
   // its ancestors (counted along every path, as a cheap size estimate).
   std::vector<int> extra_users(graph.num_ops(), 0);
@@ -175,7 +187,7 @@ std::vector<OpId> XlaOrder(const BufferModel& buffers, const ListScheduleLimits&
     producers.start.push_back(static_cast<int32_t>(producers.ops.size()));
   }
   std::vector<OpId> post = PostOrder(graph, producers);
-  return Best(buffers, {std::move(list), std::move(dfs), std::move(post)});
+  return Best(buffers, {{std::move(list), list_peak}, {std::move(dfs)}, {std::move(post)}});
 }
 
 }  // namespace serenity

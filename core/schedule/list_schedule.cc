@@ -169,7 +169,8 @@ OpId Choose(ListRule rule, const ReadySet& ready, const MemoryTracker& tracker) 
 
 }  // namespace
 
-std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const ListScheduleLimits& limits) {
+std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const ListScheduleLimits& limits,
+                               int64_t* peak_bytes) {
   const Graph& graph = buffers.graph();
   const int num_ops = graph.num_ops();
   const size_t num_buffers = buffers.buffers().size();
@@ -237,7 +238,10 @@ std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const 
       }
     }
   }
-  if (order.size() == static_cast<size_t>(num_became_ready)) return order;
+  if (order.size() == static_cast<size_t>(num_became_ready)) {
+    if (peak_bytes != nullptr) *peak_bytes = tracker.peak_bytes();
+    return order;
+  }
 
   // Cut: the ops ready now in the order they became ready, then a stack.
   std::vector<OpId> stack;
@@ -249,10 +253,12 @@ std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const 
     const OpId u = stack.back();
     stack.pop_back();
     order.push_back(u);
+    if (peak_bytes != nullptr) tracker.Run(u);
     for (OpId v : graph.op(u).successors) {
       if (--indegree[v] == 0) stack.push_back(v);
     }
   }
+  if (peak_bytes != nullptr) *peak_bytes = tracker.peak_bytes();
   return order;
 }
 

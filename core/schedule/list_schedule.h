@@ -5,6 +5,7 @@
 #define SERENITY_CORE_SCHEDULE_LIST_SCHEDULE_H_
 
 #include <chrono>
+#include <cstdint>
 #include <vector>
 
 #include "core/graph/graph.h"
@@ -41,8 +42,10 @@ enum class ListRule {
 // op's memory figures (O(k) for an op reading k buffers) are recomputed
 // only when one of its buffers gets down to one reader left: a graph of n
 // ops reading r buffers in all takes O((n + r) log n) time when ops read
-// few buffers, and at most the sum of k^2 over the ops more.
-std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const ListScheduleLimits& limits = {});
+// few buffers, and at most the sum of k^2 over the ops more. Sets
+// `*peak_bytes` (when not null) to the order's peak, PeakOf's.
+std::vector<OpId> ListSchedule(const BufferModel& buffers, ListRule rule, const ListScheduleLimits& limits = {},
+                               int64_t* peak_bytes = nullptr);
 
 }  // namespace serenity
 

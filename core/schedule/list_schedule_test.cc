@@ -84,10 +84,10 @@ MemoryModel ModelOf(int bits) {
   return model;
 }
 
-// The same orders as the scan over every ready op, on random DAGs (with and
-// without Concats, weights and an unread input) under every memory model:
-// their tensors of 1-100 bytes, views and in-place ops tie often, so a wrong
-// tie-break or a stale figure shows.
+// The same orders as the scan over every ready op, and their peaks, on
+// random DAGs (with and without Concats, weights and an unread input) under
+// every memory model: their tensors of 1-100 bytes, views and in-place ops
+// tie often, so a wrong tie-break or a stale figure shows.
 TEST(ListScheduleTest, SameOrdersAsScanningEveryReadyOp) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 800; ++trial) {
@@ -97,9 +97,11 @@ TEST(ListScheduleTest, SameOrdersAsScanningEveryReadyOp) {
     const Graph g = *Graph::Build(spec);
     const BufferModel buffers(g, ModelOf(trial % 16));
     for (ListRule rule : kRules) {
-      const std::vector<OpId> order = ListSchedule(buffers, rule);
+      int64_t peak = -1;
+      const std::vector<OpId> order = ListSchedule(buffers, rule, {}, &peak);
       ASSERT_TRUE(IsTopologicalOrder(g, order));
       ASSERT_EQ(order, ScanOrder(buffers, rule)) << "trial " << trial << " rule " << static_cast<int>(rule);
+      ASSERT_EQ(peak, PeakOf(buffers, order));
     }
   }
 }
@@ -165,9 +167,11 @@ TEST(ListScheduleTest, PastTheDeadlineRunsThePlainOrder) {
       ListScheduleLimits limits;
       limits.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
       limits.cut = &cut;
-      const std::vector<OpId> order = ListSchedule(buffers, rule, limits);
+      int64_t peak = -1;
+      const std::vector<OpId> order = ListSchedule(buffers, rule, limits, &peak);
       limits.cut = &scan_cut;
       EXPECT_EQ(order, ScanOrder(buffers, rule, limits));
+      EXPECT_EQ(peak, PeakOf(buffers, order));
       EXPECT_TRUE(cut);
       EXPECT_TRUE(scan_cut);
       EXPECT_TRUE(IsTopologicalOrder(g, order));
@@ -215,8 +219,10 @@ TEST(ListScheduleTest, ACutMidwayRunsTheReadyOpsLatestFirst) {
     ListScheduleLimits limits;
     limits.deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
     limits.cut = &cut;
-    const std::vector<OpId> order = ListSchedule(buffers, rule, limits);
+    int64_t peak = -1;
+    const std::vector<OpId> order = ListSchedule(buffers, rule, limits, &peak);
     ASSERT_TRUE(IsTopologicalOrder(g, order));
+    EXPECT_EQ(peak, PeakOf(buffers, order));
     if (!cut) continue;  // a machine fast enough to finish in time
     bool explained = false;
     for (size_t k = 0; k < order.size() && !explained; k += 64) {
