@@ -21,7 +21,7 @@ inline constexpr size_t kNumBaselines = 5;
 
 // One baseline: its name (as an algorithm, a field of the proto's Baselines
 // and a traffic entry) and its order of `buffers`' graph; the list
-// schedules stop choosing at `limits.deadline` (baselines.h).
+// schedules stop choosing at `limits.deadline` (list_schedule.h).
 struct BaselineInfo {
   Baseline baseline;
   const char* name;

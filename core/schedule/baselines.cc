@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <deque>
 #include <queue>
-#include <tuple>
 
 namespace serenity {
 namespace {
@@ -19,13 +18,22 @@ std::vector<int> Indegrees(const Graph& graph) {
 }  // namespace
 
 std::vector<OpId> FileOrder(const Graph& graph) {
+  // A topological file (every op after its predecessors) is its own order:
+  // the smallest ready position is always the next one.
+  std::vector<OpId> order(graph.num_ops());
+  bool topological = true;
+  for (OpId u = 0; u < graph.num_ops() && topological; ++u) {
+    const std::vector<OpId>& preds = graph.op(u).predecessors;
+    topological = preds.empty() || preds.back() < u;
+    order[u] = u;
+  }
+  if (topological) return order;
+  order.clear();
   std::vector<int> indegree = Indegrees(graph);
   std::priority_queue<OpId, std::vector<OpId>, std::greater<OpId>> ready;
   for (OpId u = 0; u < graph.num_ops(); ++u) {
     if (indegree[u] == 0) ready.push(u);
   }
-  std::vector<OpId> order;
-  order.reserve(graph.num_ops());
   while (!ready.empty()) {
     OpId u = ready.top();
     ready.pop();
@@ -58,12 +66,7 @@ std::vector<OpId> KahnOrder(const Graph& graph) {
 }
 
 std::vector<OpId> GreedyOrder(const BufferModel& buffers, const ListScheduleLimits& limits) {
-  return ListSchedule(
-      buffers,
-      [](const MemoryTracker& tracker, OpId u) {
-        return std::make_tuple(tracker.StepBytes(u), tracker.BytesAfter(u), u);
-      },
-      limits);
+  return ListSchedule(buffers, ListRule::kLeastStepBytes, limits);
 }
 
 }  // namespace serenity

@@ -39,6 +39,30 @@ TEST(BaselinesTest, FileOrderSortsANonTopologicalList) {
   EXPECT_EQ(FileOrder(g), (std::vector<OpId>{1, 0}));
 }
 
+// FileOrder against a scan for the smallest ready position, on random DAGs
+// whose op lists are topological (kept as they are) or shuffled.
+TEST(BaselinesTest, FileOrderRunsTheSmallestReadyPositionFirst) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 200; ++trial) {
+    GraphSpec spec = testing::RandomDag(1 + trial % 40, rng);
+    if (trial % 2 == 1) std::shuffle(spec.ops.begin(), spec.ops.end(), rng);
+    const Graph g = *Graph::Build(spec);
+    std::vector<OpId> expected;
+    std::vector<bool> ran(g.num_ops(), false);
+    while (expected.size() < static_cast<size_t>(g.num_ops())) {
+      for (OpId u = 0; u < g.num_ops(); ++u) {
+        const std::vector<OpId>& preds = g.op(u).predecessors;
+        if (!ran[u] && std::all_of(preds.begin(), preds.end(), [&](OpId p) { return ran[p]; })) {
+          ran[u] = true;
+          expected.push_back(u);
+          break;
+        }
+      }
+    }
+    ASSERT_EQ(FileOrder(g), expected) << "trial " << trial;
+  }
+}
+
 TEST(BaselinesTest, KahnIsFifo) {
   // Ready at start: a, c (by position). After a: b joins behind c.
   EXPECT_EQ(KahnOrder(TwoBranches()), (std::vector<OpId>{0, 2, 1, 3}));

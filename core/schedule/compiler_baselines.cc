@@ -1,18 +1,55 @@
 #include "core/schedule/compiler_baselines.h"
 
 #include <algorithm>
-#include <functional>
-#include <tuple>
+#include <utility>
 
 #include "core/memory/simulator.h"
 #include "core/schedule/baselines.h"
+#include "core/schedule/list_schedule.h"
 
 namespace serenity {
 namespace {
 
+// The ops each op's post-order visit goes to, in visiting order: for op u,
+// ops[start[u]] .. ops[start[u + 1] - 1].
+struct VisitLists {
+  std::vector<int32_t> start{0};
+  std::vector<OpId> ops;
+};
+
+// Sorts [first, last) by `before`, keeping the order of equals (as
+// std::stable_sort, without its buffer for the short lists of most ops).
+template <typename Before>
+void StableSort(std::vector<OpId>::iterator first, std::vector<OpId>::iterator last, Before before) {
+  if (last - first > 16) {
+    std::stable_sort(first, last, before);
+    return;
+  }
+  for (auto it = first; it != last; ++it) {
+    const OpId u = *it;
+    auto hole = it;
+    for (; hole != first && before(u, *(hole - 1)); --hole) *hole = *(hole - 1);
+    *hole = u;
+  }
+}
+
+// Every op's predecessors sorted by `before` (stable over ascending ids).
+template <typename Before>
+VisitLists SortedPredecessors(const Graph& graph, Before before) {
+  VisitLists lists;
+  lists.start.reserve(graph.num_ops() + 1);
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
+    const std::vector<OpId>& preds = graph.op(u).predecessors;
+    lists.ops.insert(lists.ops.end(), preds.begin(), preds.end());
+    StableSort(lists.ops.end() - preds.size(), lists.ops.end(), before);
+    lists.start.push_back(static_cast<int32_t>(lists.ops.size()));
+  }
+  return lists;
+}
+
 // Post-order DFS from the ops that produce graph outputs (then any other
-// sinks), visiting each op's predecessors in the order `visit_order` gives.
-std::vector<OpId> PostOrder(const Graph& graph, const std::function<std::vector<OpId>(OpId)>& visit_order) {
+// sinks), visiting each op's predecessors in the order `lists` gives.
+std::vector<OpId> PostOrder(const Graph& graph, const VisitLists& lists) {
   // Roots without repeats, marked (a training graph has tens of thousands
   // of outputs: a search of the list per root was quadratic).
   std::vector<OpId> roots;
@@ -32,52 +69,56 @@ std::vector<OpId> PostOrder(const Graph& graph, const std::function<std::vector<
   }
   std::vector<bool> visited(graph.num_ops(), false);
   std::vector<OpId> order;
-  struct Frame {
-    OpId op;
-    std::vector<OpId> preds;
-    size_t next = 0;
-  };
+  order.reserve(graph.num_ops());
+  // Each frame: an op and the position of the next op its visit goes to.
+  std::vector<std::pair<OpId, int32_t>> stack;
   for (OpId root : roots) {
     if (visited[root]) continue;
     visited[root] = true;
-    std::vector<Frame> stack;
-    stack.push_back({root, visit_order(root)});
+    stack.emplace_back(root, lists.start[root]);
     while (!stack.empty()) {
-      Frame& top = stack.back();
-      if (top.next < top.preds.size()) {
-        OpId p = top.preds[top.next++];
+      auto& [op, next] = stack.back();
+      if (next < lists.start[op + 1]) {
+        const OpId p = lists.ops[next++];
         if (!visited[p]) {
           visited[p] = true;
-          stack.push_back({p, visit_order(p)});
+          stack.emplace_back(p, lists.start[p]);
         }
         continue;
       }
-      order.push_back(top.op);
+      order.push_back(op);
       stack.pop_back();
     }
   }
   return order;
 }
 
-// `u`'s predecessors sorted by `before` (stable over ascending ids).
-std::vector<OpId> SortedPredecessors(const Graph& graph, OpId u, const std::function<bool(OpId, OpId)>& before) {
-  std::vector<OpId> preds = graph.op(u).predecessors;
-  std::stable_sort(preds.begin(), preds.end(), before);
-  return preds;
-}
+// A candidate order, and its peak when known (-1: replay the order).
+struct Candidate {
+  std::vector<OpId> order;
+  int64_t peak = -1;
+};
 
 // The order with the lowest peak among `candidates`; ties keep the earlier.
-std::vector<OpId> Best(const BufferModel& buffers, std::vector<std::vector<OpId>> candidates) {
+// A candidate's replay stops once its running peak reaches the best's.
+std::vector<OpId> Best(const BufferModel& buffers, std::vector<Candidate> candidates) {
   size_t best = 0;
-  int64_t best_peak = PeakOf(buffers, candidates[0]);
+  int64_t best_peak = candidates[0].peak >= 0 ? candidates[0].peak : PeakOf(buffers, candidates[0].order);
   for (size_t i = 1; i < candidates.size(); ++i) {
-    int64_t peak = PeakOf(buffers, candidates[i]);
+    int64_t peak = candidates[i].peak;
+    if (peak < 0) {
+      MemoryTracker tracker(buffers);
+      for (OpId u : candidates[i].order) {
+        if (tracker.Run(u) >= best_peak) break;
+      }
+      peak = tracker.peak_bytes();
+    }
     if (peak < best_peak) {
       best = i;
       best_peak = peak;
     }
   }
-  return std::move(candidates[best]);
+  return std::move(candidates[best].order);
 }
 
 }  // namespace
@@ -86,41 +127,36 @@ std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLi
   const Graph& graph = buffers.graph();
   // LPMF: the running peak is part of the key, so candidates that stay under
   // it tie on the first component and are told apart by net allocation.
-  std::vector<OpId> lpmf = ListSchedule(
-      buffers,
-      [](const MemoryTracker& tracker, OpId u) {
-        return std::make_tuple(std::max(tracker.peak_bytes(), tracker.StepBytes(u)),
-                               tracker.BytesAfter(u) - tracker.live_bytes(), u);
-      },
-      limits);
-  // BFS: depth from the sources, then file position.
+  int64_t lpmf_peak = 0;
+  std::vector<OpId> lpmf = ListSchedule(buffers, ListRule::kLeastPeakFirst, limits, &lpmf_peak);
+  // BFS: depth from the sources, then file position (a counting sort).
+  std::vector<OpId> file = FileOrder(graph);
   std::vector<int> depth(graph.num_ops(), 0);
-  for (OpId u : FileOrder(graph)) {
+  int max_depth = 0;
+  for (OpId u : file) {
     for (OpId p : graph.op(u).predecessors) depth[u] = std::max(depth[u], depth[p] + 1);
+    max_depth = std::max(max_depth, depth[u]);
   }
+  std::vector<int> depth_start(max_depth + 2, 0);
+  for (OpId u = 0; u < graph.num_ops(); ++u) ++depth_start[depth[u] + 1];
+  for (int d = 0; d <= max_depth; ++d) depth_start[d + 1] += depth_start[d];
   std::vector<OpId> bfs(graph.num_ops());
-  for (OpId u = 0; u < graph.num_ops(); ++u) bfs[u] = u;
-  std::stable_sort(bfs.begin(), bfs.end(), [&](OpId a, OpId b) { return depth[a] < depth[b]; });
+  for (OpId u = 0; u < graph.num_ops(); ++u) bfs[depth_start[depth[u]]++] = u;
   // DFS: inputs carrying more bytes first.
   std::vector<int64_t> out_bytes(graph.num_ops(), 0);
   for (OpId u = 0; u < graph.num_ops(); ++u) {
     for (TensorId t : graph.op(u).outputs) out_bytes[u] += graph.tensor(t).bytes;
   }
-  std::vector<OpId> dfs = PostOrder(graph, [&](OpId u) {
-    return SortedPredecessors(graph, u, [&](OpId a, OpId b) { return out_bytes[a] > out_bytes[b]; });
-  });
-  return Best(buffers, {FileOrder(graph), std::move(lpmf), std::move(bfs), std::move(dfs)});
+  std::vector<OpId> dfs =
+      PostOrder(graph, SortedPredecessors(graph, [&](OpId a, OpId b) { return out_bytes[a] > out_bytes[b]; }));
+  return Best(buffers, {{std::move(file)}, {std::move(lpmf), lpmf_peak}, {std::move(bfs)}, {std::move(dfs)}});
 }
 
 std::vector<OpId> XlaOrder(const BufferModel& buffers, const ListScheduleLimits& limits) {
   const Graph& graph = buffers.graph();
   // Most bytes freed net first: the smallest change of live bytes.
-  std::vector<OpId> list = ListSchedule(
-      buffers,
-      [](const MemoryTracker& tracker, OpId u) {
-        return std::make_tuple(tracker.BytesAfter(u) - tracker.live_bytes(), u);
-      },
-      limits);
+  int64_t list_peak = 0;
+  std::vector<OpId> list = ListSchedule(buffers, ListRule::kLeastNetAllocation, limits, &list_peak);
   // Extra readers of each op's outputs, and the bytes defined by the op and
   // its ancestors (counted along every path, as a cheap size estimate).
   std::vector<int> extra_users(graph.num_ops(), 0);
@@ -132,22 +168,26 @@ std::vector<OpId> XlaOrder(const BufferModel& buffers, const ListScheduleLimits&
     }
     for (OpId p : graph.op(u).predecessors) total_bytes[u] = std::min(INT64_MAX / 2, total_bytes[u] + total_bytes[p]);
   }
-  std::vector<OpId> dfs = PostOrder(graph, [&](OpId u) {
-    return SortedPredecessors(graph, u, [&](OpId a, OpId b) {
-      if (extra_users[a] != extra_users[b]) return extra_users[a] > extra_users[b];
-      return total_bytes[a] > total_bytes[b];
-    });
-  });
-  // Plain post-order: producers in the order the op reads their tensors.
-  std::vector<OpId> post = PostOrder(graph, [&](OpId u) {
-    std::vector<OpId> preds;
+  std::vector<OpId> dfs = PostOrder(graph, SortedPredecessors(graph, [&](OpId a, OpId b) {
+                                      if (extra_users[a] != extra_users[b]) return extra_users[a] > extra_users[b];
+                                      return total_bytes[a] > total_bytes[b];
+                                    }));
+  // Plain post-order: producers in the order the op reads their tensors
+  // (each once: `listed_for` marks the op whose list has it).
+  VisitLists producers;
+  producers.start.reserve(graph.num_ops() + 1);
+  std::vector<OpId> listed_for(graph.num_ops(), kNoOp);
+  for (OpId u = 0; u < graph.num_ops(); ++u) {
     for (TensorId t : graph.op(u).inputs) {
-      OpId p = graph.tensor(t).producer;
-      if (p != kNoOp && std::find(preds.begin(), preds.end(), p) == preds.end()) preds.push_back(p);
+      const OpId p = graph.tensor(t).producer;
+      if (p == kNoOp || listed_for[p] == u) continue;
+      listed_for[p] = u;
+      producers.ops.push_back(p);
     }
-    return preds;
-  });
-  return Best(buffers, {std::move(list), std::move(dfs), std::move(post)});
+    producers.start.push_back(static_cast<int32_t>(producers.ops.size()));
+  }
+  std::vector<OpId> post = PostOrder(graph, producers);
+  return Best(buffers, {{std::move(list), list_peak}, {std::move(dfs)}, {std::move(post)}});
 }
 
 }  // namespace serenity

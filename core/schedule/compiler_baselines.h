@@ -19,7 +19,7 @@ namespace serenity {
 //  - BFS: by depth from the sources, then file position;
 //  - DFS: post-order from the graph's outputs, visiting the inputs that
 //    carry more bytes first.
-// Its LPMF list schedule stops choosing within `limits` (baselines.h).
+// Its LPMF list schedule stops choosing within `limits` (list_schedule.h).
 std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLimits& limits = {});
 
 // XLA's default memory scheduler: the best of
@@ -30,7 +30,7 @@ std::vector<OpId> InductorOrder(const BufferModel& buffers, const ListScheduleLi
 //    operands with more extra readers, then those whose ancestors define more
 //    bytes;
 //  - the plain post-order from the outputs, operands in input order.
-// Its list schedule stops choosing within `limits` (baselines.h).
+// Its list schedule stops choosing within `limits` (list_schedule.h).
 std::vector<OpId> XlaOrder(const BufferModel& buffers, const ListScheduleLimits& limits = {});
 
 }  // namespace serenity
