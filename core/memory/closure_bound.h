@@ -36,8 +36,10 @@ namespace serenity {
 // at most the largest bound already found (in any segment), or at most
 // `floor` (a bound the caller has, e.g. on the whole graph's peak), keeps
 // its StepLowerBounds entry without a max-flow: the largest entry, or the
-// floor when higher, is the same as without `steps`, for less work. (A
-// segment's own largest entry may then be lower, but not above that.)
+// floor when higher, is the same as without `steps` (or higher, when the
+// work saved lets more ops in before the work budget runs out), for less
+// work. (A segment's own largest entry may then be lower, but not above
+// that.)
 std::vector<int64_t> ClosureStepLowerBounds(
     const BufferModel& buffers, const Reachability& reach,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(), bool* cut = nullptr,

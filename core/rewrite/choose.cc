@@ -219,7 +219,8 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   const auto outcome = [&](const Plan& trial) -> std::string {
     if (trial.profile.peak_bytes < best) return absl::StrCat("peak ", trial.profile.peak_bytes, " bytes");
     if (trial.lower_bound_bytes >= best) return absl::StrCat("no order below ", best, " bytes");
-    return absl::StrCat("peak ", trial.profile.peak_bytes, " bytes at best within the time limit, not below ", best);
+    return absl::StrCat("peak ", trial.profile.peak_bytes, " bytes, not below ", best,
+                        " (not proven the least: a limit or the algorithm stopped first)");
   };
   bool changed = false;
   std::vector<bool> tried(candidates.size(), false);

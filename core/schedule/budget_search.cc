@@ -597,6 +597,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     };
     struct Windowed {
       std::vector<OpId> order;  // empty: no lower peak found
+      int64_t known = 0;        // what LowerBoundByWindows started from
       int64_t lower = 0;
       SearchStats stats;
     };
@@ -616,8 +617,12 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
         if (!LowerPeakByWindows(buffers, done, &w.order, floor, options, in(0.5), window_options, &w.stats)) {
           w.order.clear();
         }
-        w.lower = LowerBoundByWindows(buffers, done, w.order.empty() ? segments[k].best : w.order, segments[k].lower,
-                                      options, in(0.7), window_options, &w.stats);
+        // Known: the segment's bound, or the graph's when higher (a
+        // segment's own bound may be a cone bound, closure_bound.h); only a
+        // bound above it comes from the segment's windows.
+        w.known = std::max(segments[k].lower, graph_floor);
+        w.lower = LowerBoundByWindows(buffers, done, w.order.empty() ? segments[k].best : w.order, w.known, options,
+                                      in(0.7), window_options, &w.stats);
       });
     }
     // (RunAll on a shared pool may run another request's task first.)
@@ -627,7 +632,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     for (size_t k = 0; k < segments.size(); ++k) {
       Segment& s = segments[k];
       Windowed& w = windowed[k];
-      s.lower = std::max(s.lower, w.lower);
+      if (w.lower > w.known) s.lower = std::max(s.lower, w.lower);
       result.stats.states += w.stats.states;
       result.stats.checks += w.stats.checks;
       if (w.order.empty()) continue;
@@ -656,6 +661,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   bool raising = false;
   bool windows_run = false;
   while (peak() > good_enough && Clock::now() < deadline && !Cancelled(options)) {
+    // Nothing the caller wants is left once the bound reaches only_below
+    // (before the windows, which would look for it all the same).
+    if (options.only_below > 0 && proven() >= options.only_below) break;
     if (!first && !windows_run) {
       windows_run = true;
       run_windows();
@@ -663,7 +671,6 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     }
     const int64_t lo = proven();
     if (lo >= peak()) break;
-    if (options.only_below > 0 && lo >= options.only_below) break;
     int64_t budget = first || raising ? lo : peak() - 1;
     if (options.only_below > 0) budget = std::min(budget, options.only_below - 1);
     if (first && good_enough > lo) budget = std::min(good_enough, peak() - 1);

@@ -161,6 +161,27 @@ TEST(BudgetSearchTest, OnlyBelowMinimisesBelowItOrProvesNoneIs) {
   EXPECT_GT(not_below, 100);
 }
 
+// Once the bound reaches only_below nothing more runs. Below any bound,
+// no check at all; just above the bound the search starts from, the first
+// round (the check at that bound) refutes it, and no window of the long
+// segment (which would look for an order all the same) nor any other check
+// follows.
+TEST(BudgetSearchTest, OnlyBelowTheBoundStopsBeforeTheWindows) {
+  const Graph g = *Graph::Build(testing::LayeredDag(1600, 8));
+  const BufferModel buffers(g, MemoryModel{});
+  SearchOptions options;
+  options.time_limit_seconds = 20;
+  options.only_below = 1;
+  const MinimizeResult first = MinimizePeak(buffers, KahnOrder(g), /*lower_bound=*/0, options);
+  EXPECT_EQ(first.stats.checks, 0);
+  EXPECT_TRUE(IsTopologicalOrder(g, first.order));
+  options.only_below = first.lower_bound_bytes + 1;
+  const MinimizeResult result = MinimizePeak(buffers, KahnOrder(g), /*lower_bound=*/0, options);
+  EXPECT_TRUE(IsTopologicalOrder(g, result.order));
+  ASSERT_GE(result.lower_bound_bytes, options.only_below);
+  EXPECT_EQ(result.stats.checks, 1);
+}
+
 // The same with Concats laid out in place (and the other switches varied):
 // slices that live until the output's last reader change what is optimal.
 TEST(BudgetSearchTest, EqualsBruteForceWithConcatsInPlace) {
