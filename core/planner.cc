@@ -346,9 +346,9 @@ class PlanRun {
   absl::Status StartOrder() {
     {
       PhaseTimer timer(&plan_, "baselines");
-      // The list schedules (greedy, inductor, xla) choose among all ready
-      // ops at every step: on a wide graph they may stop choosing at half
-      // the time limit (fallback "baselines").
+      // The list schedules (greedy, inductor, xla; list_schedule.h) stop
+      // choosing at half the time limit (fallback "baselines"); near-linear,
+      // they rarely need to.
       ASSIGN_OR_RETURN(
           BaselineReport report,
           BaselineOrders(buffers_, options_, std::min(search_end_, TimeAfter(start_, time_limit_ / 2)), fall_back_));
