@@ -8,6 +8,7 @@
 #include <iterator>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -40,13 +41,15 @@ constexpr size_t kLargeInstance = 1000;
 constexpr int kArenaPlacements = 10;  // PlanArena's orders times fits
 
 // A large instance's start: PlanArenaFast's placement, then lowest-first
-// placements (lowest_first.h), one per chain as tasks on `executor`, first
+// placements (lowest_first.h), on `chains` tasks on `executor`, first
 // under the two ranks that did best on large instances (TAW and TWA; WAT
 // ended 2-5% above them at 10^5 and 10^6 buffers), then with shuffled ranks
-// (their results scatter by a few percent) in rounds while a round's time
-// fits before `deadline` (a placement still running then is dropped; none
-// starts once it is past); before them, PlanArena's placements when their
-// estimated time fits the instance's time. The smallest plan.
+// (their results scatter by a few percent), each chain going on while its
+// last placement's time fits before `deadline` (a placement still running
+// then is dropped; none starts once it is past); the instance is set up
+// once (LowestFirstPlacer) for all of them. Before them, PlanArena's
+// placements when their estimated time fits the instance's time. The
+// smallest plan.
 absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options, const ArenaLimits& limits,
                                             Clock::time_point deadline, ArenaCut* cut) {
@@ -79,35 +82,68 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
     }
     if (best.size_bytes <= bound) return best;
   }
+  // The setup costs seconds at 10^6 buffers: none of it past the deadline.
+  if (Clock::now() >= placement_limits.deadline) return best;  // PlanArenaFast's (or PlanArena's) plan
+  absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, alignment);
+  if (!placer.ok()) return placer.status();
+  // Placement p (counting from 0, chain p % chains making it) is under
+  // ranks[p % 2], unshuffled for the first two and shuffled with seed p + 1
+  // after them. The first max(chains, 2) placements always run; then, with
+  // a finite time, each chain goes on on its own while its last placement's
+  // time fits before the deadline.
   const OffsetRank ranks[] = {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea};
-  for (int64_t round = 0;; ++round) {
-    const Clock::time_point round_start = Clock::now();
-    if (round_start >= placement_limits.deadline) break;  // no time: PlanArenaFast's (or PlanArena's) plan
-    const int tasks_in_round = round == 0 ? std::max(chains, 2) : chains;
-    std::vector<absl::StatusOr<ArenaPlan>> plans(tasks_in_round, absl::UnknownError("not run"));
+  std::vector<std::vector<size_t>> base(2);  // the rankings under ranks[0] and ranks[1], once
+  {
     std::vector<std::function<void()>> tasks;
-    for (int t = 0; t < tasks_in_round; ++t) {
-      const uint64_t seed = round == 0 && t < 2 ? 0 : static_cast<uint64_t>(round * tasks_in_round + t + 1);
-      tasks.push_back(
-          [&, t, seed] { plans[t] = PlanArenaLowestFirst(buffers, alignment, ranks[t % 2], seed, placement_limits); });
-    }
+    for (size_t r = 0; r < 2; ++r) tasks.push_back([&, r] { base[r] = placer->Ranking(ranks[r]); });
     RunAll(executor, tasks);
-    bool stopped = false;
-    for (absl::StatusOr<ArenaPlan>& plan : plans) {
-      if (absl::IsDeadlineExceeded(plan.status()) || absl::IsCancelled(plan.status())) {
-        stopped = true;
-        continue;
+  }
+  const int64_t first_round = std::max(chains, 2);
+  std::atomic<bool> reached{false}, stopped{false};
+  std::vector<ArenaPlan> chain_best(static_cast<size_t>(chains));
+  std::vector<absl::Status> chain_error(static_cast<size_t>(chains));
+  std::vector<std::function<void()>> tasks;
+  for (int c = 0; c < chains; ++c) {
+    tasks.push_back([&, c] {
+      ArenaPlan& mine = chain_best[static_cast<size_t>(c)];
+      mine.size_bytes = std::numeric_limits<int64_t>::max();
+      Clock::duration last{0};
+      for (int64_t p = c;; p += chains) {
+        const bool later = p >= first_round;
+        const Clock::time_point begin = Clock::now();
+        if (later && (!std::isfinite(options.seconds) || reached.load() || stopped.load() ||
+                      begin + last > placement_limits.deadline)) {
+          return;
+        }
+        if (begin >= placement_limits.deadline) {
+          stopped.store(true);
+          return;
+        }
+        std::vector<size_t> ranked = base[static_cast<size_t>(p % 2)];
+        if (p >= 2) {  // as the search's restarts
+          std::mt19937_64 random(static_cast<uint64_t>(p + 1));
+          ShuffleNeighbours(&ranked, random);
+        }
+        absl::StatusOr<ArenaPlan> plan = placer->Place(ranked, placement_limits);
+        if (absl::IsDeadlineExceeded(plan.status()) || absl::IsCancelled(plan.status())) {
+          stopped.store(true);
+          return;
+        }
+        if (!plan.ok()) {
+          chain_error[static_cast<size_t>(c)] = plan.status();
+          return;
+        }
+        if (plan->size_bytes < mine.size_bytes) mine = *std::move(plan);
+        if (mine.size_bytes <= bound) reached.store(true);
+        last = Clock::now() - begin;
       }
-      if (!plan.ok()) return plan.status();
-      if (plan->size_bytes < best.size_bytes) best = *std::move(plan);
-    }
-    const Clock::time_point now = Clock::now();
-    // No second round without a finite time: it would not end short of the
-    // bound.
-    if (stopped || best.size_bytes <= bound || !std::isfinite(options.seconds) ||
-        now + (now - round_start) > placement_limits.deadline) {
-      break;
-    }
+    });
+  }
+  RunAll(executor, tasks);
+  for (int c = 0; c < chains; ++c) {
+    if (!chain_error[static_cast<size_t>(c)].ok()) return chain_error[static_cast<size_t>(c)];
+    const ArenaPlan& plan = chain_best[static_cast<size_t>(c)];
+    if (!plan.offsets.empty() && plan.size_bytes < best.size_bytes) best = plan;
   }
   return best;
 }

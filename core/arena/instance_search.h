@@ -57,9 +57,9 @@ InstanceSearchOptions PlanArenaSearch();
 // placed with their anchor as one piece.
 // With options.lowest_first_when_large, above 1,000 buffers the start is
 // the best of PlanArenaFast's placement and lowest-first placements
-// (lowest_first.h: TAW and TWA, then shuffled ranks in rounds, one per
-// chain, while a round fits in `seconds`; a placement still running at the
-// deadline is dropped), and PlanArena's when ten of its placements are
+// (lowest_first.h: TAW and TWA, then shuffled ranks, each chain going on
+// while its last placement's time fits in `seconds`; a placement still
+// running at the deadline is dropped), and PlanArena's when ten of its placements are
 // estimated to fit in `seconds`. The restarts are skipped when their tables
 // would exceed kMaxArenaSearchCells (`cut`: size_limit).
 // Within `limits` (arena_planner.h): PlanArena gets them, the restarts stop
