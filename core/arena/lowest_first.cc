@@ -232,6 +232,28 @@ absl::StatusOr<ArenaPlan> LowestFirstPlacer::Place(absl::Span<const size_t> rank
   return plan;
 }
 
+void ShuffleNearTop(const LowestFirstPlacer& placer, const ArenaPlan& plan, int odds, std::mt19937_64& random,
+                    std::vector<size_t>* ranked) {
+  const std::vector<LowestFirstPlacer::Block>& blocks = placer.blocks();
+  if (blocks.empty()) return;
+  auto end_of = [&](size_t k) { return plan.offsets[blocks[k].head] + blocks[k].extent; };
+  size_t top = 0;
+  for (size_t k = 1; k < blocks.size(); ++k) {
+    if (end_of(k) > end_of(top)) top = k;
+  }
+  const int64_t length = blocks[top].hi - blocks[top].lo;
+  const int64_t lo = blocks[top].lo - length, hi = blocks[top].hi + length;
+  std::vector<size_t> slots;  // positions in *ranked of the blocks near the top
+  for (size_t r = 0; r < ranked->size(); ++r) {
+    const LowestFirstPlacer::Block& b = blocks[(*ranked)[r]];
+    if (b.hi > lo && b.lo < hi) slots.push_back(r);
+  }
+  const uint64_t one_in = static_cast<uint64_t>(std::max(1, odds));
+  for (size_t q = 0; q + 1 < slots.size(); ++q) {
+    if (random() % one_in == 0) std::swap((*ranked)[slots[q]], (*ranked)[slots[q + 1]]);
+  }
+}
+
 absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                                OffsetRank rank, uint64_t shuffle_seed, const ArenaLimits& limits) {
   absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, alignment);

@@ -12,6 +12,7 @@
 #define SERENITY_CORE_ARENA_LOWEST_FIRST_H_
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -75,6 +76,16 @@ class LowestFirstPlacer {
   int sections_ = 1;
   int64_t total_extent_ = 0;  // the blocks' aligned extents
 };
+
+// A local perturbation of `ranked` (a permutation of the placer's blocks)
+// for improving `plan` (a placement of them): the blocks that share a
+// section with the block ending highest in `plan`, or lie within its
+// length of sections on either side, swap places as neighbours among
+// themselves (in rank order, one swap in `odds`, drawn from `random`); the
+// others keep their positions. Placing the result mostly keeps the other
+// regions of time as they were and redoes the one that sets the arena.
+void ShuffleNearTop(const LowestFirstPlacer& placer, const ArenaPlan& plan, int odds, std::mt19937_64& random,
+                    std::vector<size_t>* ranked);
 
 }  // namespace serenity
 

@@ -160,6 +160,49 @@ TEST(LowestFirstTest, HugeSizesPlaceAsSmallOnesScaled) {
   }
 }
 
+// ShuffleNearTop moves only blocks within the top block's length of
+// sections from it, keeps a permutation, and with odds 1 swaps every such
+// neighbour pair (so the near blocks do move).
+TEST(LowestFirstTest, ShuffleNearTopMovesOnlyBlocksNearTheTop) {
+  // Three regions of time, each of ten buffers: buffers 0-9 in steps
+  // 0-10 and 20-29 in steps 200-210 live two steps each; 10-19 all live
+  // in steps 100-109 and stack up to the top.
+  std::vector<ArenaBuffer> buffers;
+  for (int region = 0; region < 3; ++region) {
+    for (int i = 0; i < 10; ++i) {
+      const int first = 100 * region + i;
+      buffers.push_back(region == 1 ? ArenaBuffer{1000, 100, 109} : ArenaBuffer{10, first, first + 1});
+    }
+  }
+  absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, 1);
+  ASSERT_TRUE(placer.ok());
+  std::vector<size_t> ranked = placer->Ranking(OffsetRank::kTotalWidthArea);
+  const absl::StatusOr<ArenaPlan> plan = placer->Place(ranked);
+  ASSERT_TRUE(plan.ok());
+  const std::vector<LowestFirstPlacer::Block>& blocks = placer->blocks();
+  for (int odds : {1, 3}) {
+    std::mt19937_64 random(11);
+    std::vector<size_t> shuffled = ranked;
+    ShuffleNearTop(*placer, *plan, odds, random, &shuffled);
+    std::vector<size_t> sorted = shuffled;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k) ASSERT_EQ(sorted[k], k);
+    int moved = 0;
+    for (size_t r = 0; r < ranked.size(); ++r) {
+      const int64_t head = static_cast<int64_t>(blocks[ranked[r]].head);
+      if (head < 10 || head >= 20) {
+        EXPECT_EQ(shuffled[r], ranked[r]) << "odds " << odds << ": a block far from the top moved";
+      } else if (shuffled[r] != ranked[r]) {
+        ++moved;
+      }
+    }
+    if (odds == 1) {
+      EXPECT_EQ(moved, 10);  // each swap moves the first of the near blocks one on
+    }
+    EXPECT_GT(moved, 0);
+  }
+}
+
 TEST(LowestFirstTest, PlacerRefusesAnotherRanking) {
   const std::vector<ArenaBuffer> buffers = {{4, 0, 1}, {4, 1, 2}, {4, 2, 3}};
   absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, 1);
