@@ -47,13 +47,14 @@ constexpr int kClimbSwapOdds = 20;
 // A large instance's start: PlanArenaFast's placement, then lowest-first
 // placements (lowest_first.h), on `chains` tasks on `executor`, first
 // under the two ranks that did best on large instances (TAW and TWA; WAT
-// ended 2-5% above them at 10^5 and 10^6 buffers), then with shuffled ranks
-// (their results scatter by a few percent), each chain going on while its
-// last placement's time fits before `deadline` (a placement still running
-// then is dropped; none starts once it is past); the instance is set up
-// once (LowestFirstPlacer) for all of them. Before them, PlanArena's
-// placements when their estimated time fits the instance's time. The
-// smallest plan.
+// ended 2-5% above them at 10^5 and 10^6 buffers), then restarts under
+// shuffled ranks (their results scatter by a few percent) and climbs from
+// the best plan found (placements under its ranking shuffled near its top),
+// each chain going on while its last placement's time fits before
+// `deadline` (a placement still running then is dropped; none starts once
+// it is past); the instance is set up once (LowestFirstPlacer) for all of
+// them. Before them, PlanArena's placements when their estimated time fits
+// the instance's time. The smallest plan.
 absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options, const ArenaLimits& limits,
                                             Clock::time_point deadline, ArenaCut* cut) {

@@ -57,7 +57,8 @@ InstanceSearchOptions PlanArenaSearch();
 // placed with their anchor as one piece.
 // With options.lowest_first_when_large, above 1,000 buffers the start is
 // the best of PlanArenaFast's placement and lowest-first placements
-// (lowest_first.h: TAW and TWA, then shuffled ranks, each chain going on
+// (lowest_first.h: TAW and TWA, then in turn restarts under shuffled TAW
+// and climbs from the best plan so far, ShuffleNearTop, each chain going on
 // while its last placement's time fits in `seconds`; a placement still
 // running at the deadline is dropped), and PlanArena's when ten of its placements are
 // estimated to fit in `seconds`. The restarts are skipped when their tables
