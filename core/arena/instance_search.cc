@@ -98,7 +98,8 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
   // shuffles ended 1.024-1.045x at 10^6 random buffers where TAW's ended
   // 1.011-1.033x) and odd ones climbing from the best plan of all chains
   // (its ranking shuffled near the top, ShuffleNearTop, kept when no
-  // larger). The first max(chains, 2) placements always run.
+  // larger); at most options.max_restarts of them per chain. The first
+  // max(chains, 2) placements always run.
   const OffsetRank ranks[] = {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea};
   std::vector<std::vector<size_t>> base(2);  // the rankings under ranks[0] and ranks[1], once
   {
@@ -116,11 +117,12 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
   for (int c = 0; c < chains; ++c) {
     tasks.push_back([&, c] {
       Clock::duration last{0};
+      int64_t later_placements = 0;
       for (int64_t p = c;; p += chains) {
         const bool later = p >= first_round;
         const Clock::time_point begin = Clock::now();
         if (later && (!std::isfinite(options.seconds) || reached.load() || stopped.load() ||
-                      begin + last > placement_limits.deadline)) {
+                      begin + last > placement_limits.deadline || later_placements++ >= options.max_restarts)) {
           return;
         }
         if (begin >= placement_limits.deadline) {

@@ -30,7 +30,9 @@ struct InstanceSearchOptions {
   int chains = 1;
   Executor* executor = nullptr;
   // Nodes of each static-rank attempt at the bound (0: none), and restarts
-  // per chain.
+  // per chain (on a large instance with lowest_first_when_large: each
+  // chain's lowest-first placements, restarts and climbs, after the first
+  // ones).
   int64_t static_nodes = 1000000;
   int64_t max_restarts = std::numeric_limits<int64_t>::max();
   // Start from PlanArena(buffers, alignment)'s plan, its one pass of searches
