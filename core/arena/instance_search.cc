@@ -8,6 +8,7 @@
 #include <iterator>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -38,15 +39,22 @@ constexpr int kGapDivisor = 4;
 // placement scans for about 25 s; bench/arena_scaling.sh).
 constexpr size_t kLargeInstance = 1000;
 constexpr int kArenaPlacements = 10;  // PlanArena's orders times fits
+// Each climb swaps one in kClimbSwapOdds of the blocks near the top (at
+// 10^6 random buffers, from a restart at 1.012x, one climb at one in 20
+// reached 1.006x; at one in 5 most climbs ended 2-3% higher).
+constexpr int kClimbSwapOdds = 20;
 
 // A large instance's start: PlanArenaFast's placement, then lowest-first
-// placements (lowest_first.h), one per chain as tasks on `executor`, first
+// placements (lowest_first.h), on `chains` tasks on `executor`, first
 // under the two ranks that did best on large instances (TAW and TWA; WAT
-// ended 2-5% above them at 10^5 and 10^6 buffers), then with shuffled ranks
-// (their results scatter by a few percent) in rounds while a round's time
-// fits before `deadline` (a placement still running then is dropped; none
-// starts once it is past); before them, PlanArena's placements when their
-// estimated time fits the instance's time. The smallest plan.
+// ended 2-5% above them at 10^5 and 10^6 buffers), then restarts under
+// shuffled ranks (their results scatter by a few percent) and climbs from
+// the best plan found (placements under its ranking shuffled near its top),
+// each chain going on while its last placement's time fits before
+// `deadline` (a placement still running then is dropped; none starts once
+// it is past); the instance is set up once (LowestFirstPlacer) for all of
+// them. Before them, PlanArena's placements when their estimated time fits
+// the instance's time. The smallest plan.
 absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                             const InstanceSearchOptions& options, const ArenaLimits& limits,
                                             Clock::time_point deadline, ArenaCut* cut) {
@@ -79,36 +87,88 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
     }
     if (best.size_bytes <= bound) return best;
   }
+  // The setup costs seconds at 10^6 buffers: none of it past the deadline.
+  if (Clock::now() >= placement_limits.deadline) return best;  // PlanArenaFast's (or PlanArena's) plan
+  absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, alignment);
+  if (!placer.ok()) return placer.status();
+  // Placement p (counting from 0, chain p % chains making it): first TAW
+  // and TWA unshuffled; then, with a finite time, each chain goes on on its
+  // own while its last placement's time fits before the deadline, even
+  // placements restarting under TAW shuffled with seed p + 1 (TWA's
+  // shuffles ended 1.024-1.045x at 10^6 random buffers where TAW's ended
+  // 1.011-1.033x) and odd ones climbing from the best plan of all chains
+  // (its ranking shuffled near the top, ShuffleNearTop, kept when no
+  // larger); at most options.max_restarts of them per chain. The first
+  // max(chains, 2) placements always run.
   const OffsetRank ranks[] = {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea};
-  for (int64_t round = 0;; ++round) {
-    const Clock::time_point round_start = Clock::now();
-    if (round_start >= placement_limits.deadline) break;  // no time: PlanArenaFast's (or PlanArena's) plan
-    const int tasks_in_round = round == 0 ? std::max(chains, 2) : chains;
-    std::vector<absl::StatusOr<ArenaPlan>> plans(tasks_in_round, absl::UnknownError("not run"));
+  std::vector<std::vector<size_t>> base(2);  // the rankings under ranks[0] and ranks[1], once
+  {
     std::vector<std::function<void()>> tasks;
-    for (int t = 0; t < tasks_in_round; ++t) {
-      const uint64_t seed = round == 0 && t < 2 ? 0 : static_cast<uint64_t>(round * tasks_in_round + t + 1);
-      tasks.push_back(
-          [&, t, seed] { plans[t] = PlanArenaLowestFirst(buffers, alignment, ranks[t % 2], seed, placement_limits); });
-    }
+    for (size_t r = 0; r < 2; ++r) tasks.push_back([&, r] { base[r] = placer->Ranking(ranks[r]); });
     RunAll(executor, tasks);
-    bool stopped = false;
-    for (absl::StatusOr<ArenaPlan>& plan : plans) {
-      if (absl::IsDeadlineExceeded(plan.status()) || absl::IsCancelled(plan.status())) {
-        stopped = true;
-        continue;
-      }
-      if (!plan.ok()) return plan.status();
-      if (plan->size_bytes < best.size_bytes) best = *std::move(plan);
-    }
-    const Clock::time_point now = Clock::now();
-    // No second round without a finite time: it would not end short of the
-    // bound.
-    if (stopped || best.size_bytes <= bound || !std::isfinite(options.seconds) ||
-        now + (now - round_start) > placement_limits.deadline) {
-      break;
-    }
   }
+  const int64_t first_round = std::max(chains, 2);
+  std::atomic<bool> reached{false}, stopped{false};
+  std::mutex mu;  // guards the three below
+  ArenaPlan shared_plan;
+  std::vector<size_t> shared_ranked;
+  absl::Status error;
+  std::vector<std::function<void()>> tasks;
+  for (int c = 0; c < chains; ++c) {
+    tasks.push_back([&, c] {
+      Clock::duration last{0};
+      int64_t later_placements = 0;
+      for (int64_t p = c;; p += chains) {
+        const bool later = p >= first_round;
+        const Clock::time_point begin = Clock::now();
+        if (later && (!std::isfinite(options.seconds) || reached.load() || stopped.load() ||
+                      begin + last > placement_limits.deadline || later_placements++ >= options.max_restarts)) {
+          return;
+        }
+        if (begin >= placement_limits.deadline) {
+          stopped.store(true);
+          return;
+        }
+        std::mt19937_64 random(static_cast<uint64_t>(p + 1));
+        std::vector<size_t> ranked;
+        bool climbing = false;
+        if (later && p % 2 == 1) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!shared_ranked.empty()) {
+            ranked = shared_ranked;
+            ShuffleNearTop(*placer, shared_plan, kClimbSwapOdds, random, &ranked);
+            climbing = true;
+          }
+        }
+        if (!climbing) {
+          ranked = base[p == 1 ? 1 : 0];
+          if (p >= 2) ShuffleNeighbours(&ranked, random);  // as the search's restarts
+        }
+        absl::StatusOr<ArenaPlan> plan = placer->Place(ranked, placement_limits);
+        if (absl::IsDeadlineExceeded(plan.status()) || absl::IsCancelled(plan.status())) {
+          stopped.store(true);
+          return;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        if (!plan.ok()) {
+          error = plan.status();
+          stopped.store(true);
+          return;
+        }
+        // A climb keeps an equal plan too, so the ranking drifts.
+        if (shared_ranked.empty() || plan->size_bytes < shared_plan.size_bytes ||
+            (climbing && plan->size_bytes == shared_plan.size_bytes)) {
+          shared_plan = *std::move(plan);
+          shared_ranked = std::move(ranked);
+        }
+        if (shared_plan.size_bytes <= bound) reached.store(true);
+        last = Clock::now() - begin;
+      }
+    });
+  }
+  RunAll(executor, tasks);
+  if (!error.ok()) return error;
+  if (!shared_ranked.empty() && shared_plan.size_bytes < best.size_bytes) best = std::move(shared_plan);
   return best;
 }
 

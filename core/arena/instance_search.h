@@ -30,7 +30,9 @@ struct InstanceSearchOptions {
   int chains = 1;
   Executor* executor = nullptr;
   // Nodes of each static-rank attempt at the bound (0: none), and restarts
-  // per chain.
+  // per chain (on a large instance with lowest_first_when_large: each
+  // chain's lowest-first placements, restarts and climbs, after the first
+  // ones).
   int64_t static_nodes = 1000000;
   int64_t max_restarts = std::numeric_limits<int64_t>::max();
   // Start from PlanArena(buffers, alignment)'s plan, its one pass of searches
@@ -57,9 +59,10 @@ InstanceSearchOptions PlanArenaSearch();
 // placed with their anchor as one piece.
 // With options.lowest_first_when_large, above 1,000 buffers the start is
 // the best of PlanArenaFast's placement and lowest-first placements
-// (lowest_first.h: TAW and TWA, then shuffled ranks in rounds, one per
-// chain, while a round fits in `seconds`; a placement still running at the
-// deadline is dropped), and PlanArena's when ten of its placements are
+// (lowest_first.h: TAW and TWA, then in turn restarts under shuffled TAW
+// and climbs from the best plan so far, ShuffleNearTop, each chain going on
+// while its last placement's time fits in `seconds`; a placement still
+// running at the deadline is dropped), and PlanArena's when ten of its placements are
 // estimated to fit in `seconds`. The restarts are skipped when their tables
 // would exceed kMaxArenaSearchCells (`cut`: size_limit).
 // Within `limits` (arena_planner.h): PlanArena gets them, the restarts stop

@@ -1,11 +1,13 @@
 #include "core/arena/instance_search.h"
 
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "common/thread_pool.h"
 #include "core/arena/arena_verifier.h"
+#include "core/arena/lowest_first.h"
 #include "gtest/gtest.h"
 #include "tests/testing/arena_instances.h"
 
@@ -116,11 +118,68 @@ TEST(InstanceSearchTest, LargeInstancesStartLowestFirst) {
   ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
   EXPECT_LE(plan->size_bytes, fast->size_bytes);
   EXPECT_EQ(plan->size_bytes, AlignedArenaLowerBound(buffers, 64));
+  // One chain on the calling thread: restarts and climbs in turn.
+  options.chains = 1;
+  options.executor = nullptr;
+  options.seconds = 1;
+  plan = PlanArenaInstance(buffers, 64, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
+  EXPECT_LE(plan->size_bytes, fast->size_bytes);
   options.seconds = 0;
   plan = PlanArenaInstance(buffers, 64, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(VerifyArena(buffers, *plan).ok());
   EXPECT_FALSE(PlanArenaSearch().lowest_first_when_large);
+}
+
+// An instance like bench/make_arena_instances.py's random ones (most
+// buffers short, a few live long; sizes log-uniform) that the first
+// placements leave above the bound: the restarts and climbs run, every
+// plan they keep is valid, and the result is never above the placements
+// made without climbing (TAW and TWA unshuffled, the restarts).
+TEST(InstanceSearchTest, LargeInstancesRestartAndClimbBelowTheFirstPlacements) {
+  std::mt19937 rng(9);
+  std::vector<ArenaBuffer> buffers;
+  for (int i = 0; i < 20000; ++i) {
+    const int kind = static_cast<int>(rng() % 100);
+    const int length = kind < 85   ? 1 + static_cast<int>(rng() % 3)
+                       : kind < 99 ? 8 + static_cast<int>(rng() % 500)
+                                   : 512 + static_cast<int>(rng() % 8000);
+    const double size = std::exp(std::uniform_real_distribution<double>(std::log(64.0), std::log(1 << 20))(rng));
+    buffers.push_back({static_cast<int64_t>(size) / 64 * 64 + 64, i, i + length - 1});
+  }
+  // The placements the chain makes first and restarts with (placement p:
+  // TAW shuffled with seed p + 1 for even p from 2), each on its own.
+  int64_t restarts = std::numeric_limits<int64_t>::max();
+  for (uint64_t p = 0; p <= 12; p += 2) {
+    absl::StatusOr<ArenaPlan> plan = PlanArenaLowestFirst(buffers, 1, OffsetRank::kTotalAreaWidth, p == 0 ? 0 : p + 1);
+    ASSERT_TRUE(plan.ok());
+    restarts = std::min(restarts, plan->size_bytes);
+  }
+  absl::StatusOr<ArenaPlan> twa = PlanArenaLowestFirst(buffers, 1, OffsetRank::kTotalWidthArea);
+  ASSERT_TRUE(twa.ok());
+  restarts = std::min(restarts, twa->size_bytes);
+  ASSERT_GT(restarts, AlignedArenaLowerBound(buffers, 1));  // something left to improve
+  // One chain on the calling thread: after the first two placements, 12
+  // restarts and climbs in turn (time to spare for slow builds, and the
+  // same placements on every machine); no searches by offsets after them.
+  InstanceSearchOptions options;
+  options.seconds = 600;
+  options.max_restarts = 12;
+  options.static_nodes = 0;
+  absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(buffers, 1, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
+  EXPECT_LE(plan->size_bytes, restarts);
+  // The same placements, fewer of them: never a smaller arena (a climb
+  // keeps only plans no larger than the best).
+  for (int64_t fewer : {3, 7}) {
+    options.max_restarts = fewer;
+    absl::StatusOr<ArenaPlan> shorter = PlanArenaInstance(buffers, 1, options);
+    ASSERT_TRUE(shorter.ok()) << shorter.status();
+    EXPECT_GE(shorter->size_bytes, plan->size_bytes) << fewer << " placements";
+  }
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #define SERENITY_CORE_ARENA_LOWEST_FIRST_H_
 
 #include <cstdint>
+#include <random>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -35,6 +37,55 @@ namespace serenity {
 absl::StatusOr<ArenaPlan> PlanArenaLowestFirst(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                                OffsetRank rank, uint64_t shuffle_seed = 0,
                                                const ArenaLimits& limits = {});
+
+// PlanArenaLowestFirst in parts, for placing one instance many times under
+// different rankings: the blocks (an anchor with its anchored buffers, or a
+// free buffer of non-zero extent, as AnchoredBlocks lists them) and their
+// sections are set up once.
+class LowestFirstPlacer {
+ public:
+  // An anchored block and the sections it lives in: [lo, hi).
+  struct Block : AnchoredBlock {
+    int lo = 0;
+    int hi = 0;
+  };
+
+  // Errors as PlanArenaGreedyBySize. `buffers` must outlive the placer.
+  static absl::StatusOr<LowestFirstPlacer> Create(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
+
+  const std::vector<Block>& blocks() const { return blocks_; }
+  absl::Span<const ArenaBuffer> buffers() const { return buffers_; }
+  int64_t alignment() const { return alignment_; }
+
+  // The blocks' indices, highest rank first under `rank`, ties by index
+  // (the order PlanArenaLowestFirst places ties in).
+  std::vector<size_t> Ranking(OffsetRank rank) const;
+
+  // The lowest-first placement with ties between blocks broken by their
+  // position in `ranked` (a permutation of the block indices; earlier
+  // first). InvalidArgument when `ranked` is no such permutation;
+  // DeadlineExceeded or Cancelled as PlanArenaLowestFirst.
+  absl::StatusOr<ArenaPlan> Place(absl::Span<const size_t> ranked, const ArenaLimits& limits = {}) const;
+
+ private:
+  LowestFirstPlacer() = default;
+
+  absl::Span<const ArenaBuffer> buffers_;
+  int64_t alignment_ = 1;
+  std::vector<Block> blocks_;
+  int sections_ = 1;
+  int64_t total_extent_ = 0;  // the blocks' aligned extents
+};
+
+// A local perturbation of `ranked` (a permutation of the placer's blocks)
+// for improving `plan` (a placement of them): the blocks that share a
+// section with the block ending highest in `plan`, or lie within its
+// length of sections on either side, swap places as neighbours among
+// themselves (in rank order, one swap in `odds`, drawn from `random`); the
+// others keep their positions. Placing the result mostly keeps the other
+// regions of time as they were and redoes the one that sets the arena.
+void ShuffleNearTop(const LowestFirstPlacer& placer, const ArenaPlan& plan, int odds, std::mt19937_64& random,
+                    std::vector<size_t>* ranked);
 
 }  // namespace serenity
 

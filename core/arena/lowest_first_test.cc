@@ -97,6 +97,124 @@ TEST(LowestFirstTest, StopsAtTheDeadlineOrOnCancel) {
   EXPECT_TRUE(PlanArenaLowestFirst(buffers, 1, OffsetRank::kTotalAreaWidth).ok());
 }
 
+// The placer set up once places as PlanArenaLowestFirst does, under a
+// ranking and under its shuffles, and as many times as asked.
+TEST(LowestFirstTest, PlacerPlacesAsPlanArenaLowestFirst) {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<ArenaBuffer> buffers = testing::RandomSmallArenaInstance(2 + trial % 9, trial % 2, rng);
+    if (trial % 5 == 0 && buffers.size() >= 2) {  // buffer 0 anchors buffer 1
+      buffers[1].anchor = 0;
+      buffers[1].offset_from_anchor = 2;
+    }
+    const int64_t alignment = trial % 3 == 0 ? 4 : 1;
+    absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, alignment);
+    ASSERT_TRUE(placer.ok());
+    for (OffsetRank rank : kRanks) {
+      for (uint64_t seed : {uint64_t{0}, uint64_t{7}}) {
+        std::vector<size_t> ranked = placer->Ranking(rank);
+        if (seed != 0) {
+          std::mt19937_64 random(seed);
+          ShuffleNeighbours(&ranked, random);
+        }
+        const absl::StatusOr<ArenaPlan> expected = PlanArenaLowestFirst(buffers, alignment, rank, seed);
+        ASSERT_TRUE(expected.ok());
+        for (int again = 0; again < 2; ++again) {
+          const absl::StatusOr<ArenaPlan> plan = placer->Place(ranked);
+          ASSERT_TRUE(plan.ok());
+          EXPECT_EQ(plan->offsets, expected->offsets) << "trial " << trial;
+          EXPECT_EQ(plan->size_bytes, expected->size_bytes);
+        }
+      }
+    }
+  }
+}
+
+// Sizes near 2^62 in all leave no room to pack a rank beside each lowest
+// offset: the queue then keeps pairs, and places the same. Lowest-first
+// placement does not change when every size doubles, so an instance with
+// sizes times 2^56 (pairs) has the offsets of the small one (packed)
+// times 2^56.
+TEST(LowestFirstTest, HugeSizesPlaceAsSmallOnesScaled) {
+  std::mt19937 rng(31);
+  constexpr int64_t kScale = int64_t{1} << 56;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<ArenaBuffer> small, huge;
+    for (int i = 0; i < 8; ++i) {
+      const int first = static_cast<int>(rng() % 6);
+      const int last = first + static_cast<int>(rng() % 4);
+      const int64_t size = 2 + static_cast<int64_t>(rng() % 7);  // 8 buffers: 2^60 to 2^62 bytes in all
+      small.push_back({size, first, last});
+      huge.push_back({size * kScale, first, last});
+    }
+    for (OffsetRank rank : kRanks) {
+      const absl::StatusOr<ArenaPlan> plan = PlanArenaLowestFirst(small, 1, rank, trial % 2 == 0 ? 0 : 3);
+      const absl::StatusOr<ArenaPlan> scaled = PlanArenaLowestFirst(huge, 1, rank, trial % 2 == 0 ? 0 : 3);
+      ASSERT_TRUE(plan.ok());
+      ASSERT_TRUE(scaled.ok()) << scaled.status();
+      ASSERT_TRUE(VerifyArena(huge, *scaled).ok()) << VerifyArena(huge, *scaled);
+      for (size_t i = 0; i < small.size(); ++i) {
+        EXPECT_EQ(scaled->offsets[i], plan->offsets[i] * kScale) << "trial " << trial << " buffer " << i;
+      }
+    }
+  }
+}
+
+// ShuffleNearTop moves only blocks within the top block's length of
+// sections from it, keeps a permutation, and with odds 1 swaps every such
+// neighbour pair (so the near blocks do move).
+TEST(LowestFirstTest, ShuffleNearTopMovesOnlyBlocksNearTheTop) {
+  // Three regions of time, each of ten buffers: buffers 0-9 in steps
+  // 0-10 and 20-29 in steps 200-210 live two steps each; 10-19 all live
+  // in steps 100-109 and stack up to the top.
+  std::vector<ArenaBuffer> buffers;
+  for (int region = 0; region < 3; ++region) {
+    for (int i = 0; i < 10; ++i) {
+      const int first = 100 * region + i;
+      buffers.push_back(region == 1 ? ArenaBuffer{1000, 100, 109} : ArenaBuffer{10, first, first + 1});
+    }
+  }
+  absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, 1);
+  ASSERT_TRUE(placer.ok());
+  std::vector<size_t> ranked = placer->Ranking(OffsetRank::kTotalWidthArea);
+  const absl::StatusOr<ArenaPlan> plan = placer->Place(ranked);
+  ASSERT_TRUE(plan.ok());
+  const std::vector<LowestFirstPlacer::Block>& blocks = placer->blocks();
+  for (int odds : {1, 3}) {
+    std::mt19937_64 random(11);
+    std::vector<size_t> shuffled = ranked;
+    ShuffleNearTop(*placer, *plan, odds, random, &shuffled);
+    std::vector<size_t> sorted = shuffled;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k) ASSERT_EQ(sorted[k], k);
+    int moved = 0;
+    for (size_t r = 0; r < ranked.size(); ++r) {
+      const int64_t head = static_cast<int64_t>(blocks[ranked[r]].head);
+      if (head < 10 || head >= 20) {
+        EXPECT_EQ(shuffled[r], ranked[r]) << "odds " << odds << ": a block far from the top moved";
+      } else if (shuffled[r] != ranked[r]) {
+        ++moved;
+      }
+    }
+    if (odds == 1) {
+      EXPECT_EQ(moved, 10);  // each swap moves the first of the near blocks one on
+    }
+    EXPECT_GT(moved, 0);
+  }
+}
+
+TEST(LowestFirstTest, PlacerRefusesAnotherRanking) {
+  const std::vector<ArenaBuffer> buffers = {{4, 0, 1}, {4, 1, 2}, {4, 2, 3}};
+  absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, 1);
+  ASSERT_TRUE(placer.ok());
+  EXPECT_TRUE(placer->Place(std::vector<size_t>{2, 0, 1}).ok());
+  EXPECT_EQ(placer->Place(std::vector<size_t>{0, 1}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(placer->Place(std::vector<size_t>{0, 1, 1}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(placer->Place(std::vector<size_t>{0, 1, 3}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(placer->Place(std::vector<size_t>{0, 1, 2, 0}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(LowestFirstPlacer::Create(buffers, 0).ok());
+}
+
 TEST(LowestFirstTest, RefusesBadInput) {
   EXPECT_FALSE(PlanArenaLowestFirst({{-1, 0, 1}}, 1, OffsetRank::kTotalWidthArea).ok());
   EXPECT_FALSE(PlanArenaLowestFirst({{1, 3, 1}}, 1, OffsetRank::kTotalWidthArea).ok());
