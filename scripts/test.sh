@@ -15,7 +15,7 @@ ctest --test-dir "${SERENITY_BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"
 # the sanitizers make ten times slower. SERENITY_SKIP_SANITIZERS=1 skips it.
 if [ "${SERENITY_SKIP_SANITIZERS:-0}" != 1 ]; then
   SLOW="EqualsBruteForce|PruningRules|MatchesProvenOptima|SharedModelsVerifies|PlansSharedModels"
-  SLOW="$SLOW|SearchEndsBefore|TrafficEstimates|EvaluatesTheCallers"
+  SLOW="$SLOW|SearchEndsBefore|TrafficEstimates|EvaluatesTheCallers|RestartAndClimb"
   # -O1: half the compile time of -O3, and sanitizer reports stay readable.
   SERENITY_BUILD_DIR=build-asan scripts/build.sh -DSERENITY_SANITIZE=ON -DCMAKE_CXX_FLAGS_RELEASE=-O1
   ctest --test-dir build-asan --output-on-failure -j"$(nproc)" --timeout 600 -E "$SLOW"
