@@ -13,11 +13,12 @@
 //     one feasibility check of the whole graph at BUDGET bytes (no split at
 //     cut points, default limits 60 s and SearchOptions' state cap): fits, refuted or
 //     unknown, with states, time and the memo's bytes.
-//   serenity-bench bounds MODEL.onnx [CANDIDATES]
+//   serenity-bench bounds MODEL.onnx
 //     the graph's lower bounds on the peak, each with its time: the cone
-//     bound (StepLowerBounds), the closure bound, and the pair bound over
-//     the CANDIDATES (default 24, as the planner) ops of the largest closure
-//     bounds (closure_bound.h), counting only pairs within one segment.
+//     bound (StepLowerBounds), the closure bound, and the pair bound
+//     (PairBounds, closure_bound.h) of every segment, its ops ranked by
+//     closure bound (the planner ranks by its bounds, then by step in its
+//     start order, and pairs only the segments its best order leaves open).
 //   serenity-bench plan fanout RELUS [SECONDS] [BYTES]
 //   serenity-bench plan layered OPS WIDTH [SECONDS]
 //     PlanGraph (server defaults, time limit SECONDS, default 1) of a
@@ -260,7 +261,7 @@ int PlanSynthetic(int argc, char** argv) {
 }
 
 // `bounds`: see the top of this file.
-int Bounds(const Graph& graph, size_t candidates) {
+int Bounds(const Graph& graph) {
   const BufferModel buffers(graph, MemoryModel{});
   Clock::time_point start = Clock::now();
   const Reachability reach(graph);
@@ -274,10 +275,10 @@ int Bounds(const Graph& graph, size_t candidates) {
   std::vector<std::vector<OpId>> by_segment(reach.num_segments());
   for (OpId u = 0; u < graph.num_ops(); ++u) by_segment[reach.segment_of(u)].push_back(u);
   int64_t pair = 0;
+  PairBounds pairs(buffers, reach);
   for (std::vector<OpId>& ops : by_segment) {
     std::stable_sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return closure[a] > closure[b]; });
-    if (ops.size() > candidates) ops.resize(candidates);
-    pair = std::max(pair, PairStepLowerBound(buffers, reach, ops));
+    pair = std::max(pair, pairs.Of(ops));
   }
   const double pair_ms = MillisSince(start);
   const int64_t cone_max = cone.empty() ? 0 : *std::max_element(cone.begin(), cone.end());
@@ -307,7 +308,7 @@ int main(int argc, char** argv) {
                  "       serenity-bench budget-sweep MODEL.onnx [POINTS]\n"
                  "       serenity-bench check MODEL.onnx BUDGET [SECONDS] [MAX_STATES]\n"
                  "       serenity-bench arena INSTANCE.csv...\n"
-                 "       serenity-bench bounds MODEL.onnx [CANDIDATES]\n"
+                 "       serenity-bench bounds MODEL.onnx\n"
                  "       serenity-bench plan fanout RELUS [SECONDS] [BYTES]\n"
                  "       serenity-bench plan layered OPS WIDTH [SECONDS]\n");
     return 2;
@@ -324,7 +325,7 @@ int main(int argc, char** argv) {
     return serenity::RandomOrders(*graph, argc > 3 ? std::stoi(argv[3]) : 10000,
                                   argc > 4 ? static_cast<unsigned>(std::stoul(argv[4])) : 1);
   }
-  if (command == "bounds") return serenity::Bounds(*graph, argc > 3 ? std::stoul(argv[3]) : 24);
+  if (command == "bounds") return serenity::Bounds(*graph);
   if (command == "budget-sweep") return serenity::BudgetSweep(*graph, argc > 3 ? std::stoi(argv[3]) : 8);
   if (command == "check" && argc > 3) {
     return serenity::CheckBudget(*graph, std::stoll(argv[3]), argc > 4 ? std::stod(argv[4]) : 60,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <utility>
@@ -95,6 +96,8 @@ class MaxFlow {
   std::vector<int> level_;
   std::vector<int> next_edge_;
 };
+
+}  // namespace
 
 // The closure bound at one op's step, with the per-segment data every op
 // of a graph shares: only the ops of u's segment that are neither ancestors
@@ -237,8 +240,6 @@ class ClosureCuts {
   std::vector<int> node_of_;
 };
 
-}  // namespace
-
 std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach,
                                             std::chrono::steady_clock::time_point deadline, bool* cut,
                                             absl::Span<const int64_t> steps, int64_t floor) {
@@ -279,36 +280,52 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
   return bounds;
 }
 
-int64_t PairStepLowerBound(const BufferModel& buffers, const Reachability& reach, absl::Span<const OpId> candidates,
-                           std::chrono::steady_clock::time_point deadline, bool* cut) {
-  ClosureCuts cuts(buffers, reach);
-  int64_t best = 0, work = 0;
+PairBounds::PairBounds(const BufferModel& buffers, const Reachability& reach)
+    : cuts_(std::make_unique<ClosureCuts>(buffers, reach)), reach_(reach) {}
+
+PairBounds::~PairBounds() = default;
+
+int64_t PairBounds::Of(absl::Span<const OpId> ops, int64_t known, std::chrono::steady_clock::time_point deadline,
+                       bool* cut) {
+  int64_t best = known;
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
+  bool stopped = false;
   // The least bytes at x's step with y run before it (or not); nullopt on
-  // the deadline or the work budget.
+  // the deadline (then *cut) or the work budget.
   const auto at = [&](OpId x, OpId y, bool y_before) -> std::optional<int64_t> {
-    if (work > kWorkBudget || (timed && std::chrono::steady_clock::now() >= deadline)) return std::nullopt;
-    return cuts.At(x, y, y_before, deadline, &work);
+    if (work_ > kWorkBudget) return std::nullopt;
+    if (timed && std::chrono::steady_clock::now() >= deadline) {
+      stopped = true;
+      return std::nullopt;
+    }
+    std::optional<int64_t> bytes = cuts_->At(x, y, y_before, deadline, &work_);
+    stopped = stopped || !bytes.has_value();
+    return bytes;
   };
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const OpId u = candidates[i];
-    if (!cuts.HasChoices(u)) continue;
-    for (size_t j = i + 1; j < candidates.size(); ++j) {
-      const OpId v = candidates[j];
-      if (u == v || reach.segment_of(u) != reach.segment_of(v) || reach.IsAncestor(u, v) || reach.IsDescendant(u, v)) {
+  const size_t first = std::min(ops.size(), kFirstOps);
+  for (size_t i = 0; i < first; ++i) {
+    const OpId u = ops[i];
+    if (!cuts_->HasChoices(u)) continue;
+    size_t partners = 0;
+    for (size_t j = 0; j < ops.size() && partners < kPartners; ++j) {
+      const OpId v = ops[j];
+      if (j == i || reach_.segment_of(u) != reach_.segment_of(v) || reach_.IsAncestor(u, v) ||
+          reach_.IsDescendant(u, v)) {
         continue;
       }
+      ++partners;
+      if (j < i) continue;  // paired when v was the first
       // v before u, or u before v: the order pays the larger step of each.
       std::optional<int64_t> a = at(u, v, true), a2 = a.has_value() ? at(v, u, false) : std::nullopt;
       if (!a2.has_value()) {
-        if (cut != nullptr) *cut = true;
+        if (stopped && cut != nullptr) *cut = true;
         return best;
       }
       const int64_t v_first = std::max(*a, *a2);
       if (v_first <= best) continue;  // the pair cannot raise the bound
       std::optional<int64_t> b = at(v, u, true), b2 = b.has_value() ? at(u, v, false) : std::nullopt;
       if (!b2.has_value()) {
-        if (cut != nullptr) *cut = true;
+        if (stopped && cut != nullptr) *cut = true;
         return best;
       }
       best = std::max(best, std::min(v_first, std::max(*b, *b2)));

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -45,21 +46,45 @@ std::vector<int64_t> ClosureStepLowerBounds(
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(), bool* cut = nullptr,
     absl::Span<const int64_t> steps = {}, int64_t floor = 0);
 
-// A lower bound on the peak of every order from pairs of ops: of two ops u
+// Lower bounds on the peak of every order from pairs of ops: of two ops u
 // and v that are not ancestors of each other, every order runs one first.
 // With v first, u's step holds at least the closure bound of u over the
 // sets that hold v, and v's step the closure bound of v over the sets
 // without u; so the peak is at least the smaller, over the two ways, of the
-// larger of those two. The largest such value over the pairs of
-// `candidates` (ops of the same segment; e.g. those of the largest closure
-// bounds) is returned, 0 when there is no such pair. It can exceed every
-// op's ClosureStepLowerBounds entry: each op's least closure may need the
-// other op on the other side. Four max-flows per pair, while a fixed work
-// budget lasts; stops at `deadline` (then sets `*cut`, when given) with the
-// pairs done so far, so the value is always a bound.
-int64_t PairStepLowerBound(
-    const BufferModel& buffers, const Reachability& reach, absl::Span<const OpId> candidates,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(), bool* cut = nullptr);
+// larger of those two. Such a pair bound can exceed both ops' closure
+// bounds: each op's least closure may need the other op on the other side.
+// One object per graph and reachability (both must outlive it): the
+// per-segment data is built once, and one work budget is shared by all
+// calls (counted, so deterministic).
+class ClosureCuts;
+class PairBounds {
+ public:
+  // Ops tried first, and how many ops that can run in either order with
+  // each (the first in `ops`' order) they are paired with: at most 96
+  // pairs, four max-flows each.
+  static constexpr size_t kFirstOps = 12;
+  static constexpr size_t kPartners = 8;
+
+  PairBounds(const BufferModel& buffers, const Reachability& reach);
+  ~PairBounds();
+  PairBounds(const PairBounds&) = delete;
+  PairBounds& operator=(const PairBounds&) = delete;
+
+  // The largest pair bound of `ops` (ops of one segment, the likeliest to
+  // set its bound first, e.g. by decreasing closure bound): each of the
+  // first kFirstOps ops with the first kPartners ops that can run in either
+  // order with it; or `known` (a bound the caller has) when higher. Stops,
+  // with the pairs done so far, when the work budget is spent or at
+  // `deadline` (then sets `*cut`, when given): always a bound.
+  int64_t Of(absl::Span<const OpId> ops, int64_t known = 0,
+             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+             bool* cut = nullptr);
+
+ private:
+  std::unique_ptr<ClosureCuts> cuts_;
+  const Reachability& reach_;
+  int64_t work_ = 0;
+};
 
 }  // namespace serenity
 

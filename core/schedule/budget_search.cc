@@ -460,9 +460,6 @@ constexpr std::chrono::seconds kBoundTestTime(1);
 // ops is proven in about 0.9 s of a 1 s limit).
 constexpr size_t kWindowSegmentOps = 1500;
 
-// Ops of a segment whose pairs may raise its bound (PairStepLowerBound: up
-// to four max-flows per pair of them).
-constexpr size_t kPairCandidates = 24;
 // The memo of one check of such a segment holds at most this many bytes.
 constexpr int64_t kMaxLongMemoBytes = int64_t{256} << 20;
 
@@ -530,37 +527,41 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     const Reachability reach(graph);
     const std::vector<int64_t> op_bounds = ClosureStepLowerBounds(buffers, reach, bounds_deadline, &bounds_cut, step_of,
                                                                   std::min(lower_bound, initial_peak));
-    int64_t graph_floor = std::min(lower_bound, initial_peak);
     for (Segment& s : segments) {
       for (OpId u : s.ops) s.lower = std::max(s.lower, op_bounds[u]);
-      graph_floor = std::max(graph_floor, s.lower);
     }
+    // The last step of any order holds every buffer live to the end: the
+    // last segment's steps are at least that.
+    if (!segments.empty()) segments.back().lower = std::max(segments.back().lower, FinalStepLowerBound(buffers));
+    int64_t graph_floor = std::min(lower_bound, initial_peak);
+    for (const Segment& s : segments) graph_floor = std::max(graph_floor, s.lower);
     // Where a segment's best peak is above both its bound and the graph's,
-    // the pairs of its ops of the largest bounds (closure_bound.h) may raise
-    // its bound: highest peak first, in the same time.
+    // pairs of its ops (closure_bound.h), those of the largest bounds first,
+    // may raise its bound: highest peak first, in the same time. Not when
+    // the start order is good enough or the bound is at only_below.
+    const bool pairs_matter =
+        initial_peak > good_enough && (options.only_below <= 0 || graph_floor < options.only_below);
     std::vector<Segment*> open;
     for (Segment& s : segments) {
-      if (s.best_peak > std::max(s.lower, graph_floor) && s.ops.size() > 2) open.push_back(&s);
+      if (pairs_matter && s.best_peak > std::max(s.lower, graph_floor) && s.ops.size() > 2) open.push_back(&s);
     }
     std::stable_sort(open.begin(), open.end(),
                      [](const Segment* a, const Segment* b) { return a->best_peak > b->best_peak; });
+    std::optional<PairBounds> pairs;
     for (Segment* s : open) {
-      if (s->best_peak <= graph_floor || Clock::now() >= bounds_deadline) continue;
-      std::vector<OpId> candidates = s->ops;
-      std::stable_sort(candidates.begin(), candidates.end(), [&](OpId a, OpId b) {
+      if (s->best_peak <= graph_floor || Clock::now() >= bounds_deadline || Cancelled(options)) continue;
+      std::vector<OpId> by_bound = s->ops;
+      std::stable_sort(by_bound.begin(), by_bound.end(), [&](OpId a, OpId b) {
         return std::make_pair(op_bounds[a], step_of[a]) > std::make_pair(op_bounds[b], step_of[b]);
       });
-      if (candidates.size() > kPairCandidates) candidates.resize(kPairCandidates);
-      s->lower = std::max(s->lower, PairStepLowerBound(buffers, reach, candidates, bounds_deadline));
+      if (!pairs.has_value()) pairs.emplace(buffers, reach);
+      s->lower = pairs->Of(by_bound, s->lower, bounds_deadline);
       graph_floor = std::max(graph_floor, s->lower);
     }
   }
 
   MinimizeResult result;
   result.stats.lower_bound_cut = bounds_cut;
-  // The last step of any order holds every buffer live to the end: the
-  // last segment's steps are at least that.
-  if (!segments.empty()) segments.back().lower = std::max(segments.back().lower, FinalStepLowerBound(buffers));
   auto search_of = [&](Segment& s) -> BudgetSearch& {
     if (s.search == nullptr) {
       Subproblem part;

@@ -161,24 +161,27 @@ TEST(BudgetSearchTest, OnlyBelowMinimisesBelowItOrProvesNoneIs) {
   EXPECT_GT(not_below, 100);
 }
 
-// Once the bound reaches only_below nothing more runs. Below any bound,
-// no check at all; just above the bound the search starts from, the first
-// round (the check at that bound) refutes it, and no window of the long
+// Once the bound reaches only_below nothing more runs. Below the bounds
+// the search starts from, no check at all; just above them, the first
+// round (the check at the bound) refutes it, and no window of the long
 // segment (which would look for an order all the same) nor any other check
-// follows.
+// follows. (Which bounds the search computes depends on only_below: the
+// pair bounds only when they could matter, so the start is found by
+// raising only_below past each bound that needed no check.)
 TEST(BudgetSearchTest, OnlyBelowTheBoundStopsBeforeTheWindows) {
   const Graph g = *Graph::Build(testing::LayeredDag(1600, 8));
   const BufferModel buffers(g, MemoryModel{});
   SearchOptions options;
   options.time_limit_seconds = 20;
   options.only_below = 1;
-  const MinimizeResult first = MinimizePeak(buffers, KahnOrder(g), /*lower_bound=*/0, options);
-  EXPECT_EQ(first.stats.checks, 0);
-  EXPECT_TRUE(IsTopologicalOrder(g, first.order));
-  options.only_below = first.lower_bound_bytes + 1;
-  const MinimizeResult result = MinimizePeak(buffers, KahnOrder(g), /*lower_bound=*/0, options);
-  EXPECT_TRUE(IsTopologicalOrder(g, result.order));
-  ASSERT_GE(result.lower_bound_bytes, options.only_below);
+  MinimizeResult result;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    result = MinimizePeak(buffers, KahnOrder(g), /*lower_bound=*/0, options);
+    EXPECT_TRUE(IsTopologicalOrder(g, result.order));
+    ASSERT_GE(result.lower_bound_bytes, options.only_below);
+    if (result.stats.checks > 0) break;
+    options.only_below = result.lower_bound_bytes + 1;
+  }
   EXPECT_EQ(result.stats.checks, 1);
 }
 
