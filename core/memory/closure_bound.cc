@@ -286,7 +286,7 @@ PairBounds::PairBounds(const BufferModel& buffers, const Reachability& reach)
 PairBounds::~PairBounds() = default;
 
 int64_t PairBounds::Of(absl::Span<const OpId> ops, int64_t known, std::chrono::steady_clock::time_point deadline,
-                       bool* cut) {
+                       bool* cut, absl::Span<const int64_t> steps) {
   int64_t best = known;
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   bool stopped = false;
@@ -314,7 +314,8 @@ int64_t PairBounds::Of(absl::Span<const OpId> ops, int64_t known, std::chrono::s
         continue;
       }
       ++partners;
-      if (j < i) continue;  // paired when v was the first
+      if (j < i) continue;                                                   // paired when v was the first
+      if (!steps.empty() && std::max(steps[u], steps[v]) <= best) continue;  // cannot raise it
       // v before u, or u before v: the order pays the larger step of each.
       std::optional<int64_t> a = at(u, v, true), a2 = a.has_value() ? at(v, u, false) : std::nullopt;
       if (!a2.has_value()) {

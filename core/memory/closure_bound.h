@@ -76,9 +76,14 @@ class PairBounds {
   // order with it; or `known` (a bound the caller has) when higher. Stops,
   // with the pairs done so far, when the work budget is spent or at
   // `deadline` (then sets `*cut`, when given): always a bound.
+  // `steps`, when not empty, holds each op's step bytes in some valid order
+  // (indexed by OpId): that order runs one of the two ways, so a pair's
+  // bound is at most the larger of its ops' steps, and a pair whose steps
+  // are both at most the bound so far is skipped (as are ops of no such
+  // pair), for less work and the same result.
   int64_t Of(absl::Span<const OpId> ops, int64_t known = 0,
              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-             bool* cut = nullptr);
+             bool* cut = nullptr, absl::Span<const int64_t> steps = {});
 
  private:
   std::unique_ptr<ClosureCuts> cuts_;

@@ -555,7 +555,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
         return std::make_pair(op_bounds[a], step_of[a]) > std::make_pair(op_bounds[b], step_of[b]);
       });
       if (!pairs.has_value()) pairs.emplace(buffers, reach);
-      s->lower = pairs->Of(by_bound, s->lower, bounds_deadline);
+      s->lower = pairs->Of(by_bound, s->lower, bounds_deadline, nullptr, step_of);
       graph_floor = std::max(graph_floor, s->lower);
     }
   }
