@@ -314,7 +314,7 @@ int64_t PairBounds::Of(absl::Span<const OpId> ops, int64_t known, std::chrono::s
         continue;
       }
       ++partners;
-      if (j < i) continue;                                                   // paired when v was the first
+      if (j < i) continue;  // v is a first op too: tried from v's list, if at all
       if (!steps.empty() && std::max(steps[u], steps[v]) <= best) continue;  // cannot raise it
       // v before u, or u before v: the order pays the larger step of each.
       std::optional<int64_t> a = at(u, v, true), a2 = a.has_value() ? at(v, u, false) : std::nullopt;

@@ -73,7 +73,9 @@ class PairBounds {
   // The largest pair bound of `ops` (ops of one segment, the likeliest to
   // set its bound first, e.g. by decreasing closure bound): each of the
   // first kFirstOps ops with the first kPartners ops that can run in either
-  // order with it; or `known` (a bound the caller has) when higher. Stops,
+  // order with it, but for those among the first ops that come before it (a
+  // pair of two first ops is tried from the earlier one's list only, if
+  // there); or `known` (a bound the caller has) when higher. Stops,
   // with the pairs done so far, when the work budget is spent or at
   // `deadline` (then sets `*cut`, when given): always a bound.
   // `steps`, when not empty, holds each op's step bytes in some valid order

@@ -180,8 +180,11 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bytes > b.bytes; });
   const auto past_deadline = [&] { return std::chrono::steady_clock::now() >= options.deadline; };
-  // The best peak so far: the model as given, then each trial kept.
+  // The best peak so far, and its plan's ops by name (what each trial's
+  // search starts from, carried over): the model as given, then each trial
+  // kept.
   int64_t best = plan.profile.peak_bytes;
+  std::vector<std::string> best_names = OpNamesInOrder(graph, plan.order);
   // Imports and scores a trial model. A trial that fails to import or plan
   // is not kept (a note says why): rewriting never fails a request that
   // plans without it. Only a cancelled call ends the request.
@@ -200,7 +203,7 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     // The search starts from the best plan so far, carried over, when that
     // is lower than the baselines: most of the trial's ops are its ops.
     PlanHints hints;
-    hints.start_candidate = FollowOrder(*trial_graph, OpNamesInOrder(graph, plan.order));
+    hints.start_candidate = FollowOrder(*trial_graph, best_names);
     hints.only_below = best;
     absl::StatusOr<Plan> trial_plan = PlanGraph(*trial_graph, score, executor, hints);
     if (!trial_plan.ok()) {
@@ -212,8 +215,6 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
     return Scored{*std::move(trial_graph), *std::move(trial_plan)};
   };
 
-  // The best so far: the model as given, then each trial kept. The sites
-  // not tried yet are untouched by a kept trial: their heat in its plan.
   // What a trial's plan says against the best peak: a trial is minimised
   // only when it goes below it (PlanHints::only_below).
   const auto outcome = [&](const Plan& trial) -> std::string {
@@ -224,12 +225,15 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   };
   bool changed = false;
   std::vector<bool> tried(candidates.size(), false);
+  // Keeps a trial as the best so far. The sites not tried yet are
+  // untouched by it: their heat in its plan.
   const auto keep = [&](ArenaModel trial, Scored scored, std::vector<RewriteSite> sites) {
     best = scored.plan.profile.peak_bytes;
     model = std::move(trial);
     model_index.reset();
     graph = std::move(scored.graph);
     plan = std::move(scored.plan);
+    best_names = OpNamesInOrder(graph, plan.order);
     for (RewriteSite& site : sites) report.recipe.sites.push_back(std::move(site));
     changed = true;
     made = ProductionSteps(graph, plan.order);

@@ -703,10 +703,10 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       // A long segment's signatures hold thousands of bits each: its memo
       // is capped at kMaxLongMemoBytes (a check at its bound often settles
       // it quickly; one far from it holds gigabytes and rarely gets there).
-      const int64_t words = (static_cast<int64_t>(s->ops.size()) + 63) / 64;
+      const int64_t per_signature = SignatureSet::BytesPerSignature((s->ops.size() + 63) / 64);
       const int64_t segment_cap = s->ops.size() < kWindowSegmentOps
                                       ? cap
-                                      : std::max<int64_t>(1, std::min(cap, kMaxLongMemoBytes / (8 * words + 16)));
+                                      : std::max<int64_t>(1, std::min(cap, kMaxLongMemoBytes / per_signature));
       tasks.push_back([s, budget, round_deadline, segment_cap, &search_of] {
         s->stats = SearchStats();
         s->answer = search_of(*s).Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, segment_cap);

@@ -59,6 +59,10 @@ class SignatureSet {
   }
   // Empties the set and releases its memory.
   void Clear();
+  // About the bytes one signature of `words` words takes in a large set:
+  // its words in the arena and, the index being 3/8 to 3/4 full, 11-21
+  // bytes of slots (16 taken).
+  static int64_t BytesPerSignature(size_t words) { return static_cast<int64_t>(words) * 8 + 16; }
 
  private:
   static constexpr size_t kBlockEntries = 1 << 15;
