@@ -619,18 +619,30 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     }
   }
   *cut = ArenaCut();
-  // Then one pass of bounded searches for a packing at the bound itself: by
-  // lowest offsets under three static ranks (OffsetRank) and by skylines
-  // under two orders. A search by offsets gets two nodes per buffer and a
-  // thousand more (enough to place every buffer with a little backtracking:
-  // nasnet_a_cifar10's 779 buffers pack at the bound in about 1,000; its
-  // nodes cost several times a skyline node).
   if (skyline_nodes <= 0) return best;
-  // The searches' tables: every buffer's sections, and the co-live pairs.
   colive.clear();
   colive.shrink_to_fit();
   lists_charge.Reset();
-  int64_t cells = 2 * pairs;
+  ArenaSearches searches;
+  searches.offset_nodes = std::min(skyline_nodes, AtBoundOffsetNodes(n));
+  searches.skyline_nodes = skyline_nodes;
+  return SearchAtBound(buffers, alignment, std::move(best), searches, limits, cut);
+}
+
+ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment, ArenaPlan plan,
+                        const ArenaSearches& searches, const ArenaLimits& limits, ArenaCut* cut) {
+  ArenaCut ignored;
+  if (cut == nullptr) cut = &ignored;
+  const size_t n = buffers.size();
+  const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
+  if (plan.size_bytes <= bound || (searches.offset_nodes <= 0 && searches.skyline_nodes <= 0)) return plan;
+  const auto stop_reason = [&]() -> const char* {
+    if (limits.cancelled != nullptr && limits.cancelled->load(std::memory_order_relaxed)) return "cancelled";
+    if (std::chrono::steady_clock::now() >= limits.deadline) return "time_limit";
+    return "";
+  };
+  // The searches' tables: every buffer's sections, and the co-live pairs.
+  int64_t cells = 2 * CountCoLivePairs(buffers);
   {
     const TimeSections sections = SplitIntoSections(buffers);
     for (const auto& [first, end] : sections.spans) cells += end - first;
@@ -638,15 +650,17 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   }
   MemoryCharge search_charge(limits.memory);
   const char* stop = cells > kMaxArenaSearchCells                                          ? "size_limit"
-                     : *stop_reason(0) != '\0'                                             ? stop_reason(0)
+                     : *stop_reason() != '\0'                                              ? stop_reason()
                      : !search_charge.TryAdd(2 * 8 * cells + 64 * static_cast<int64_t>(n)) ? "memory_limit"
                                                                                            : "";
   if (*stop != '\0') {
     cut->reason = stop;
     cut->used = "greedy placement";
-    return best;
+    return plan;
   }
-  const int64_t offset_nodes = std::min<int64_t>(skyline_nodes, 2 * static_cast<int64_t>(n) + 1000);
+  // The searches by offsets go first: with their few nodes a failed one
+  // ends in a few milliseconds, a failed skyline search of 10,000 nodes in
+  // tens (bench/RESULTS.md, "Arena searches, cheapest first").
   struct Attempt {
     bool by_offsets;
     OffsetRank rank;     // by offsets
@@ -655,36 +669,37 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   constexpr Attempt kAttempts[] = {
       // tried in this order
       {true, OffsetRank::kTotalWidthArea, SkylineOrder::kSizeFirst},
-      {false, OffsetRank::kTotalWidthArea, SkylineOrder::kSizeFirst},
       {true, OffsetRank::kWidthAreaTotal, SkylineOrder::kSizeFirst},
       {true, OffsetRank::kTotalAreaWidth, SkylineOrder::kSizeFirst},
+      {false, OffsetRank::kTotalWidthArea, SkylineOrder::kSizeFirst},
       {false, OffsetRank::kTotalWidthArea, SkylineOrder::kLifetimeFirst},
   };
   for (const Attempt& attempt : kAttempts) {
+    if ((attempt.by_offsets ? searches.offset_nodes : searches.skyline_nodes) <= 0) continue;
     std::vector<int64_t> offsets;
     OffsetSearchOptions by_offsets;
     by_offsets.rank = attempt.rank;
-    by_offsets.max_nodes = offset_nodes;
+    by_offsets.max_nodes = searches.offset_nodes;
     by_offsets.deadline = limits.deadline;
     by_offsets.cancel = limits.cancelled;
-    const PackingResult result =
-        attempt.by_offsets
-            ? PackByLowestOffsets(buffers, alignment, bound, by_offsets, &offsets)
-            : PackWithinCapacity(buffers, alignment, bound, skyline_nodes, attempt.order, &offsets, limits.deadline);
+    const PackingResult result = attempt.by_offsets
+                                     ? PackByLowestOffsets(buffers, alignment, bound, by_offsets, &offsets)
+                                     : PackWithinCapacity(buffers, alignment, bound, searches.skyline_nodes,
+                                                          attempt.order, &offsets, limits.deadline);
     if (result == PackingResult::kPacked) {
-      best.offsets = std::move(offsets);
-      best.size_bytes = 0;
-      for (size_t i = 0; i < n; ++i) best.size_bytes = std::max(best.size_bytes, best.offsets[i] + buffers[i].size);
+      plan.offsets = std::move(offsets);
+      plan.size_bytes = 0;
+      for (size_t i = 0; i < n; ++i) plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + buffers[i].size);
     }
     if (result != PackingResult::kGaveUp) break;  // kImpossible: nothing packs at the bound
-    const char* stopped = stop_reason(0);
+    const char* stopped = stop_reason();
     if (*stopped != '\0') {
       cut->reason = stopped;
       cut->used = "greedy placement";
       break;
     }
   }
-  return best;
+  return plan;
 }
 
 }  // namespace serenity

@@ -150,19 +150,41 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
 // revisited); it is what PlanArena falls back to when out of time.
 absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, int64_t alignment);
 
+// The bounded searches for a packing at AlignedArenaLowerBound, in the
+// order they run: by lowest offsets under three ranks (offset_search.h),
+// `offset_nodes` nodes each, then by skylines under two orders
+// (skyline_search.h), `skyline_nodes` nodes each. 0 skips a kind.
+struct ArenaSearches {
+  int64_t offset_nodes = 0;
+  int64_t skyline_nodes = 0;
+};
+
+// Nodes of one search by offsets at the bound for `n` buffers: enough to
+// place every buffer with a little backtracking (nasnet_a_cifar10's 779
+// buffers pack at the bound in about 1,000).
+inline int64_t AtBoundOffsetNodes(size_t n) { return 2 * static_cast<int64_t>(n) + 1000; }
+
+// `plan` (a valid plan of `buffers`), or the first packing at the bound
+// that `searches` find; it stops at the first search that packs or proves
+// the bound impossible. Within `limits` as PlanArena: skipped when out of
+// time, when the searches' tables cannot be charged to the account or would
+// exceed kMaxArenaSearchCells, and `cut` (may be null) then says why.
+// Deterministic unless a limit cuts it.
+ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment, ArenaPlan plan,
+                        const ArenaSearches& searches, const ArenaLimits& limits = {}, ArenaCut* cut = nullptr);
+
 // The planner every plan uses: the smallest of several greedy placements
 // (buffers ordered by size, by the live bytes of their busiest step, by
 // lifetime, by size times lifetime, and by start; each placed best-fit and
-// first-fit), stopping as soon as one reaches AlignedArenaLowerBound, then one
-// pass of bounded searches for a packing at the bound: by lowest offsets
-// (offset_search.h) and by skylines (skyline_search.h). Deterministic.
+// first-fit), stopping as soon as one reaches AlignedArenaLowerBound, then
+// SearchAtBound's searches: by lowest offsets, min(skyline_nodes,
+// AtBoundOffsetNodes(n)) nodes each, then by skylines, `skyline_nodes` each. Deterministic.
 // Never larger than PlanArenaGreedyBySize. Errors as PlanArenaGreedyBySize.
 // An anchor and the buffers anchored to it are placed together, at the
 // lowest aligned offset where none of them meets a placed buffer (each
 // greedy order is also tried with the groups first); the skyline search
 // places a group when its anchor comes up.
-// `skyline_nodes` bounds each skyline attempt (0 skips the searches); the
-// searches by offsets get at most 2n + 1000 nodes each. For a bare instance,
+// `skyline_nodes` 0 skips the searches. For a bare instance,
 // where more time is worth spending, see PlanArenaInstance.
 // Within `limits`: a placement whose estimated time (EstimatePlacementSeconds)
 // would pass the deadline is not started, and the searches are skipped

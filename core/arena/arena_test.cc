@@ -303,6 +303,44 @@ TEST(PlanArenaTest, SearchesChargeTheMemoryAccount) {
   EXPECT_GT(skipped, 0);
 }
 
+// SearchAtBound keeps the plan or packs at the bound itself; each kind of
+// search packs some instances the greedy placements miss; PlanArena is its
+// greedy placements followed by SearchAtBound.
+TEST(SearchAtBoundTest, KeepsThePlanOrPacksAtTheBound) {
+  std::mt19937 rng(31);
+  int missed = 0, by_offsets = 0, by_skylines = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::vector<ArenaBuffer> buffers = RandomInstance(rng, 20 + trial % 20, trial % 2 == 1);
+    const int64_t alignment = trial % 3 == 0 ? 1 : 8;
+    const absl::StatusOr<ArenaPlan> greedy = PlanArena(buffers, alignment, 0);
+    ASSERT_TRUE(greedy.ok());
+    const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
+    if (greedy->size_bytes <= bound) continue;
+    ++missed;
+    EXPECT_EQ(SearchAtBound(buffers, alignment, *greedy, ArenaSearches{}).offsets, greedy->offsets);
+    for (const bool offsets : {true, false}) {
+      ArenaSearches searches;
+      (offsets ? searches.offset_nodes : searches.skyline_nodes) = 1000;
+      ArenaCut cut;
+      const ArenaPlan plan = SearchAtBound(buffers, alignment, *greedy, searches, {}, &cut);
+      ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << VerifyArena(buffers, plan);
+      EXPECT_TRUE(cut.reason.empty());
+      if (plan.offsets == greedy->offsets) continue;
+      EXPECT_EQ(plan.size_bytes, bound);
+      ++(offsets ? by_offsets : by_skylines);
+    }
+    ArenaSearches both;
+    both.offset_nodes = std::min<int64_t>(AtBoundOffsetNodes(buffers.size()), 500);
+    both.skyline_nodes = 500;
+    const absl::StatusOr<ArenaPlan> planned = PlanArena(buffers, alignment, 500);
+    ASSERT_TRUE(planned.ok());
+    EXPECT_EQ(SearchAtBound(buffers, alignment, *greedy, both).offsets, planned->offsets);
+  }
+  EXPECT_GT(missed, 15);
+  EXPECT_GT(by_offsets, 0);
+  EXPECT_GT(by_skylines, 0);
+}
+
 // The peers' unit-test cases: every plan is valid and at least the bound.
 TEST(ArenaPlannerTest, PeerCasesAreValid) {
   std::ifstream in(SERENITY_SHARED_DIR "/bench/arena/peer_cases.json");

@@ -291,14 +291,32 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   if (cut == nullptr) cut = &ignored;
   // By default the greedy placements only: the chains' static ranks search
   // further.
+  const bool large = options.lowest_first_when_large && buffers.size() > kLargeInstance;
   absl::StatusOr<ArenaPlan> plan =
-      options.lowest_first_when_large && buffers.size() > kLargeInstance
-          ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
-          : PlanArena(buffers, alignment, options.start_with_searches ? kDefaultSkylineNodes : 0, limits, cut);
+      large ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
+            : PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
   if (!plan.ok()) return plan;
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
-  return SearchBelowPlan(buffers, {}, alignment, *std::move(plan), bound, options, limits, cut, start);
+  // With start_with_searches, PlanArena's searches at the bound, cheapest
+  // first: by offsets, then the restarts, then by skylines (a failed skyline
+  // search costs ten times a failed search by offsets, and the restarts
+  // reach the bound where neither does, as on darts_v2_cifar10).
+  // (A large instance's start ran them all already.)
+  const bool search_at_bound = options.start_with_searches && !large;
+  ArenaSearches searches;
+  searches.offset_nodes = AtBoundOffsetNodes(buffers.size());
+  if (search_at_bound) {
+    *plan = SearchAtBound(buffers, alignment, *std::move(plan), searches, limits, cut);
+    if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
+  }
+  ArenaPlan best = SearchBelowPlan(buffers, {}, alignment, *std::move(plan), bound, options, limits, cut, start);
+  if (search_at_bound && best.size_bytes > bound && cut->reason.empty()) {
+    searches.offset_nodes = 0;
+    searches.skyline_nodes = kDefaultSkylineNodes;
+    best = SearchAtBound(buffers, alignment, std::move(best), searches, limits, cut);
+  }
+  return best;
 }
 
 ArenaPlan SearchBelowPlan(absl::Span<const ArenaBuffer> buffers, absl::Span<const int64_t> fixed, int64_t alignment,

@@ -35,8 +35,9 @@ struct InstanceSearchOptions {
   // ones).
   int64_t static_nodes = 1000000;
   int64_t max_restarts = std::numeric_limits<int64_t>::max();
-  // Start from PlanArena(buffers, alignment)'s plan, its one pass of searches
-  // included, instead of its greedy placements alone.
+  // Also run PlanArena(buffers, alignment)'s one pass of searches at the
+  // bound (SearchAtBound): those by offsets before the restarts, those by
+  // skylines after them when the bound is still not reached.
   bool start_with_searches = false;
   // Above 1,000 buffers, start from lowest-first placements
   // (lowest_first.h) instead of PlanArena's when those do not fit the time
@@ -45,8 +46,9 @@ struct InstanceSearchOptions {
   bool lowest_first_when_large = true;
 };
 
-// What every plan's arena gets (core/planner.cc): PlanArena's plan, then,
-// when that misses the bound, up to 16 restarts of 1,000 nodes on one chain
+// What every plan's arena gets (core/planner.cc): PlanArena's greedy
+// placements, then, while the bound is missed, its searches by offsets, up
+// to 16 restarts of 1,000 nodes on one chain, and its searches by skylines
 // (no clock: the same arena on every machine).
 InstanceSearchOptions PlanArenaSearch();
 
