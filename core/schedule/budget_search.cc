@@ -43,6 +43,10 @@ class BudgetSearch::Impl {
       for (size_t i = 0; i < part.ops.size(); ++i) slot_[part.ops[i]] = static_cast<int32_t>(i);
       for (OpId u : part.done) slot_[u] = kDone;
     }
+    if (!part.preferred.empty()) {
+      rank_.assign(n_, INT32_MAX);
+      for (size_t i = 0; i < part.preferred.size(); ++i) rank_[part.preferred[i]] = static_cast<int32_t>(i);
+    }
     freeable_bytes_.resize(buffers.buffers().size());
     for (size_t b = 0; b < buffers.buffers().size(); ++b) {
       const ActivationBuffer& buffer = buffers.buffers()[b];
@@ -370,6 +374,12 @@ class BudgetSearch::Impl {
       }
     }
     std::sort(candidates.begin(), candidates.end());
+    // Along the preferred order when there is one (not in relaxed mode,
+    // which keeps the transitions that seem best).
+    if (!rank_.empty() && !options_.seemingly_good) {
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](const auto& a, const auto& b) { return rank_[std::get<2>(a)] < rank_[std::get<2>(b)]; });
+    }
     // Relaxed mode branches only over the transitions that seem best.
     if (options_.seemingly_good) {
       const size_t keep = static_cast<size_t>(std::max(1, options_.relaxed_branching));
@@ -406,6 +416,7 @@ class BudgetSearch::Impl {
     const int32_t i = slot_[v];
     return i >= 0 ? (scheduled_[i / 64] >> (i % 64) & 1) != 0 : i == kDone;
   }
+  std::vector<int32_t> rank_;  // each op's place in Subproblem::preferred (empty: none)
   std::vector<int64_t> alloc_bytes_;
   // Bytes a buffer frees when its last reader runs (0 when it is live to
   // the end), beside the remaining-reader counts: OwnDelta reads no
@@ -567,6 +578,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       Subproblem part;
       part.done.assign(segment_ops.begin(), segment_ops.begin() + static_cast<long>(s.done_before));
       part.ops = s.ops;
+      part.preferred = s.best;
       s.search = std::make_unique<BudgetSearch>(buffers, options, part);
     }
     return *s.search;

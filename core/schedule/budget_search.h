@@ -22,6 +22,9 @@
 //    once instead of at the set's last member; every step in between gains
 //    b and pays at most the set's outputs, and reading earlier never frees
 //    anything later.
+// MinimizePeak's checks branch along the best order found so far
+// (Subproblem::preferred): a start order close to the optimum, as a
+// rewritten graph's carried-over plan, leads its check at the bound there.
 // MinimizePeak first tries B at the proven lower bound (briefly), then
 // asks for an order below the best peak found, again and again: each
 // feasible check lowers the best peak, and the sets that failed there fail
@@ -100,9 +103,14 @@ enum class Feasibility { kFeasible, kInfeasible, kUnknown };
 
 // A part of the graph to order: `ops` (a segment, see partition.h) after the
 // ops of `done` (already run, in this valid order). Empty `ops`: all ops.
+// `preferred`, when not empty, is an order of the part's ops (a plan known
+// to be good) that the search branches along: of the ready ops that fit,
+// the one earliest in it first (ops not in it last, then as without it).
+// Without it, the ready op leaving the fewest live bytes comes first.
 struct Subproblem {
   std::vector<OpId> done;
   std::vector<OpId> ops;
+  std::vector<OpId> preferred;
 };
 
 // Answers "is there an order with peak <= budget?" for one graph.
