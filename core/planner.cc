@@ -373,9 +373,15 @@ class PlanRun {
     plan_.order = plan_.baselines[start_baseline_].order;
     // A search starts from the caller's candidate instead when its peak is
     // lower (the reference searches start from their own).
-    if (search_ && !given && !hints_.start_candidate.empty() &&
-        PeakOf(buffers_, hints_.start_candidate) < plan_.baselines[start_baseline_].peak_bytes) {
-      plan_.order = hints_.start_candidate;
+    if (search_ && !given) {
+      int64_t start_peak = plan_.baselines[start_baseline_].peak_bytes;
+      for (const std::vector<OpId>& candidate : hints_.start_candidates) {
+        const int64_t peak = PeakOf(buffers_, candidate);
+        if (peak < start_peak) {
+          start_peak = peak;
+          plan_.order = candidate;
+        }
+      }
     }
     return absl::OkStatus();
   }
@@ -681,7 +687,7 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& optio
 
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor,
                                const PlanHints& hints) {
-  if (!hints.start_candidate.empty()) RETURN_IF_ERROR(CheckOrder(graph, hints.start_candidate));
+  for (const std::vector<OpId>& candidate : hints.start_candidates) RETURN_IF_ERROR(CheckOrder(graph, candidate));
   return PlanRun(graph, *options, executor, hints).Run();
 }
 

@@ -129,15 +129,16 @@ absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& optio
 // (core/rewrite/choose.cc) tells the search; the baselines are reported as
 // without it, and the reference algorithms and a given order ignore it.
 struct PlanHints {
-  // An order of the graph to start the search from instead of the best
-  // baseline when its peak is lower (empty: none).
-  std::vector<OpId> start_candidate;
+  // Orders of the graph to start the search from instead of the best
+  // baseline: the one of the lowest peak (the first on a tie), when that is
+  // lower than the best baseline's (empty: none).
+  std::vector<std::vector<OpId>> start_candidates;
   // When positive, only a peak below it matters (SearchOptions::only_below):
   // the plan is then minimised only if the search finds one below it, and
   // otherwise reports the best order found with a lower bound of at least it.
   int64_t only_below = 0;
 };
-// PlanGraph with `hints`. InvalidArgument when the start candidate is not
+// PlanGraph with `hints`. InvalidArgument when a start candidate is not
 // an order of `graph` (CheckOrder).
 absl::StatusOr<Plan> PlanGraph(const Graph& graph, const SanitizedOptions& options, Executor* executor,
                                const PlanHints& hints);

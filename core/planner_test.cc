@@ -68,7 +68,7 @@ TEST(PlannerTest, StartsFromAHintedOrderBelowTheBaselines) {
     absl::StatusOr<Plan> without = PlanGraph(g, sanitized, nullptr, hints);
     ASSERT_TRUE(without.ok()) << without.status();
     EXPECT_GE(without->lower_bound_bytes, optimum);
-    hints.start_candidate = best_order;
+    hints.start_candidates = {KahnOrder(g), best_order};
     absl::StatusOr<Plan> with = PlanGraph(g, sanitized, nullptr, hints);
     ASSERT_TRUE(with.ok()) << with.status();
     EXPECT_EQ(with->profile.peak_bytes, optimum) << "trial " << trial;
@@ -81,7 +81,7 @@ TEST(PlannerTest, StartsFromAHintedOrderBelowTheBaselines) {
 
   Graph g = *Graph::Build(testing::RandomDag(6, rng));
   PlanHints not_an_order;
-  not_an_order.start_candidate = {0};
+  not_an_order.start_candidates = {KahnOrder(g), {0}};
   absl::StatusOr<Plan> refused = PlanGraph(g, *SanitizePlanOptions(g, PlanOptions()), nullptr, not_an_order);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -1,5 +1,6 @@
 #include "core/rewrite/follow_order.h"
 
+#include <algorithm>
 #include <functional>
 #include <queue>
 #include <utility>
@@ -8,11 +9,57 @@
 
 namespace serenity {
 
-std::vector<OpId> FollowOrder(const Graph& graph, const std::vector<std::string>& reference) {
+namespace {
+
+// kWhenNeeded: each named op in turn after its ancestors not run yet.
+std::vector<OpId> WhenNeeded(const Graph& graph, const std::vector<OpId>& named) {
+  const int n = graph.num_ops();
+  std::vector<bool> run(n, false);
+  std::vector<OpId> order;
+  order.reserve(n);
+  // Depth-first over the inputs, iteratively: (op, next predecessor index).
+  std::vector<std::pair<OpId, size_t>> stack;
+  const auto run_after_ancestors = [&](OpId target) {
+    if (run[target]) return;
+    stack.emplace_back(target, 0);
+    while (!stack.empty()) {
+      auto& [u, next] = stack.back();
+      const std::vector<OpId>& predecessors = graph.op(u).predecessors;
+      while (next < predecessors.size() && run[predecessors[next]]) ++next;
+      if (next < predecessors.size()) {
+        const OpId p = predecessors[next];
+        run[p] = true;  // marked on the way in: the graph has no cycle
+        stack.emplace_back(p, 0);
+        continue;
+      }
+      run[u] = true;
+      order.push_back(u);
+      stack.pop_back();
+    }
+  };
+  for (OpId u : named) run_after_ancestors(u);
+  for (OpId u = 0; u < n; ++u) run_after_ancestors(u);
+  return order;
+}
+
+}  // namespace
+
+std::vector<OpId> FollowOrder(const Graph& graph, const std::vector<std::string>& reference, NewOps new_ops) {
   absl::flat_hash_map<std::string, int> position;
   position.reserve(reference.size());
   for (size_t i = 0; i < reference.size(); ++i) position.emplace(reference[i], static_cast<int>(i));
   const int n = graph.num_ops();
+  if (new_ops == NewOps::kWhenNeeded) {
+    std::vector<std::pair<int, OpId>> named;
+    for (OpId u = 0; u < n; ++u) {
+      if (auto it = position.find(graph.op(u).name); it != position.end()) named.emplace_back(it->second, u);
+    }
+    std::sort(named.begin(), named.end());
+    std::vector<OpId> ops;
+    ops.reserve(named.size());
+    for (const auto& entry : named) ops.push_back(entry.second);
+    return WhenNeeded(graph, ops);
+  }
   // An op not named gets -1: it runs before any named op that is ready.
   std::vector<int> key(n, -1);
   std::vector<int> indegree(n, 0);

@@ -11,12 +11,22 @@
 
 namespace serenity {
 
-// A topological order of `graph`: a list schedule that, among the ready
-// ops, runs first an op whose name is not in `reference` (a new op runs as
-// soon as its inputs exist), then the named op that comes first in
-// `reference`; ties by OpId. So the ops named in `reference` keep its
-// relative order wherever the graph's edges allow it.
-std::vector<OpId> FollowOrder(const Graph& graph, const std::vector<std::string>& reference);
+// When the ops of a rewritten graph that `reference` does not name (its new
+// ops) run in FollowOrder.
+enum class NewOps {
+  kAsSoonAsReady,  // as soon as their inputs exist
+  kWhenNeeded,     // just before the first named op that reads them
+};
+
+// A topological order of `graph` in which the ops named in `reference` keep
+// its relative order wherever the graph's edges allow it, and the new ops
+// run as `new_ops` says. kAsSoonAsReady: a list schedule that, among the
+// ready ops, runs first a new op, then the named op that comes first in
+// `reference` (ties by OpId). kWhenNeeded: the named ops in `reference`'s
+// order, each after its ancestors not run yet (by depth-first search over
+// its inputs, in input order), then the ops no named op needs.
+std::vector<OpId> FollowOrder(const Graph& graph, const std::vector<std::string>& reference,
+                              NewOps new_ops = NewOps::kAsSoonAsReady);
 
 // The names of `order`'s ops, in order: a `reference` for FollowOrder.
 std::vector<std::string> OpNamesInOrder(const Graph& graph, const std::vector<OpId>& order);

@@ -19,6 +19,7 @@ TEST(FollowOrderTest, GivesBackAnOrderOfTheSameGraph) {
     const Graph g = *Graph::Build(testing::RandomDag(1 + trial % 30, rng, trial % 2 == 0));
     const std::vector<OpId> order = testing::RandomTopologicalOrder(g, rng);
     EXPECT_EQ(FollowOrder(g, OpNamesInOrder(g, order)), order) << "trial " << trial;
+    EXPECT_EQ(FollowOrder(g, OpNamesInOrder(g, order), NewOps::kWhenNeeded), order) << "trial " << trial;
   }
 }
 
@@ -65,6 +66,70 @@ TEST(FollowOrderTest, NewOpsRunAsSoonAsReadyAndNamedOnesKeepTheirOrder) {
     }
   }
   EXPECT_GT(new_ops, 100);
+}
+
+// kWhenNeeded: the named ops keep the reference's order, and a new op runs
+// with no named op between it and the first named op that needs it
+// (directly or through other new ops); a new op no named op needs runs after
+// every named op.
+TEST(FollowOrderTest, NewOpsRunWhenNeededAndNamedOnesKeepTheirOrder) {
+  std::mt19937 rng(9);
+  int needed = 0, unneeded = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Graph g = *Graph::Build(testing::RandomDag(2 + trial % 40, rng, trial % 3 == 0));
+    const std::vector<OpId> reference_order = testing::RandomTopologicalOrder(g, rng);
+    std::vector<std::string> reference;
+    std::vector<bool> named(g.num_ops(), false);
+    for (OpId u : reference_order) {
+      if (rng() % 3 == 0) continue;  // a new op
+      named[u] = true;
+      reference.push_back(g.op(u).name);
+    }
+    const std::vector<OpId> order = FollowOrder(g, reference, NewOps::kWhenNeeded);
+    ASSERT_TRUE(CheckOrder(g, order).ok()) << "trial " << trial;
+    std::vector<OpId> named_in_order, named_in_reference;
+    for (OpId u : order) {
+      if (named[u]) named_in_order.push_back(u);
+    }
+    for (OpId u : reference_order) {
+      if (named[u]) named_in_reference.push_back(u);
+    }
+    EXPECT_EQ(named_in_order, named_in_reference) << "trial " << trial;
+    std::vector<int> position(g.num_ops());
+    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+    int last_named = -1;
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (named[order[i]]) last_named = static_cast<int>(i);
+    }
+    for (OpId u = 0; u < g.num_ops(); ++u) {
+      if (named[u]) continue;
+      // The first named op, in the order, among u's descendants.
+      std::vector<bool> below(g.num_ops(), false);
+      std::vector<OpId> stack = {u};
+      int first_named = INT32_MAX;
+      while (!stack.empty()) {
+        const OpId v = stack.back();
+        stack.pop_back();
+        for (OpId w : g.op(v).successors) {
+          if (below[w]) continue;
+          below[w] = true;
+          if (named[w]) first_named = std::min(first_named, position[w]);
+          stack.push_back(w);
+        }
+      }
+      if (first_named == INT32_MAX) {
+        ++unneeded;
+        EXPECT_GT(position[u], last_named) << "trial " << trial << ": new op " << u;
+        continue;
+      }
+      ++needed;
+      for (int i = position[u] + 1; i < first_named; ++i) {
+        EXPECT_FALSE(named[order[i]]) << "trial " << trial << ": new op " << u << " ran before " << order[i];
+      }
+    }
+  }
+  EXPECT_GT(needed, 100);
+  EXPECT_GT(unneeded, 20);
 }
 
 }  // namespace
