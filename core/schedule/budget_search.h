@@ -22,7 +22,8 @@
 //    once instead of at the set's last member; every step in between gains
 //    b and pays at most the set's outputs, and reading earlier never frees
 //    anything later.
-// MinimizePeak's checks branch along the best order found so far
+// MinimizePeak's checks of a segment branch along the segment's best order
+// when its first check starts, usually the start order
 // (Subproblem::preferred): a start order close to the optimum, as a
 // rewritten graph's carried-over plan, leads its check at the bound there.
 // MinimizePeak first tries B at the proven lower bound (briefly), then
