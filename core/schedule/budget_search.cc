@@ -15,64 +15,183 @@ namespace serenity {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// Bytes op `u` allocates, and those of them nobody reads and no output
+// keeps (they die with its step).
+int64_t AllocBytes(const BufferModel& buffers, OpId u) {
+  int64_t bytes = 0;
+  for (BufferId b : buffers.allocates(u)) bytes += buffers.buffers()[b].bytes;
+  return bytes;
+}
+int64_t DeadBytes(const BufferModel& buffers, OpId u) {
+  int64_t bytes = 0;
+  for (BufferId b : buffers.allocates(u)) {
+    const ActivationBuffer& buffer = buffers.buffers()[b];
+    if (buffer.users.empty() && !buffer.live_to_end) bytes += buffer.bytes;
+  }
+  return bytes;
+}
+// Bytes buffer `b` frees when its last reader runs (0 when live to the end).
+int64_t FreeableBytes(const BufferModel& buffers, BufferId b) {
+  const ActivationBuffer& buffer = buffers.buffers()[b];
+  return buffer.live_to_end ? 0 : buffer.bytes;
+}
+
+// The part's ops in ascending id (all ops for an empty part).
+std::vector<OpId> PartOps(const Graph& graph, const Subproblem& part) {
+  std::vector<OpId> ops = part.ops;
+  if (ops.empty()) {
+    ops.resize(graph.num_ops());
+    for (OpId u = 0; u < graph.num_ops(); ++u) ops[u] = u;
+  }
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+}  // namespace
+
+std::vector<int64_t> LiveBytesAlong(const BufferModel& buffers, absl::Span<const OpId> order) {
+  std::vector<int64_t> live(order.size() + 1);
+  std::vector<int32_t> remaining(buffers.buffers().size());
+  for (size_t b = 0; b < remaining.size(); ++b) remaining[b] = static_cast<int32_t>(buffers.buffers()[b].users.size());
+  live[0] = buffers.resident_bytes() + buffers.input_bytes();
+  for (size_t k = 0; k < order.size(); ++k) {
+    const OpId u = order[k];
+    int64_t delta = AllocBytes(buffers, u) - DeadBytes(buffers, u);
+    for (BufferId b : buffers.reads(u)) {
+      if (remaining[b] == 1) delta -= FreeableBytes(buffers, b);
+    }
+    for (BufferId b : buffers.reads(u)) --remaining[b];
+    live[k + 1] = live[k] + delta - (k == 0 ? buffers.unused_input_bytes() : 0);
+  }
+  return live;
+}
+
 // The search state is the scheduled set plus what follows from it (live
 // bytes, remaining readers per buffer, indegrees, the ready list), updated
-// in place with an undo trail for backtracking.
+// in place with an undo trail for backtracking. It knows only the part's
+// ops and the buffers they read, by local index (ops_ and buffer_ids_; a
+// local op index orders as its op id does): the done ops are summed up in
+// the state a check starts from, so a segment of a long graph costs memory
+// and setup time in proportion to itself, not to the graph.
 class BudgetSearch::Impl {
  public:
   Impl(const BufferModel& buffers, const SearchOptions& options, const Subproblem& part)
       : options_(options),
         buffers_(buffers),
         graph_(buffers.graph()),
-        n_(graph_.num_ops()),
-        words_((static_cast<size_t>(part.ops.empty() ? n_ : static_cast<int>(part.ops.size())) + 63) / 64),
-        done_(part.done),
-        goal_(part.ops.empty() ? n_ : static_cast<int>(part.done.size() + part.ops.size())),
-        in_scope_(n_, part.ops.empty()),
+        ops_(PartOps(graph_, part)),
+        words_((ops_.size() + 63) / 64),
         visited_(words_),
         memo_charge_(options.memory) {
-    for (OpId u : part.ops) in_scope_[u] = true;
-    for (OpId u : part.done) in_scope_[u] = true;
-    // A state's signature holds one bit per op of the part (the done ops
-    // are the same in every state): a segment of a long graph costs its own
-    // size per state, not the graph's.
-    slot_.assign(n_, kNotInPart);
-    if (part.ops.empty()) {
-      for (OpId u = 0; u < n_; ++u) slot_[u] = u;
-    } else {
-      for (size_t i = 0; i < part.ops.size(); ++i) slot_[part.ops[i]] = static_cast<int32_t>(i);
-      for (OpId u : part.done) slot_[u] = kDone;
+    const int m = static_cast<int>(ops_.size());
+    const bool whole = part.ops.empty();
+    auto local_op = [&](OpId u) -> int32_t {
+      if (whole) return u;
+      auto it = std::lower_bound(ops_.begin(), ops_.end(), u);
+      return it != ops_.end() && *it == u ? static_cast<int32_t>(it - ops_.begin()) : -1;
+    };
+    // Which ops ran before the part: by position when the caller gave
+    // them, else the done list.
+    int32_t begin = 0;
+    std::vector<bool> done_mark;
+    if (!whole && part.position != nullptr) {
+      begin = INT32_MAX;
+      for (OpId u : part.ops) begin = std::min(begin, (*part.position)[u]);
+    } else if (!whole) {
+      done_mark.assign(graph_.num_ops(), false);
+      for (OpId u : part.done) done_mark[u] = true;
     }
+    auto done = [&](OpId u) {
+      if (whole) return false;
+      return part.position != nullptr ? (*part.position)[u] < begin : static_cast<bool>(done_mark[u]);
+    };
+    at_start_ = whole || (part.position != nullptr ? begin == 0 : part.done.empty());
+    live_start_ = whole                      ? buffers.resident_bytes() + buffers.input_bytes()
+                  : part.position != nullptr ? part.live_after_done
+                                             : LiveBytesAlong(buffers, part.done).back();
+
     if (!part.preferred.empty()) {
-      rank_.assign(n_, INT32_MAX);
-      for (size_t i = 0; i < part.preferred.size(); ++i) rank_[part.preferred[i]] = static_cast<int32_t>(i);
-    }
-    freeable_bytes_.resize(buffers.buffers().size());
-    for (size_t b = 0; b < buffers.buffers().size(); ++b) {
-      const ActivationBuffer& buffer = buffers.buffers()[b];
-      freeable_bytes_[b] = buffer.live_to_end ? 0 : buffer.bytes;
-    }
-    alloc_bytes_.assign(n_, 0);
-    dead_bytes_.assign(n_, 0);
-    for (OpId u = 0; u < n_; ++u) {
-      for (BufferId b : buffers.allocates(u)) {
-        const ActivationBuffer& buffer = buffers.buffers()[b];
-        alloc_bytes_[u] += buffer.bytes;
-        if (buffer.users.empty() && !buffer.live_to_end) dead_bytes_[u] += buffer.bytes;
+      rank_.assign(m, INT32_MAX);
+      for (size_t k = 0; k < part.preferred.size(); ++k) {
+        if (const int32_t j = local_op(part.preferred[k]); j >= 0) rank_[j] = static_cast<int32_t>(k);
       }
     }
+    // The buffers the part's ops read, by id.
+    for (OpId u : ops_) {
+      for (BufferId b : buffers.reads(u)) buffer_ids_.push_back(b);
+      for (BufferId b : buffers.in_place_inputs(u)) buffer_ids_.push_back(b);
+    }
+    std::sort(buffer_ids_.begin(), buffer_ids_.end());
+    buffer_ids_.erase(std::unique(buffer_ids_.begin(), buffer_ids_.end()), buffer_ids_.end());
+    auto local_buffer = [&](BufferId b) {
+      return static_cast<int32_t>(std::lower_bound(buffer_ids_.begin(), buffer_ids_.end(), b) - buffer_ids_.begin());
+    };
+
+    alloc_bytes_.resize(m);
+    dead_bytes_.resize(m);
+    workspace_bytes_.resize(m);
+    in_place_bytes_.resize(m);
+    start_indegree_.resize(m);
+    successors_.begin.push_back(0);
+    reads_.begin.push_back(0);
+    in_place_inputs_.begin.push_back(0);
+    for (int i = 0; i < m; ++i) {
+      const OpId u = ops_[i];
+      alloc_bytes_[i] = AllocBytes(buffers, u);
+      dead_bytes_[i] = DeadBytes(buffers, u);
+      workspace_bytes_[i] = graph_.op(u).workspace_bytes;
+      in_place_bytes_[i] = buffers.in_place_bytes(u);
+      // Successors outside the part never become ready; predecessors
+      // neither done nor in the part never run, so neither does `u`.
+      for (OpId v : graph_.op(u).successors) {
+        if (const int32_t j = local_op(v); j >= 0) successors_.items.push_back(j);
+      }
+      successors_.begin.push_back(static_cast<int32_t>(successors_.items.size()));
+      int32_t indegree = 0;
+      for (OpId p : graph_.op(u).predecessors) indegree += done(p) ? 0 : 1;
+      start_indegree_[i] = indegree;
+      if (indegree == 0) start_ready_.push_back(i);
+      for (BufferId b : buffers.reads(u)) reads_.items.push_back(local_buffer(b));
+      reads_.begin.push_back(static_cast<int32_t>(reads_.items.size()));
+      for (BufferId b : buffers.in_place_inputs(u)) in_place_inputs_.items.push_back(local_buffer(b));
+      in_place_inputs_.begin.push_back(static_cast<int32_t>(in_place_inputs_.items.size()));
+    }
+
     // Buffers whose readers' persisting outputs, all of them together, take
     // no more than the buffer: any remaining readers then qualify for a
     // forced set on that count. (Checking the remaining readers instead
     // found a few more sets but made every state 1.7x dearer on RandWire.)
-    set_candidate_.assign(buffers.buffers().size(), false);
-    for (size_t b = 0; b < buffers.buffers().size(); ++b) {
+    // A buffer that a reader outside the part still waits for never
+    // qualifies: that reader never becomes ready.
+    const size_t buffer_count = buffer_ids_.size();
+    freeable_bytes_.resize(buffer_count);
+    start_remaining_.resize(buffer_count);
+    set_candidate_.assign(buffer_count, false);
+    users_.begin.push_back(0);
+    for (size_t lb = 0; lb < buffer_count; ++lb) {
+      const BufferId b = buffer_ids_[lb];
       const ActivationBuffer& buffer = buffers.buffers()[b];
-      if (buffer.users.size() < 2 || freeable_bytes_[b] == 0) continue;
+      freeable_bytes_[lb] = FreeableBytes(buffers, b);
+      int32_t remaining = 0;
+      bool waits_outside = false;
+      for (OpId v : buffer.users) {
+        if (done(v)) continue;
+        ++remaining;
+        if (const int32_t j = local_op(v); j >= 0) {
+          users_.items.push_back(j);  // users are in ascending op order
+        } else {
+          waits_outside = true;
+        }
+      }
+      users_.begin.push_back(static_cast<int32_t>(users_.items.size()));
+      start_remaining_[lb] = remaining;
+      if (buffer.users.size() < 2 || freeable_bytes_[lb] == 0 || waits_outside) continue;
       int64_t outputs = 0;
-      for (OpId v : buffer.users) outputs += alloc_bytes_[v] - dead_bytes_[v];
-      set_candidate_[b] = outputs <= freeable_bytes_[b];
-      any_set_candidate_ = any_set_candidate_ || set_candidate_[b];
+      for (OpId v : buffer.users) outputs += AllocBytes(buffers, v) - DeadBytes(buffers, v);
+      set_candidate_[lb] = outputs <= freeable_bytes_[lb];
+      any_set_candidate_ = any_set_candidate_ || set_candidate_[lb];
     }
   }
 
@@ -102,7 +221,8 @@ class BudgetSearch::Impl {
     stats->peak_memo_bytes = std::max<int64_t>(stats->peak_memo_bytes, static_cast<int64_t>(visited_.MemoryBytes()));
     ++stats->checks;
     if (found) {
-      order->assign(trail_.begin() + static_cast<long>(done_.size()), trail_.end());
+      order->clear();
+      for (int32_t i : trail_) order->push_back(ops_[i]);
       // The sets on the way to the order are in the memo but may have a
       // completion within a smaller budget; every other set in it failed.
       // (A relaxed search's failures prove nothing: its memo is not kept.)
@@ -125,23 +245,15 @@ class BudgetSearch::Impl {
   }
 
  private:
+  // The state after the done ops.
   void Reset() {
     scheduled_.assign(words_, 0);
-    remaining_users_.resize(buffers_.buffers().size());
-    for (size_t b = 0; b < remaining_users_.size(); ++b) {
-      remaining_users_[b] = static_cast<int32_t>(buffers_.buffers()[b].users.size());
-    }
-    indegree_.resize(n_);
-    ready_.clear();
-    for (OpId u = 0; u < n_; ++u) {
-      // Ops outside the part never become ready.
-      indegree_[u] = in_scope_[u] ? static_cast<int32_t>(graph_.op(u).predecessors.size()) : INT32_MAX / 2;
-      if (indegree_[u] == 0) ready_.push_back(u);
-    }
-    live_ = buffers_.resident_bytes() + buffers_.input_bytes();
+    remaining_users_ = start_remaining_;
+    indegree_ = start_indegree_;
+    ready_ = start_ready_;
+    live_ = live_start_;
     trail_.clear();
     live_trail_.clear();
-    for (OpId u : done_) Apply(u);
   }
 
   // Erases from the memo the sets the search inserted on its way to the
@@ -151,7 +263,8 @@ class BudgetSearch::Impl {
     size_t length = 0;
     for (size_t mark : path_marks_) {
       for (; length < mark; ++length) {
-        if (const int32_t i = slot_[trail_[length]]; i >= 0) prefix[i / 64] |= uint64_t{1} << (i % 64);
+        const int32_t i = trail_[length];
+        prefix[i / 64] |= uint64_t{1} << (i % 64);
       }
       visited_.Erase(prefix.data());
     }
@@ -160,23 +273,24 @@ class BudgetSearch::Impl {
 
   // StepBytes and OwnDelta of ready_[i] in the state RunForced left.
   std::vector<int64_t> ready_step_, ready_delta_;
-  std::vector<OpId> set_scratch_;    // RunForcedSet's readers
-  std::vector<bool> set_candidate_;  // see the constructor
+  std::vector<int32_t> set_scratch_;  // RunForcedSet's readers
+  std::vector<bool> set_candidate_;   // see the constructor
   bool any_set_candidate_ = false;
 
-  int64_t StepBytes(OpId u) const {
-    int64_t step = live_ + alloc_bytes_[u] + graph_.op(u).workspace_bytes;
-    for (BufferId b : buffers_.in_place_inputs(u)) {
-      if (remaining_users_[b] == 1) return step - buffers_.in_place_bytes(u);
+  // Below, ops and buffers are the part's local indices.
+  int64_t StepBytes(int32_t u) const {
+    int64_t step = live_ + alloc_bytes_[u] + workspace_bytes_[u];
+    for (int32_t b : in_place_inputs_.Of(u)) {
+      if (remaining_users_[b] == 1) return step - in_place_bytes_[u];
     }
     return step;
   }
 
   // How running `u` next changes the live bytes by itself: its outputs that
   // outlive the step, less the inputs whose last reader it is.
-  int64_t OwnDelta(OpId u) const {
+  int64_t OwnDelta(int32_t u) const {
     int64_t delta = alloc_bytes_[u] - dead_bytes_[u];
-    for (BufferId b : buffers_.reads(u)) {
+    for (int32_t b : reads_.Of(u)) {
       if (remaining_users_[b] == 1) delta -= freeable_bytes_[b];
     }
     return delta;
@@ -184,33 +298,33 @@ class BudgetSearch::Impl {
 
   // Live bytes after running `u` next. Graph inputs nobody reads die after
   // the first step whichever op runs it, so they are no part of OwnDelta.
-  int64_t BytesAfter(OpId u) const { return AfterDelta(OwnDelta(u)); }
+  int64_t BytesAfter(int32_t u) const { return AfterDelta(OwnDelta(u)); }
   // The same for an op whose OwnDelta is `delta`.
   int64_t AfterDelta(int64_t delta) const {
-    return live_ + delta - (trail_.empty() ? buffers_.unused_input_bytes() : 0);
+    return live_ + delta - (at_start_ && trail_.empty() ? buffers_.unused_input_bytes() : 0);
   }
 
-  void Apply(OpId u) {
+  void Apply(int32_t u) {
     live_trail_.push_back(live_);
     live_ = BytesAfter(u);
-    for (BufferId b : buffers_.reads(u)) --remaining_users_[b];
-    if (const int32_t i = slot_[u]; i >= 0) scheduled_[i / 64] |= uint64_t{1} << (i % 64);
+    for (int32_t b : reads_.Of(u)) --remaining_users_[b];
+    scheduled_[u / 64] |= uint64_t{1} << (u % 64);
     ready_.erase(std::find(ready_.begin(), ready_.end(), u));
-    for (OpId v : graph_.op(u).successors) {
+    for (int32_t v : successors_.Of(u)) {
       if (--indegree_[v] == 0) ready_.insert(std::lower_bound(ready_.begin(), ready_.end(), v), v);
     }
     trail_.push_back(u);
   }
 
   void Undo() {
-    OpId u = trail_.back();
+    const int32_t u = trail_.back();
     trail_.pop_back();
-    for (OpId v : graph_.op(u).successors) {
+    for (int32_t v : successors_.Of(u)) {
       if (indegree_[v]++ == 0) ready_.erase(std::find(ready_.begin(), ready_.end(), v));
     }
     ready_.insert(std::lower_bound(ready_.begin(), ready_.end(), u), u);
-    if (const int32_t i = slot_[u]; i >= 0) scheduled_[i / 64] &= ~(uint64_t{1} << (i % 64));
-    for (BufferId b : buffers_.reads(u)) ++remaining_users_[b];
+    scheduled_[u / 64] &= ~(uint64_t{1} << (u % 64));
+    for (int32_t b : reads_.Of(u)) ++remaining_users_[b];
     live_ = live_trail_.back();
     live_trail_.pop_back();
   }
@@ -234,7 +348,7 @@ class BudgetSearch::Impl {
       ready_step_.resize(ready_.size());
       ready_delta_.resize(ready_.size());
       for (size_t i = 0; i < ready_.size(); ++i) {
-        const OpId u = ready_[i];
+        const int32_t u = ready_[i];
         ready_step_[i] = StepBytes(u);
         ready_delta_[i] = OwnDelta(u);
         if (options_.forced_transitions && ready_step_[i] <= budget_ && ready_delta_[i] <= 0) {
@@ -245,16 +359,16 @@ class BudgetSearch::Impl {
       }
       if (progress || !options_.forced_pairs) continue;
       for (size_t i = 0; i < ready_.size() && !progress; ++i) {
-        const OpId u = ready_[i];
+        const int32_t u = ready_[i];
         if (ready_step_[i] > budget_) continue;
         const int64_t delta_u = ready_delta_[i];
         // Probe the state after u (live bytes, readers left) without
         // applying it: only a pair that qualifies is applied.
         const int64_t live_before = live_;
         live_ = AfterDelta(delta_u);
-        for (BufferId b : buffers_.reads(u)) --remaining_users_[b];
-        OpId pair = kNoOp;
-        for (OpId v : graph_.op(u).successors) {
+        for (int32_t b : reads_.Of(u)) --remaining_users_[b];
+        int32_t pair = -1;
+        for (int32_t v : successors_.Of(u)) {
           if (indegree_[v] != 1) continue;  // v becomes ready with u
           const int64_t delta_v = OwnDelta(v);
           if (StepBytes(v) <= budget_ && delta_v <= 0 && delta_u + delta_v <= 0) {
@@ -262,9 +376,9 @@ class BudgetSearch::Impl {
             break;
           }
         }
-        for (BufferId b : buffers_.reads(u)) ++remaining_users_[b];
+        for (int32_t b : reads_.Of(u)) ++remaining_users_[b];
         live_ = live_before;
-        if (pair != kNoOp) {
+        if (pair >= 0) {
           Apply(u);
           Apply(pair);
           progress = true;
@@ -278,20 +392,20 @@ class BudgetSearch::Impl {
   // Relaxed mode (SearchOptions::seemingly_good): runs the ready op that
   // fits, frees a buffer and leaves the fewest live bytes. True when one ran.
   bool RunSeeminglyGood() {
-    OpId chosen = kNoOp;
+    int32_t chosen = -1;
     int64_t chosen_after = 0;
-    for (OpId u : ready_) {
+    for (int32_t u : ready_) {
       if (StepBytes(u) > budget_) continue;
       bool frees = false;
-      for (BufferId b : buffers_.reads(u)) frees = frees || (remaining_users_[b] == 1 && freeable_bytes_[b] > 0);
+      for (int32_t b : reads_.Of(u)) frees = frees || (remaining_users_[b] == 1 && freeable_bytes_[b] > 0);
       if (!frees) continue;
       const int64_t after = BytesAfter(u);
-      if (chosen == kNoOp || after < chosen_after) {
+      if (chosen < 0 || after < chosen_after) {
         chosen = u;
         chosen_after = after;
       }
     }
-    if (chosen == kNoOp) return false;
+    if (chosen < 0) return false;
     Apply(chosen);
     return true;
   }
@@ -301,13 +415,13 @@ class BudgetSearch::Impl {
   // all ready, whose persisting outputs total at most its bytes and whose
   // steps fit the budget in op order. True when one ran.
   bool RunForcedSet() {
-    std::vector<OpId>& readers = set_scratch_;
+    std::vector<int32_t>& readers = set_scratch_;
     for (size_t i = 0; i < ready_.size(); ++i) {
-      for (BufferId b : buffers_.reads(ready_[i])) {
+      for (int32_t b : reads_.Of(ready_[i])) {
         if (!set_candidate_[b] || remaining_users_[b] < 2) continue;
         readers.clear();
         bool all_ready = true;
-        for (OpId v : buffers_.buffers()[b].users) {
+        for (int32_t v : users_.Of(b)) {
           if (Scheduled(v)) continue;
           if (indegree_[v] != 0) {
             all_ready = false;
@@ -332,7 +446,7 @@ class BudgetSearch::Impl {
   bool Explore() {
     const size_t mark = trail_.size();
     RunForced();
-    if (static_cast<int>(trail_.size()) == goal_) return true;
+    if (trail_.size() == ops_.size()) return true;
     if (!aborted_) {
       const int64_t need = static_cast<int64_t>(visited_.BytesForInsert());
       if (need > memo_charge_.bytes() && !memo_charge_.TryResize(need)) {
@@ -362,7 +476,7 @@ class BudgetSearch::Impl {
     // Branch over the ready ops that fit, freeing ones first. One candidate
     // list per recursion depth, reused across nodes (no allocation per node).
     if (depth_ == candidates_.size()) candidates_.emplace_back();
-    std::vector<std::tuple<int64_t, int64_t, OpId>>& candidates = candidates_[depth_];
+    std::vector<std::tuple<int64_t, int64_t, int32_t>>& candidates = candidates_[depth_];
     candidates.clear();
     // RunForced left the ready ops' costs of this state.
     for (size_t i = 0; i < ready_.size(); ++i) {
@@ -400,29 +514,42 @@ class BudgetSearch::Impl {
     return false;
   }
 
+  // Lists by local index, back to back: item i's are items[begin[i]] up to
+  // items[begin[i + 1]].
+  struct Lists {
+    std::vector<int32_t> begin, items;
+    absl::Span<const int32_t> Of(int32_t i) const {
+      return absl::Span<const int32_t>(items.data() + begin[i], static_cast<size_t>(begin[i + 1] - begin[i]));
+    }
+  };
+
   const SearchOptions options_;
   const BufferModel& buffers_;
   const Graph& graph_;
-  const int n_;
+  const std::vector<OpId> ops_;  // the part's ops by local index, ascending
   const size_t words_;
-  const std::vector<OpId> done_;  // run before the part, in this order
-  const int goal_;                // trail length when the part is done
-  std::vector<bool> in_scope_;    // the part's ops and done_
-  // Each op's bit in scheduled_ (its index in the part), or one of these.
-  static constexpr int32_t kNotInPart = -1;
-  static constexpr int32_t kDone = -2;
-  std::vector<int32_t> slot_;
-  bool Scheduled(OpId v) const {
-    const int32_t i = slot_[v];
-    return i >= 0 ? (scheduled_[i / 64] >> (i % 64) & 1) != 0 : i == kDone;
-  }
-  std::vector<int32_t> rank_;  // each op's place in Subproblem::preferred (empty: none)
+  std::vector<BufferId> buffer_ids_;  // the buffers they read by local index, ascending
+  bool at_start_ = true;              // no op ran before the part
+  bool Scheduled(int32_t v) const { return (scheduled_[v / 64] >> (v % 64) & 1) != 0; }
+  std::vector<int32_t> rank_;  // by local op: its place in Subproblem::preferred (empty: none)
+  // By local op.
   std::vector<int64_t> alloc_bytes_;
-  // Bytes a buffer frees when its last reader runs (0 when it is live to
-  // the end), beside the remaining-reader counts: OwnDelta reads no
-  // ActivationBuffer.
-  std::vector<int64_t> freeable_bytes_;
   std::vector<int64_t> dead_bytes_;
+  std::vector<int64_t> workspace_bytes_;
+  std::vector<int64_t> in_place_bytes_;
+  Lists successors_;       // in the part, in the graph's order
+  Lists reads_;            // local buffers, as BufferModel::reads
+  Lists in_place_inputs_;  // local buffers, as BufferModel::in_place_inputs
+  // By local buffer: the bytes it frees when its last reader runs (0 when
+  // it is live to the end), beside the remaining-reader counts: OwnDelta
+  // reads no ActivationBuffer. Its readers in the part.
+  std::vector<int64_t> freeable_bytes_;
+  Lists users_;
+  // The state after the done ops: what Reset starts a check from.
+  int64_t live_start_ = 0;
+  std::vector<int32_t> start_remaining_;  // by local buffer
+  std::vector<int32_t> start_indegree_;   // by local op
+  std::vector<int32_t> start_ready_;      // ascending
 
   int64_t budget_ = 0;
   int64_t max_states_ = 0;  // this check's cap
@@ -434,9 +561,9 @@ class BudgetSearch::Impl {
   std::vector<uint64_t> scheduled_;
   std::vector<int32_t> remaining_users_;
   std::vector<int32_t> indegree_;
-  std::vector<OpId> ready_;  // ascending
+  std::vector<int32_t> ready_;  // ascending
   int64_t live_ = 0;
-  std::vector<OpId> trail_;
+  std::vector<int32_t> trail_;
   std::vector<int64_t> live_trail_;
   SignatureSet visited_;
   MemoryCharge memo_charge_;  // visited_'s bytes, on options_.memory
@@ -446,7 +573,7 @@ class BudgetSearch::Impl {
   int64_t memo_budget_ = -1;
   std::vector<size_t> path_marks_;  // trail lengths of the sets on the current path
   size_t depth_ = 0;                // recursion depth of Explore
-  std::vector<std::vector<std::tuple<int64_t, int64_t, OpId>>> candidates_;  // by depth
+  std::vector<std::vector<std::tuple<int64_t, int64_t, int32_t>>> candidates_;  // by depth
 };
 
 BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& options, const Subproblem& part)
@@ -510,8 +637,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   for (size_t i = 0; i < initial_order.size(); ++i) position[initial_order[i]] = static_cast<int>(i);
 
   // A segment's search is made when it is first checked: most segments of a
-  // long graph (a chain has one per op) never need one, and each costs time
-  // and memory in proportion to the whole graph.
+  // long graph (a chain has one per op) never need one. Each costs time and
+  // memory in proportion to the segment and the buffers it reads: it starts
+  // from the state before the segment (segment_position, live_before).
   std::vector<Segment> segments;
   // Every segment's ops, segment after segment (each in a topological
   // order: partition.h), so a prefix is a valid order of the segments before.
@@ -526,6 +654,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     segment.ops = std::move(ops);
     segments.push_back(std::move(segment));
   }
+  std::vector<int32_t> segment_position(graph.num_ops());
+  for (size_t i = 0; i < segment_ops.size(); ++i) segment_position[segment_ops[i]] = static_cast<int32_t>(i);
+  const std::vector<int64_t> live_before = LiveBytesAlong(buffers, segment_ops);
 
   // The per-op bounds take at most half the time limit (the search needs
   // the rest); the ops not reached keep their cone bounds.
@@ -576,9 +707,10 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   auto search_of = [&](Segment& s) -> BudgetSearch& {
     if (s.search == nullptr) {
       Subproblem part;
-      part.done.assign(segment_ops.begin(), segment_ops.begin() + static_cast<long>(s.done_before));
       part.ops = s.ops;
       part.preferred = s.best;
+      part.position = &segment_position;
+      part.live_after_done = live_before[s.done_before];
       s.search = std::make_unique<BudgetSearch>(buffers, options, part);
     }
     return *s.search;
@@ -719,8 +851,16 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       const int64_t segment_cap = s->ops.size() < kWindowSegmentOps
                                       ? cap
                                       : std::max<int64_t>(1, std::min(cap, kMaxLongMemoBytes / per_signature));
-      tasks.push_back([s, budget, round_deadline, segment_cap, &search_of] {
+      // A check that would start past the round's deadline (or once the
+      // caller went away) is not made: a round of thousands of small checks
+      // ends at its deadline, not after them all.
+      tasks.push_back([s, budget, round_deadline, segment_cap, &search_of, &options] {
         s->stats = SearchStats();
+        if (Clock::now() >= round_deadline || Cancelled(options)) {
+          s->answer = Feasibility::kUnknown;
+          s->stats.hit_limit = true;
+          return;
+        }
         s->answer = search_of(*s).Check(budget, round_deadline, &s->order, &s->next_budget, &s->stats, segment_cap);
       });
     }
@@ -732,18 +872,20 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     }
     RunAll(executor, tasks);
 
+    // The new orders' peaks by the model's own replay, one pass over the
+    // graph (the state before a segment is the same whatever order the
+    // segments before it take).
     bool all_fit = true, any_unknown = false;
+    MemoryTracker tracker(buffers);
     for (Segment& s : segments) {
       if (s.answer == Feasibility::kFeasible && s.best_peak > budget) {
         s.best = std::move(s.order);
-        MemoryTracker tracker(buffers);
-        for (const Segment& t : segments) {
-          if (&t == &s) break;
-          for (OpId u : t.ops) tracker.Run(u);
-        }
         s.best_peak = 0;
         for (OpId u : s.best) s.best_peak = std::max(s.best_peak, tracker.Run(u));
-      } else if (s.answer == Feasibility::kInfeasible) {
+      } else {
+        for (OpId u : s.ops) tracker.Run(u);
+      }
+      if (s.answer == Feasibility::kInfeasible) {
         // Every budget below the smallest step the search cut off explores
         // the same sets, so all of them are infeasible too.
         s.lower = std::max(s.lower, std::max(budget + 1, s.next_budget));

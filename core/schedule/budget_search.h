@@ -42,6 +42,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/memory/buffer_model.h"
 #include "core/util/executor.h"
 #include "core/util/memory_account.h"
@@ -112,7 +113,19 @@ struct Subproblem {
   std::vector<OpId> done;
   std::vector<OpId> ops;
   std::vector<OpId> preferred;
+  // BudgetSearch only: instead of listing `done` (which costs every search
+  // of a late segment of a long graph the length of all segments before
+  // it), the caller may give each op's position in an order that runs the
+  // done ops, then `ops`, then the rest (the done ops are those before
+  // every op of `ops`), and the live bytes after the done ops
+  // (LiveBytesAlong that order). Not owned; must outlive the search.
+  const std::vector<int32_t>* position = nullptr;
+  int64_t live_after_done = 0;
 };
+
+// The live bytes a BudgetSearch counts after each prefix of `order` (a
+// valid order of some ops): element k after its first k ops.
+std::vector<int64_t> LiveBytesAlong(const BufferModel& buffers, absl::Span<const OpId> order);
 
 // Answers "is there an order with peak <= budget?" for one graph.
 class BudgetSearch {

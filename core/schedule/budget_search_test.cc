@@ -1,6 +1,8 @@
 #include "core/schedule/budget_search.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -9,6 +11,7 @@
 #include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/schedule/baselines.h"
+#include "core/schedule/partition.h"
 #include "core/schedule/signature_dp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/orders.h"
@@ -455,6 +458,140 @@ TEST(BudgetSearchTest, MatchesProvenOptimaOfSharedCells) {
     EXPECT_EQ(result.peak_bytes, optimum);
     EXPECT_EQ(testing::NaivePeak(*g, result.order, false, false), optimum);
   }
+}
+
+// A segment's search started from the state before it (positions and the
+// live bytes there, as MinimizePeak's segments are) answers every check as
+// the search given the done ops one by one: the same answer, order, next
+// budget and states, on random DAGs under the memory-model switches.
+TEST(BudgetSearchTest, APartStartedFromPositionsAnswersAsOneGivenTheDoneOps) {
+  std::mt19937 rng(77);
+  int segments_checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(5 + trial % 30, rng, /*concats=*/trial % 2 == 1));
+    const MemoryModel model{trial % 3 == 1, trial % 5 == 2, trial % 4 >= 2, trial % 7 == 0};
+    BufferModel buffers(g, model);
+    std::vector<OpId> all;
+    std::vector<std::vector<OpId>> segments = SplitAtCutPoints(g);
+    for (const std::vector<OpId>& segment : segments) all.insert(all.end(), segment.begin(), segment.end());
+    std::vector<int32_t> position(g.num_ops());
+    for (size_t i = 0; i < all.size(); ++i) position[all[i]] = static_cast<int32_t>(i);
+    const std::vector<int64_t> live = LiveBytesAlong(buffers, all);
+    size_t before = 0;
+    for (const std::vector<OpId>& segment : segments) {
+      Subproblem listed;
+      listed.done.assign(all.begin(), all.begin() + static_cast<long>(before));
+      listed.ops = segment;
+      Subproblem positioned;
+      positioned.ops = segment;
+      positioned.position = &position;
+      positioned.live_after_done = live[before];
+      BudgetSearch a(buffers, SearchOptions(), listed);
+      BudgetSearch b(buffers, SearchOptions(), positioned);
+      // The segment's steps in its own order, and budgets around them
+      // (descending, so the memo is reused as MinimizePeak reuses it).
+      MemoryTracker tracker(buffers);
+      for (size_t i = 0; i < before; ++i) tracker.Run(all[i]);
+      // The live bytes there are the model's own.
+      ASSERT_EQ(live[before], tracker.live_bytes()) << "trial " << trial;
+      MemoryTracker after_done = tracker;
+      int64_t peak = 0;
+      for (OpId u : segment) peak = std::max(peak, tracker.Run(u));
+      for (int64_t budget : {peak + 1, peak, peak - 1, peak * 3 / 4, peak / 2, peak / 4}) {
+        std::vector<OpId> order_a, order_b;
+        int64_t next_a = -1, next_b = -1;
+        SearchStats stats_a, stats_b;
+        const Feasibility answer_a =
+            a.Check(budget, std::chrono::steady_clock::time_point::max(), &order_a, &next_a, &stats_a);
+        const Feasibility answer_b =
+            b.Check(budget, std::chrono::steady_clock::time_point::max(), &order_b, &next_b, &stats_b);
+        ASSERT_EQ(answer_a, answer_b) << "trial " << trial << " budget " << budget;
+        ASSERT_EQ(order_a, order_b) << "trial " << trial << " budget " << budget;
+        ASSERT_EQ(next_a, next_b) << "trial " << trial << " budget " << budget;
+        ASSERT_EQ(stats_a.states, stats_b.states) << "trial " << trial << " budget " << budget;
+        // The segment's own order fits its peak; a found order fits the
+        // budget by the model's replay.
+        if (budget >= peak) EXPECT_EQ(answer_b, Feasibility::kFeasible) << "trial " << trial;
+        if (answer_b == Feasibility::kFeasible) {
+          MemoryTracker replay = after_done;
+          for (OpId u : order_b) ASSERT_LE(replay.Run(u), budget) << "trial " << trial;
+        }
+        ++segments_checked;
+      }
+      before += segment.size();
+    }
+  }
+  EXPECT_GT(segments_checked, 2000);
+}
+
+// Runs the tasks one after another and sets `cancelled` after the first,
+// as a caller that goes away while a round of checks runs.
+class CancelAfterFirstTask : public Executor {
+ public:
+  explicit CancelAfterFirstTask(std::atomic<bool>* cancelled) : cancelled_(cancelled) {}
+  void RunAll(std::vector<std::function<void()>>& tasks) override {
+    for (std::function<void()>& task : tasks) {
+      task();
+      ++tasks_run_;
+      cancelled_->store(true);
+    }
+  }
+  int tasks_run() const { return tasks_run_; }
+
+ private:
+  std::atomic<bool>* cancelled_;
+  int tasks_run_ = 0;
+};
+
+// A chain of `blocks` diamonds, each a segment: the block's input feeds two
+// branches (8 bytes, then 1) joined into the next block's input.
+Graph ChainOfDiamonds(int blocks) {
+  testing::TestGraph g;
+  g.Input("x0", 4);
+  for (int i = 0; i < blocks; ++i) {
+    const std::string x = absl::StrCat("x", i), k = absl::StrCat("_", i);
+    g.Op("a1" + k, "Op", {x}, {{"a1" + k, 8}})
+        .Op("a2" + k, "Op", {"a1" + k}, {{"a2" + k, 1}})
+        .Op("b1" + k, "Op", {x}, {{"b1" + k, 8}})
+        .Op("b2" + k, "Op", {"b1" + k}, {{"b2" + k, 1}})
+        .Op("j" + k, "Op", {"a2" + k, "b2" + k}, {{absl::StrCat("x", i + 1), 4}});
+  }
+  g.Output(absl::StrCat("x", blocks));
+  return g.Build();
+}
+
+// A round of thousands of small checks stops when the caller goes away (or
+// the time is up) instead of running them all: one check runs, every
+// segment keeps at least its start order, and the bound stays honest.
+TEST(BudgetSearchTest, ARoundOfManySegmentsStopsWhenCancelled) {
+  constexpr int kBlocks = 2000;
+  Graph g = ChainOfDiamonds(kBlocks);
+  BufferModel buffers(g, {});
+  // Each block both branches' first ops first: 4 + 8 + 8 = 20 bytes, where
+  // running one branch through first needs 13.
+  std::vector<OpId> start;
+  for (int i = 0; i < kBlocks; ++i) {
+    for (int k : {0, 2, 1, 3, 4}) start.push_back(static_cast<OpId>(5 * i + k));
+  }
+  ASSERT_TRUE(IsTopologicalOrder(g, start));
+  ASSERT_EQ(PeakOf(buffers, start), 20);
+  std::atomic<bool> cancelled{false};
+  CancelAfterFirstTask executor(&cancelled);
+  SearchOptions options;
+  options.cancelled = &cancelled;
+  const MinimizeResult result = MinimizePeak(buffers, start, /*lower_bound=*/0, options, 0, &executor);
+  EXPECT_EQ(result.stats.checks, 1);
+  EXPECT_GE(executor.tasks_run(), kBlocks);  // the round had a check for every segment
+  ASSERT_TRUE(IsTopologicalOrder(g, result.order));
+  EXPECT_EQ(result.peak_bytes, PeakOf(buffers, result.order));
+  EXPECT_EQ(result.peak_bytes, 20);  // only the first segment was searched
+  EXPECT_FALSE(result.optimal);
+  EXPECT_LE(result.lower_bound_bytes, 13);
+
+  // Uncancelled, every segment gets its 13 and the proof.
+  const MinimizeResult full = MinimizePeak(buffers, start, /*lower_bound=*/0, SearchOptions());
+  EXPECT_EQ(full.peak_bytes, 13);
+  EXPECT_TRUE(full.optimal);
 }
 
 }  // namespace
