@@ -97,9 +97,43 @@ TEST(LowestFirstTest, StopsAtTheDeadlineOrOnCancel) {
   EXPECT_TRUE(PlanArenaLowestFirst(buffers, 1, OffsetRank::kTotalAreaWidth).ok());
 }
 
-// The placer set up once places as PlanArenaLowestFirst does, under a
-// ranking and under its shuffles, and as many times as asked.
-TEST(LowestFirstTest, PlacerPlacesAsPlanArenaLowestFirst) {
+// Lowest-first placement by its definition, in cubic time: repeatedly the
+// unplaced block (AnchoredBlocks) whose lowest offset (the highest end of
+// the placed blocks it shares a step with, rounded up to `alignment`) is
+// the least, ties by position in `ranked`, goes there; its members at
+// their offsets from it. Buffers of no block sit at 0.
+std::vector<int64_t> LowestFirstByDefinition(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
+                                             const std::vector<AnchoredBlock>& blocks,
+                                             const std::vector<size_t>& ranked) {
+  std::vector<int64_t> block_offset(blocks.size(), -1);
+  for (size_t placed = 0; placed < blocks.size(); ++placed) {
+    size_t chosen = blocks.size();
+    int64_t chosen_low = 0;
+    for (size_t b : ranked) {  // earlier in `ranked` first: a tie keeps the first
+      if (block_offset[b] >= 0) continue;
+      int64_t low = 0;
+      for (size_t p = 0; p < blocks.size(); ++p) {
+        if (block_offset[p] < 0 || blocks[p].last < blocks[b].first || blocks[b].last < blocks[p].first) continue;
+        low = std::max(low, block_offset[p] + blocks[p].extent);
+      }
+      low = (low + alignment - 1) / alignment * alignment;
+      if (chosen == blocks.size() || low < chosen_low) chosen = b, chosen_low = low;
+    }
+    block_offset[chosen] = chosen_low;
+  }
+  std::vector<int64_t> offsets(buffers.size(), 0);
+  for (size_t b = 0; b < blocks.size(); ++b) offsets[blocks[b].head] = block_offset[b];
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].anchor >= 0)
+      offsets[i] = offsets[static_cast<size_t>(buffers[i].anchor)] + buffers[i].offset_from_anchor;
+  }
+  return offsets;
+}
+
+// The placer set up once places as the definition says, under a ranking
+// and under its shuffles, and as many times as asked; PlanArenaLowestFirst
+// places as the placer under the same ranking.
+TEST(LowestFirstTest, PlacerPlacesAsTheDefinitionSays) {
   std::mt19937 rng(29);
   for (int trial = 0; trial < 100; ++trial) {
     std::vector<ArenaBuffer> buffers = testing::RandomSmallArenaInstance(2 + trial % 9, trial % 2, rng);
@@ -110,6 +144,10 @@ TEST(LowestFirstTest, PlacerPlacesAsPlanArenaLowestFirst) {
     const int64_t alignment = trial % 3 == 0 ? 4 : 1;
     absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, alignment);
     ASSERT_TRUE(placer.ok());
+    // The placer's blocks are AnchoredBlocks', in the same order.
+    const std::vector<AnchoredBlock> blocks = AnchoredBlocks(buffers);
+    ASSERT_EQ(placer->blocks().size(), blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) ASSERT_EQ(placer->blocks()[b].head, blocks[b].head);
     for (OffsetRank rank : kRanks) {
       for (uint64_t seed : {uint64_t{0}, uint64_t{7}}) {
         std::vector<size_t> ranked = placer->Ranking(rank);
@@ -117,13 +155,15 @@ TEST(LowestFirstTest, PlacerPlacesAsPlanArenaLowestFirst) {
           std::mt19937_64 random(seed);
           ShuffleNeighbours(&ranked, random);
         }
-        const absl::StatusOr<ArenaPlan> expected = PlanArenaLowestFirst(buffers, alignment, rank, seed);
-        ASSERT_TRUE(expected.ok());
+        const std::vector<int64_t> by_definition = LowestFirstByDefinition(buffers, alignment, blocks, ranked);
+        const absl::StatusOr<ArenaPlan> wrapped = PlanArenaLowestFirst(buffers, alignment, rank, seed);
+        ASSERT_TRUE(wrapped.ok());
         for (int again = 0; again < 2; ++again) {
           const absl::StatusOr<ArenaPlan> plan = placer->Place(ranked);
           ASSERT_TRUE(plan.ok());
-          EXPECT_EQ(plan->offsets, expected->offsets) << "trial " << trial;
-          EXPECT_EQ(plan->size_bytes, expected->size_bytes);
+          EXPECT_EQ(plan->offsets, by_definition) << "trial " << trial;
+          EXPECT_EQ(plan->offsets, wrapped->offsets) << "trial " << trial;
+          EXPECT_EQ(plan->size_bytes, wrapped->size_bytes);
         }
       }
     }
