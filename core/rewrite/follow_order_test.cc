@@ -12,6 +12,38 @@
 namespace serenity {
 namespace {
 
+// A graph and a reference naming about two thirds of its ops (the others
+// play a rewrite's new ops) in one of its orders, with names of ops it does
+// not have (ops a rewrite removed) among them.
+struct RewrittenCase {
+  Graph graph;
+  std::vector<OpId> reference_order;  // the graph's order the names come from
+  std::vector<std::string> reference;
+  std::vector<bool> named;
+};
+
+RewrittenCase RandomRewrittenCase(int trial, std::mt19937& rng) {
+  RewrittenCase c{*Graph::Build(testing::RandomDag(2 + trial % 40, rng, trial % 3 == 0)), {}, {}, {}};
+  c.reference_order = testing::RandomTopologicalOrder(c.graph, rng);
+  c.named.assign(c.graph.num_ops(), false);
+  for (OpId u : c.reference_order) {
+    if (rng() % 3 == 0) continue;  // a new op
+    c.named[u] = true;
+    c.reference.push_back(c.graph.op(u).name);
+    if (rng() % 5 == 0) c.reference.push_back("removed_" + std::to_string(u));
+  }
+  return c;
+}
+
+// The named ops of `order`, in its order.
+std::vector<OpId> NamedOps(const std::vector<OpId>& order, const std::vector<bool>& named) {
+  std::vector<OpId> ops;
+  for (OpId u : order) {
+    if (named[u]) ops.push_back(u);
+  }
+  return ops;
+}
+
 // Given the names of one of its own orders, a graph gets that order back.
 TEST(FollowOrderTest, GivesBackAnOrderOfTheSameGraph) {
   std::mt19937 rng(5);
@@ -30,30 +62,14 @@ TEST(FollowOrderTest, NewOpsRunAsSoonAsReadyAndNamedOnesKeepTheirOrder) {
   std::mt19937 rng(6);
   int new_ops = 0;
   for (int trial = 0; trial < 300; ++trial) {
-    const Graph g = *Graph::Build(testing::RandomDag(2 + trial % 40, rng, trial % 3 == 0));
-    const std::vector<OpId> reference_order = testing::RandomTopologicalOrder(g, rng);
-    std::vector<std::string> reference;
-    std::vector<bool> named(g.num_ops(), false);
-    for (OpId u : reference_order) {
-      if (rng() % 3 == 0) continue;  // a new op
-      named[u] = true;
-      reference.push_back(g.op(u).name);
-      if (rng() % 5 == 0) reference.push_back("removed_" + std::to_string(u));
-    }
-    const std::vector<OpId> order = FollowOrder(g, reference);
+    const RewrittenCase c = RandomRewrittenCase(trial, rng);
+    const Graph& g = c.graph;
+    const std::vector<bool>& named = c.named;
+    const std::vector<OpId> order = FollowOrder(g, c.reference);
     ASSERT_TRUE(CheckOrder(g, order).ok()) << "trial " << trial;
     std::vector<int> position(g.num_ops());
     for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
-    // Named ops in the reference's order.
-    std::vector<OpId> named_in_order;
-    for (OpId u : order) {
-      if (named[u]) named_in_order.push_back(u);
-    }
-    std::vector<OpId> named_in_reference;
-    for (OpId u : reference_order) {
-      if (named[u]) named_in_reference.push_back(u);
-    }
-    EXPECT_EQ(named_in_order, named_in_reference) << "trial " << trial;
+    EXPECT_EQ(NamedOps(order, named), NamedOps(c.reference_order, named)) << "trial " << trial;
     // No named op runs between a new op's last predecessor and itself.
     for (OpId u = 0; u < g.num_ops(); ++u) {
       if (named[u]) continue;
@@ -68,33 +84,20 @@ TEST(FollowOrderTest, NewOpsRunAsSoonAsReadyAndNamedOnesKeepTheirOrder) {
   EXPECT_GT(new_ops, 100);
 }
 
-// kWhenNeeded: the named ops keep the reference's order, and a new op runs
-// with no named op between it and the first named op that needs it
-// (directly or through other new ops); a new op no named op needs runs after
-// every named op.
+// kWhenNeeded: the named ops keep the reference's order (names the graph
+// does not have are ignored), and a new op runs with no named op between it
+// and the first named op that needs it (directly or through other new ops);
+// a new op no named op needs runs after every named op.
 TEST(FollowOrderTest, NewOpsRunWhenNeededAndNamedOnesKeepTheirOrder) {
   std::mt19937 rng(9);
   int needed = 0, unneeded = 0;
   for (int trial = 0; trial < 300; ++trial) {
-    const Graph g = *Graph::Build(testing::RandomDag(2 + trial % 40, rng, trial % 3 == 0));
-    const std::vector<OpId> reference_order = testing::RandomTopologicalOrder(g, rng);
-    std::vector<std::string> reference;
-    std::vector<bool> named(g.num_ops(), false);
-    for (OpId u : reference_order) {
-      if (rng() % 3 == 0) continue;  // a new op
-      named[u] = true;
-      reference.push_back(g.op(u).name);
-    }
-    const std::vector<OpId> order = FollowOrder(g, reference, NewOps::kWhenNeeded);
+    const RewrittenCase c = RandomRewrittenCase(trial, rng);
+    const Graph& g = c.graph;
+    const std::vector<bool>& named = c.named;
+    const std::vector<OpId> order = FollowOrder(g, c.reference, NewOps::kWhenNeeded);
     ASSERT_TRUE(CheckOrder(g, order).ok()) << "trial " << trial;
-    std::vector<OpId> named_in_order, named_in_reference;
-    for (OpId u : order) {
-      if (named[u]) named_in_order.push_back(u);
-    }
-    for (OpId u : reference_order) {
-      if (named[u]) named_in_reference.push_back(u);
-    }
-    EXPECT_EQ(named_in_order, named_in_reference) << "trial " << trial;
+    EXPECT_EQ(NamedOps(order, named), NamedOps(c.reference_order, named)) << "trial " << trial;
     std::vector<int> position(g.num_ops());
     for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
     int last_named = -1;
