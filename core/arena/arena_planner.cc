@@ -630,7 +630,7 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
 }
 
 ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment, ArenaPlan plan,
-                        const ArenaSearches& searches, const ArenaLimits& limits, ArenaCut* cut) {
+                        const ArenaSearches& searches, const ArenaLimits& limits, ArenaCut* cut, bool* refuted) {
   ArenaCut ignored;
   if (cut == nullptr) cut = &ignored;
   const size_t n = buffers.size();
@@ -660,7 +660,8 @@ ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment
   }
   // The searches by offsets go first: with their few nodes a failed one
   // ends in a few milliseconds, a failed skyline search of 10,000 nodes in
-  // tens (bench/RESULTS.md, "Arena searches, cheapest first").
+  // tens (bench/RESULTS.md, "Rewrite time: arena searches cheapest
+  // first, ...").
   struct Attempt {
     bool by_offsets;
     OffsetRank rank;     // by offsets
@@ -691,6 +692,7 @@ ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment
       plan.size_bytes = 0;
       for (size_t i = 0; i < n; ++i) plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + buffers[i].size);
     }
+    if (result == PackingResult::kImpossible && refuted != nullptr) *refuted = true;
     if (result != PackingResult::kGaveUp) break;  // kImpossible: nothing packs at the bound
     const char* stopped = stop_reason();
     if (*stopped != '\0') {

@@ -166,12 +166,13 @@ inline int64_t AtBoundOffsetNodes(size_t n) { return 2 * static_cast<int64_t>(n)
 
 // `plan` (a valid plan of `buffers`), or the first packing at the bound
 // that `searches` find; it stops at the first search that packs or proves
-// the bound impossible. Within `limits` as PlanArena: skipped when out of
-// time, when the searches' tables cannot be charged to the account or would
-// exceed kMaxArenaSearchCells, and `cut` (may be null) then says why.
-// Deterministic unless a limit cuts it.
+// the bound impossible (then sets `*refuted`, when given). Within `limits`
+// as PlanArena: skipped when out of time, when the searches' tables cannot
+// be charged to the account or would exceed kMaxArenaSearchCells, and `cut`
+// (may be null) then says why. Deterministic unless a limit cuts it.
 ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment, ArenaPlan plan,
-                        const ArenaSearches& searches, const ArenaLimits& limits = {}, ArenaCut* cut = nullptr);
+                        const ArenaSearches& searches, const ArenaLimits& limits = {}, ArenaCut* cut = nullptr,
+                        bool* refuted = nullptr);
 
 // The planner every plan uses: the smallest of several greedy placements
 // (buffers ordered by size, by the live bytes of their busiest step, by

@@ -318,14 +318,16 @@ TEST(SearchAtBoundTest, KeepsThePlanOrPacksAtTheBound) {
     if (greedy->size_bytes <= bound) continue;
     ++missed;
     EXPECT_EQ(SearchAtBound(buffers, alignment, *greedy, ArenaSearches{}).offsets, greedy->offsets);
+    bool refuted = false;  // never set when a search packs
     for (const bool offsets : {true, false}) {
       ArenaSearches searches;
       (offsets ? searches.offset_nodes : searches.skyline_nodes) = 1000;
       ArenaCut cut;
-      const ArenaPlan plan = SearchAtBound(buffers, alignment, *greedy, searches, {}, &cut);
+      const ArenaPlan plan = SearchAtBound(buffers, alignment, *greedy, searches, {}, &cut, &refuted);
       ASSERT_TRUE(VerifyArena(buffers, plan).ok()) << VerifyArena(buffers, plan);
       EXPECT_TRUE(cut.reason.empty());
       if (plan.offsets == greedy->offsets) continue;
+      EXPECT_FALSE(refuted) << "trial " << trial;
       EXPECT_EQ(plan.size_bytes, bound);
       ++(offsets ? by_offsets : by_skylines);
     }

@@ -306,12 +306,13 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   const bool search_at_bound = options.start_with_searches && !large;
   ArenaSearches searches;
   searches.offset_nodes = AtBoundOffsetNodes(buffers.size());
+  bool refuted = false;  // a search proved that nothing packs at the bound
   if (search_at_bound) {
-    *plan = SearchAtBound(buffers, alignment, *std::move(plan), searches, limits, cut);
+    *plan = SearchAtBound(buffers, alignment, *std::move(plan), searches, limits, cut, &refuted);
     if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
   }
   ArenaPlan best = SearchBelowPlan(buffers, {}, alignment, *std::move(plan), bound, options, limits, cut, start);
-  if (search_at_bound && best.size_bytes > bound && cut->reason.empty()) {
+  if (search_at_bound && !refuted && best.size_bytes > bound && cut->reason.empty()) {
     searches.offset_nodes = 0;
     searches.skyline_nodes = kDefaultSkylineNodes;
     best = SearchAtBound(buffers, alignment, std::move(best), searches, limits, cut);
