@@ -53,17 +53,11 @@ std::vector<OpId> PartOps(const Graph& graph, const Subproblem& part) {
 
 std::vector<int64_t> LiveBytesAlong(const BufferModel& buffers, absl::Span<const OpId> order) {
   std::vector<int64_t> live(order.size() + 1);
-  std::vector<int32_t> remaining(buffers.buffers().size());
-  for (size_t b = 0; b < remaining.size(); ++b) remaining[b] = static_cast<int32_t>(buffers.buffers()[b].users.size());
-  live[0] = buffers.resident_bytes() + buffers.input_bytes();
+  MemoryTracker tracker(buffers);
+  live[0] = tracker.live_bytes();
   for (size_t k = 0; k < order.size(); ++k) {
-    const OpId u = order[k];
-    int64_t delta = AllocBytes(buffers, u) - DeadBytes(buffers, u);
-    for (BufferId b : buffers.reads(u)) {
-      if (remaining[b] == 1) delta -= FreeableBytes(buffers, b);
-    }
-    for (BufferId b : buffers.reads(u)) --remaining[b];
-    live[k + 1] = live[k] + delta - (k == 0 ? buffers.unused_input_bytes() : 0);
+    tracker.Run(order[k]);
+    live[k + 1] = tracker.live_bytes();
   }
   return live;
 }
@@ -487,12 +481,15 @@ class BudgetSearch::Impl {
         next_budget_ = std::min(next_budget_, step);
       }
     }
-    std::sort(candidates.begin(), candidates.end());
     // Along the preferred order when there is one (not in relaxed mode,
-    // which keeps the transitions that seem best).
+    // which keeps the transitions that seem best), then by the tuple.
     if (!rank_.empty() && !options_.seemingly_good) {
-      std::stable_sort(candidates.begin(), candidates.end(),
-                       [&](const auto& a, const auto& b) { return rank_[std::get<2>(a)] < rank_[std::get<2>(b)]; });
+      std::sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+        const int32_t ra = rank_[std::get<2>(a)], rb = rank_[std::get<2>(b)];
+        return ra != rb ? ra < rb : a < b;
+      });
+    } else {
+      std::sort(candidates.begin(), candidates.end());
     }
     // Relaxed mode branches only over the transitions that seem best.
     if (options_.seemingly_good) {
@@ -873,16 +870,24 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     RunAll(executor, tasks);
 
     // The new orders' peaks by the model's own replay, one pass over the
-    // graph (the state before a segment is the same whatever order the
-    // segments before it take).
+    // graph up to the last segment with a new order (the state before a
+    // segment is the same whatever order the segments before it take).
+    const auto improved = [budget](const Segment& s) {
+      return s.answer == Feasibility::kFeasible && s.best_peak > budget;
+    };
+    size_t replay_end = 0;  // segments [0, replay_end) are replayed
+    for (size_t k = 0; k < segments.size(); ++k) {
+      if (improved(segments[k])) replay_end = k + 1;
+    }
     bool all_fit = true, any_unknown = false;
     MemoryTracker tracker(buffers);
-    for (Segment& s : segments) {
-      if (s.answer == Feasibility::kFeasible && s.best_peak > budget) {
+    for (size_t k = 0; k < segments.size(); ++k) {
+      Segment& s = segments[k];
+      if (improved(s)) {
         s.best = std::move(s.order);
         s.best_peak = 0;
         for (OpId u : s.best) s.best_peak = std::max(s.best_peak, tracker.Run(u));
-      } else {
+      } else if (k < replay_end) {
         for (OpId u : s.ops) tracker.Run(u);
       }
       if (s.answer == Feasibility::kInfeasible) {
