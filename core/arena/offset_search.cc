@@ -1,6 +1,7 @@
 #include "core/arena/offset_search.h"
 
 #include <algorithm>
+#include <deque>
 #include <numeric>
 #include <random>
 #include <tuple>
@@ -133,7 +134,7 @@ class OffsetSearch {
       if (Headroom(s) < 0) return PackingResult::kImpossible;
     }
     solution_ = offset_;  // zero-size buffers at 0
-    if (SolveRange(0, static_cast<int>(unplaced_bytes_.size()))) {
+    if (SolveRange(0, static_cast<int>(unplaced_bytes_.size()), open_)) {
       for (size_t i = 0; i < buffers_.size(); ++i) {  // zero-size members too
         if (buffers_[i].anchor >= 0) solution_[i] = solution_[buffers_[i].anchor] + buffers_[i].offset_from_anchor;
       }
@@ -149,30 +150,36 @@ class OffsetSearch {
   // Solves the unplaced buffers within sections [lo, hi) (none crosses lo
   // or hi), piece by piece between the boundaries no unplaced buffer
   // crosses: the pieces do not interact, so each is searched on its own.
-  bool SolveRange(int lo, int hi) {
+  // `range` holds every unplaced buffer there (and may hold others).
+  bool SolveRange(int lo, int hi, const std::vector<size_t>& range) {
     int start = lo;
     for (int b = lo; b < hi; ++b) {
       // Boundary after section b: a piece ends there when nothing unplaced
       // crosses it (or at hi).
       if (b + 1 < hi && crossing_[b] > 0) continue;
-      if (HasUnplaced(start, b + 1) && !ExplorePiece(start, b + 1)) return false;
+      if (HasUnplaced(start, b + 1) && !ExplorePiece(start, b + 1, range)) return false;
       start = b + 1;
     }
     return true;
   }
 
-  // Explore on a piece of its own, its buffers ranked afresh by what is
-  // still unplaced (their ranks outside it are restored afterwards).
-  bool ExplorePiece(int lo, int hi) {
-    std::vector<size_t> piece;
-    for (size_t i : open_) {
-      if (offset_[i] < 0 && span_[i].second > lo && span_[i].first < hi) piece.push_back(i);
+  // Explore on a piece of its own, its buffers (those of `range` there)
+  // ranked afresh by what is still unplaced (their ranks outside it are
+  // restored afterwards). Its nodes look at its buffers alone: after a few
+  // splits most pieces hold a few dozen of the instance's hundreds.
+  bool ExplorePiece(int lo, int hi, const std::vector<size_t>& range) {
+    std::vector<size_t> piece;  // with the groups reaching into [lo, hi)
+    std::vector<size_t> ranked;
+    for (size_t i : range) {
+      if (offset_[i] >= 0 || group_span_[i].second <= lo || group_span_[i].first >= hi) continue;
+      piece.push_back(i);
+      if (span_[i].second > lo && span_[i].first < hi) ranked.push_back(i);
     }
-    std::vector<int64_t> saved(piece.size());
-    for (size_t k = 0; k < piece.size(); ++k) saved[k] = rank_[piece[k]];
-    Rank(piece);
-    const bool found = Explore(lo, hi, 0, -1);
-    for (size_t k = 0; k < piece.size(); ++k) rank_[piece[k]] = saved[k];
+    std::vector<int64_t> saved(ranked.size());
+    for (size_t k = 0; k < ranked.size(); ++k) saved[k] = rank_[ranked[k]];
+    Rank(ranked);
+    const bool found = Explore(lo, hi, 0, -1, piece);
+    for (size_t k = 0; k < ranked.size(); ++k) rank_[ranked[k]] = saved[k];
     return found;
   }
 
@@ -185,14 +192,14 @@ class OffsetSearch {
 
   // Places the unplaced buffers within sections [lo, hi), each at an
   // (offset, rank) not below (`last_offset`, `last_rank`). On success their
-  // offsets are in solution_.
-  bool Explore(int lo, int hi, int64_t last_offset, int64_t last_rank) {
+  // offsets are in solution_. `piece` holds every unplaced buffer there.
+  bool Explore(int lo, int hi, int64_t last_offset, int64_t last_rank, const std::vector<size_t>& piece) {
     if (++nodes_ > max_nodes_) gave_up_ = true;
-    work_ += 2 * static_cast<int64_t>(open_.size());
+    work_ += 2 * static_cast<int64_t>(piece.size());
     if (GivingUp()) return false;
     int64_t lowest_end = INT64_MAX;
     bool any = false;
-    for (size_t i : open_) {
+    for (size_t i : piece) {
       if (!Candidate(i, lo, hi)) continue;
       any = true;
       if (members_[i].empty()) lowest_end = std::min(lowest_end, lowest_[i] + buffers_[i].size);
@@ -202,24 +209,36 @@ class OffsetSearch {
     // last_rank) (those packings are reached another way), below the lowest
     // end (else some buffer would fit under them first) and within capacity.
     // A group's offset is the lowest its members allow.
-    std::vector<std::pair<int64_t, size_t>> candidates;
-    for (size_t i : open_) {
+    // Each depth keeps its list between nodes (no allocation per node).
+    if (depth_ == candidate_lists_.size()) candidate_lists_.emplace_back();
+    std::vector<std::pair<int64_t, size_t>>& candidates = candidate_lists_[depth_];
+    candidates.clear();
+    const DepthGuard guard(&depth_);
+    for (size_t i : piece) {
       if (!Candidate(i, lo, hi)) continue;
       const int64_t at = LowestOf(i);
       if (at < last_offset || (at == last_offset && rank_[i] < last_rank)) continue;
       if (at >= lowest_end || at + extent_[i] > capacity_) continue;
       candidates.push_back({at, i});
     }
-    std::sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+    const auto before = [&](const std::pair<int64_t, size_t>& a, const std::pair<int64_t, size_t>& b) {
       return a.first != b.first ? a.first < b.first : rank_[a.second] < rank_[b.second];
-    });
+    };
+    // Most nodes try their first candidate alone: it is found in one pass,
+    // and the others are sorted only when a second is needed.
+    if (!candidates.empty()) {
+      std::iter_swap(candidates.begin(), std::min_element(candidates.begin(), candidates.end(), before));
+    }
     // Placing a buffer leaves every section outside its lifetime as tight
     // or tighter (lowest offsets only rise), so a buffer is tried only if
     // its lifetime covers every section that already fails SectionsFit at
     // its offset.
     int64_t checked_at = -1;
     int failing_first = 0, failing_last = -1;
-    for (const auto& [at, i] : candidates) {
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      if (k == 1) std::sort(candidates.begin() + 1, candidates.end(), before);
+      const int64_t at = candidates[k].first;
+      const size_t i = candidates[k].second;
       // A node may try hundreds of candidates, each placing a whole group.
       if (GivingUp()) return false;
       if (at != checked_at) {
@@ -246,7 +265,7 @@ class OffsetSearch {
       }
       bool found = false;
       work_ += hi - lo;
-      if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi) : Explore(lo, hi, at, rank_[i]);
+      if (SectionsFit(lo, hi, at)) found = split ? SolveRange(lo, hi, piece) : Explore(lo, hi, at, rank_[i], piece);
       // Given up: the search ends here and nothing reads its state again,
       // so it is not restored (undoing hundreds of placements around fixed
       // buffers took longer than the search's last millisecond).
@@ -627,6 +646,15 @@ class OffsetSearch {
   std::vector<std::vector<int64_t>> band_room_;
   int band_overflows_ = 0;
   std::vector<int64_t> fixed_tops_;  // every fixed interval's top, sorted, distinct
+  // Explore's candidates, one list per depth (a deque: the lists stay put
+  // as deeper ones are added).
+  std::deque<std::vector<std::pair<int64_t, size_t>>> candidate_lists_;
+  size_t depth_ = 0;
+  struct DepthGuard {
+    explicit DepthGuard(size_t* depth) : depth(depth) { ++*depth; }
+    ~DepthGuard() { --*depth; }
+    size_t* depth;
+  };
   int64_t nodes_ = 0;
   int64_t steps_ = 0;
   int64_t work_ = 0;
