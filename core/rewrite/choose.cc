@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -229,9 +230,26 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
   };
   bool changed = false;
   std::vector<bool> tried(candidates.size(), false);
+  // The best plan so far completed (CompletePlan) beside a trial that is
+  // likely the last: the subsets of a round that did not lower the peak,
+  // and the sums. Such a trial is seldom kept, and the completion is then
+  // what the request returns; kept, its plan is completed at the end. With
+  // an executor only (the two run at once), and once per best plan.
+  std::optional<absl::StatusOr<Plan>> completed;
+  const auto beside_completion = [&](const std::function<absl::Status()>& work) -> absl::Status {
+    if (executor == nullptr || completed.has_value()) return work();
+    Plan scored_plan = plan;
+    absl::Status work_status;
+    std::vector<std::function<void()>> tasks = {
+        [&] { completed = CompletePlan(graph, sanitized, std::move(scored_plan), executor); },
+        [&] { work_status = work(); }};
+    RunAll(executor, tasks);
+    return work_status;
+  };
   // Keeps a trial as the best so far. The sites not tried yet are
   // untouched by it: their heat in its plan.
   const auto keep = [&](ArenaModel trial, Scored scored, std::vector<RewriteSite> sites) {
+    completed.reset();
     best = scored.plan.profile.peak_bytes;
     model = std::move(trial);
     model_index.reset();
@@ -334,29 +352,32 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       };
       std::optional<Subset> kept;
       const uint32_t all = (1u << applied_here.size()) - 1;
-      for (uint32_t mask = 1; mask < all && !past_deadline(); ++mask) {
-        Subset subset{model.Copy(), std::nullopt, {}};
-        for (size_t b = 0; b < applied_here.size(); ++b) {
-          if ((mask >> b & 1) == 0) continue;
-          ASSIGN_OR_RETURN(bool applied, apply(candidates[applied_here[b]], subset.model.get(), &subset.sites));
-          (void)applied;  // each applied together above
+      RETURN_IF_ERROR(beside_completion([&]() -> absl::Status {
+        for (uint32_t mask = 1; mask < all && !past_deadline(); ++mask) {
+          Subset subset{model.Copy(), std::nullopt, {}};
+          for (size_t b = 0; b < applied_here.size(); ++b) {
+            if ((mask >> b & 1) == 0) continue;
+            ASSIGN_OR_RETURN(bool applied, apply(candidates[applied_here[b]], subset.model.get(), &subset.sites));
+            (void)applied;  // each applied together above
+          }
+          std::vector<std::string> names;
+          for (const RewriteSite& site : subset.sites) names.push_back(absl::StrCat("'", site.conv, "'"));
+          const std::string only = absl::StrCat("round ", round, ": Conv ", absl::StrJoin(names, ", "), " alone");
+          ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(*subset.model, only));
+          if (!scored_subset.has_value()) continue;
+          const int64_t subset_peak = scored_subset->plan.profile.peak_bytes;
+          report.notes.push_back(absl::StrCat(only, ": ", outcome(scored_subset->plan)));
+          if (subset_peak >= best) continue;
+          if (kept.has_value() &&
+              (subset_peak > kept->scored->plan.profile.peak_bytes ||
+               (subset_peak == kept->scored->plan.profile.peak_bytes && subset.sites.size() >= kept->sites.size()))) {
+            continue;
+          }
+          subset.scored = std::move(scored_subset);
+          kept = std::move(subset);
         }
-        std::vector<std::string> names;
-        for (const RewriteSite& site : subset.sites) names.push_back(absl::StrCat("'", site.conv, "'"));
-        const std::string only = absl::StrCat("round ", round, ": Conv ", absl::StrJoin(names, ", "), " alone");
-        ASSIGN_OR_RETURN(std::optional<Scored> scored_subset, score_trial(*subset.model, only));
-        if (!scored_subset.has_value()) continue;
-        const int64_t subset_peak = scored_subset->plan.profile.peak_bytes;
-        report.notes.push_back(absl::StrCat(only, ": ", outcome(scored_subset->plan)));
-        if (subset_peak >= best) continue;
-        if (kept.has_value() &&
-            (subset_peak > kept->scored->plan.profile.peak_bytes ||
-             (subset_peak == kept->scored->plan.profile.peak_bytes && subset.sites.size() >= kept->sites.size()))) {
-          continue;
-        }
-        subset.scored = std::move(scored_subset);
-        kept = std::move(subset);
-      }
+        return absl::OkStatus();
+      }));
       if (!kept.has_value()) break;
       report.notes.push_back(
           absl::StrCat("round ", round, ": kept ", kept->sites.size(), " of its ", applied_here.size(), " sites"));
@@ -389,41 +410,51 @@ absl::StatusOr<RewrittenPlan> PlanWithRewrites(absl::string_view onnx_bytes, con
       report.notes.push_back(absl::StrCat(cold, " sum", cold == 1 ? "" : "s",
                                           " the plan adds out of order not reordered: not live where the peak is"));
     }
-    ArenaModel trial = reorders.empty() ? ArenaModel() : model.Copy();
+    ArenaModel trial;
     std::vector<RewriteSite> sites;
-    absl::flat_hash_map<std::string, std::vector<int64_t>> shapes;
-    if (!reorders.empty()) shapes = TensorShapes(graph);
-    for (const auto& [output, order] : reorders) {
-      // Until a sum is reordered the trial is the model as it was (a sum
-      // not reordered leaves it unchanged): its chains are the model's.
-      std::vector<AddChain> trial_chains;
-      if (!sites.empty()) trial_chains = FindAddChains(trial->graph(), ModelIndex::Build(trial->graph()));
-      for (const AddChain& chain : sites.empty() ? model_chains : trial_chains) {
-        if (chain.output != output) continue;
-        absl::StatusOr<RewriteSite> done = ApplyAddChainOrder(trial.get(), chain, order, shapes);
-        if (done.ok()) {
-          sites.push_back(*std::move(done));
-        } else if (done.status().code() == absl::StatusCode::kFailedPrecondition) {
-          report.notes.push_back(absl::StrCat("sum '", output, "' not reordered: ", done.status().message()));
-        } else {
-          return done.status();
+    std::optional<Scored> scored;
+    std::string what;
+    if (!reorders.empty()) {
+      RETURN_IF_ERROR(beside_completion([&]() -> absl::Status {
+        trial = model.Copy();
+        const absl::flat_hash_map<std::string, std::vector<int64_t>> shapes = TensorShapes(graph);
+        for (const auto& [output, order] : reorders) {
+          // Until a sum is reordered the trial is the model as it was (a sum
+          // not reordered leaves it unchanged): its chains are the model's.
+          std::vector<AddChain> trial_chains;
+          if (!sites.empty()) trial_chains = FindAddChains(trial->graph(), ModelIndex::Build(trial->graph()));
+          for (const AddChain& chain : sites.empty() ? model_chains : trial_chains) {
+            if (chain.output != output) continue;
+            absl::StatusOr<RewriteSite> done = ApplyAddChainOrder(trial.get(), chain, order, shapes);
+            if (done.ok()) {
+              sites.push_back(*std::move(done));
+            } else if (done.status().code() == absl::StatusCode::kFailedPrecondition) {
+              report.notes.push_back(absl::StrCat("sum '", output, "' not reordered: ", done.status().message()));
+            } else {
+              return done.status();
+            }
+          }
         }
-      }
+        if (sites.empty()) return absl::OkStatus();
+        what = absl::StrCat(sites.size(), " sum", sites.size() == 1 ? "" : "s",
+                            " reordered to add operands as the plan makes them");
+        ASSIGN_OR_RETURN(scored, score_trial(*trial, what));
+        return absl::OkStatus();
+      }));
     }
-    if (!sites.empty()) {
-      const std::string what = absl::StrCat(sites.size(), " sum", sites.size() == 1 ? "" : "s",
-                                            " reordered to add operands as the plan makes them");
-      ASSIGN_OR_RETURN(std::optional<Scored> scored, score_trial(*trial, what));
-      if (scored.has_value() && scored->plan.profile.peak_bytes < best) {
-        report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes"));
-        keep(std::move(trial), std::move(*scored), std::move(sites));
-      } else if (scored.has_value()) {
-        report.notes.push_back(absl::StrCat(what, ": ", outcome(scored->plan), ": not rewritten"));
-      }
+    if (scored.has_value() && scored->plan.profile.peak_bytes < best) {
+      report.notes.push_back(absl::StrCat(what, ": peak ", scored->plan.profile.peak_bytes, " bytes"));
+      keep(std::move(trial), std::move(*scored), std::move(sites));
+    } else if (scored.has_value()) {
+      report.notes.push_back(absl::StrCat(what, ": ", outcome(scored->plan), ": not rewritten"));
     }
   }
   report.choice = changed ? "peak_rounds" : "none";
-  ASSIGN_OR_RETURN(plan, CompletePlan(graph, sanitized, std::move(plan), executor));
+  if (completed.has_value()) {
+    ASSIGN_OR_RETURN(plan, *std::move(completed));
+  } else {
+    ASSIGN_OR_RETURN(plan, CompletePlan(graph, sanitized, std::move(plan), executor));
+  }
   report.peak_bytes_with = plan.profile.peak_bytes;
   report.ops_after = graph.num_ops();
   report.rewrite_ms = MillisSince(rewrite_start);

@@ -1,5 +1,10 @@
 #include "core/rewrite/choose.h"
 
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <thread>
+
 #include "core/plan_proto.h"
 #include "core/plan_request.h"
 #include "core/rewrite/concat_conv.h"
@@ -238,6 +243,76 @@ TEST(ChooseTest, RewrittenPlansPassTheIndependentVerifier) {
       const absl::Status verified = testing::VerifyPlan(r->graph, proto);
       EXPECT_TRUE(verified.ok()) << verified << " form " << RewriteFormName(form);
       EXPECT_EQ(proto.peak_bytes(), r->report.peak_bytes_with);
+    }
+  }
+}
+
+// Runs every task on a thread of its own: the concurrent path of
+// PlanWithRewrites (the best plan completed beside its last trials).
+class ThreadsExecutor : public Executor {
+ public:
+  void RunAll(std::vector<std::function<void()>>& tasks) override {
+    std::vector<std::thread> threads;
+    for (std::function<void()>& task : tasks) threads.emplace_back(std::ref(task));
+    for (std::thread& thread : threads) thread.join();
+  }
+};
+
+// With an executor the best plan so far is completed while the trials that
+// are likely the last run (a round's subsets, the sums); when such a trial
+// is kept that completion is of the wrong graph and must not be returned.
+// The same plan, arena and notes as without, on: a kept subset, a kept
+// reordering of sums, a round that keeps nothing, and the shared models
+// where the last trials are not kept (nasnet_a_cifar10: the sums;
+// amoebanet_a_cifar10: a round's subsets; skipped when absent).
+TEST(ChooseTest, PlansTheSameWithAnExecutor) {
+  std::vector<std::pair<std::string, std::string>> models;  // name, bytes
+  {
+    TestModel m;
+    m.Input("in", {1, 1, 8, 8}).Output("y").Output("z");
+    AddBranches(m, "in", "y", 1, 4, 16, 2, false, "a_");
+    m.Weight("b_w", {64, 32, 1, 1}, false);
+    TestModel::IntAttr(m.Node("Concat", {"a_x0", "a_x1"}, {"b_c"}, "b_cat"), "axis", 1);
+    m.Node("Conv", {"b_c", "b_w"}, {"z"}, "b_reduce");
+    models.push_back({"subsets", m.Bytes()});
+  }
+  {
+    TestModel m;
+    m.Input("in", {1, 4, 6, 6}).Output("y");
+    m.Node("Relu", {"in"}, {"x1"}, "relu1");
+    for (int i = 2; i <= 4; ++i) {
+      m.Node("Relu", {"x" + std::to_string(i - 1)}, {"x" + std::to_string(i)}, "relu" + std::to_string(i));
+    }
+    m.Node("Add", {"x4", "x3"}, {"s1"}, "add1");
+    m.Node("Add", {"s1", "x2"}, {"s2"}, "add2");
+    m.Node("Add", {"s2", "x1"}, {"y"}, "add3");
+    models.push_back({"sums", m.Bytes()});
+  }
+  models.push_back({"no site kept", Branches(2, 1, 64).Bytes()});
+  for (const char* name : {"nasnet_a_cifar10", "amoebanet_a_cifar10"}) {
+    std::ifstream in(std::string(SERENITY_SHARED_DIR) + "/bench/models/" + name + ".onnx", std::ios::binary);
+    if (in) models.push_back({name, std::string(std::istreambuf_iterator<char>(in), {})});
+  }
+  ThreadsExecutor threads;
+  for (const auto& [name, bytes] : models) {
+    for (RewriteForm form : {RewriteForm::kStandard, RewriteForm::kAccumulate}) {
+      PlanOptions options = Options();
+      options.time_limit_seconds = 10;
+      options.rewrite_form = form;
+      absl::StatusOr<RewrittenPlan> alone = PlanWithRewrites(bytes, {}, "", options);
+      absl::StatusOr<RewrittenPlan> beside = PlanWithRewrites(bytes, {}, "", options, &threads);
+      ASSERT_TRUE(alone.ok()) << alone.status();
+      ASSERT_TRUE(beside.ok()) << beside.status();
+      const std::string what = name + " " + RewriteFormName(form);
+      EXPECT_EQ(beside->model_bytes, alone->model_bytes) << what;
+      EXPECT_EQ(beside->report.notes, alone->report.notes) << what;
+      EXPECT_EQ(beside->plan.order, alone->plan.order) << what;
+      EXPECT_EQ(beside->plan.profile.peak_bytes, alone->plan.profile.peak_bytes) << what;
+      EXPECT_EQ(beside->plan.arena.offsets, alone->plan.arena.offsets) << what;
+      EXPECT_EQ(beside->plan.arena.size_bytes, alone->plan.arena.size_bytes) << what;
+      const v1::Plan proto = PlanToProto(beside->graph, beside->plan, options);
+      const absl::Status verified = testing::VerifyPlan(beside->graph, proto);
+      EXPECT_TRUE(verified.ok()) << verified << " " << what;
     }
   }
 }
