@@ -47,9 +47,13 @@ struct InstanceSearchOptions {
 };
 
 // What every plan's arena gets (core/planner.cc): PlanArena's greedy
-// placements, then, while the bound is missed, its searches by offsets, up
-// to 16 restarts of 1,000 nodes on one chain, and its searches by skylines
-// (no clock: the same arena on every machine).
+// placements, then, while the bound is missed, its searches by offsets,
+// lowest-first placements (lowest_first.h) under the three ranks and climbs
+// from the best of them (ShuffleNearTop, seeded; 64,000 / blocks of them,
+// at most 64; above 1,000 blocks before the searches by offsets), up to 16
+// restarts of 1,000 nodes on one chain (none above 1,000 blocks: a restart
+// places one block per node), and its searches by skylines (no clock: the
+// same arena on every machine unless a limit cuts it).
 InstanceSearchOptions PlanArenaSearch();
 
 // A valid plan never larger than PlanArena's greedy placements
@@ -76,7 +80,8 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
 
 // PlanArenaInstance's chains alone, from `plan` (a valid plan of `buffers`)
 // towards `bound` (a size no plan can beat): the static ranks at the bound,
-// then shuffled restarts below the best plan found, until a plan reaches
+// then shuffled restarts below the best plan found (none when the buffers
+// make more than 1,000 blocks: see PlanArenaSearch), until a plan reaches
 // `bound`, a search proves the capacity just below the best impossible, or
 // `options.seconds` after `start` (or `limits`) run out. With `fixed` (one
 // entry per buffer, an offset to keep or -1; empty: none) the searches

@@ -182,5 +182,42 @@ TEST(InstanceSearchTest, LargeInstancesRestartAndClimbBelowTheFirstPlacements) {
   }
 }
 
+// Every plan's arena (PlanArenaSearch) on schedule-like instances that
+// neither the greedy placements nor the searches at the bound pack at the
+// bound (a layered DAG's: each buffer read by some of the next 16 ops): it
+// climbs from the lowest-first placements, so it is never above the best of
+// them under the three ranks, where the greedy placements are; and it is
+// the same arena every time (no clock). 800 blocks (the climbs after the
+// searches by offsets) and 1,200 (before them).
+TEST(InstanceSearchTest, PlanArenasClimbFromLowestFirstPlacements) {
+  for (int n : {800, 1200}) {
+    std::mt19937 rng(n);
+    std::vector<ArenaBuffer> buffers;
+    for (int i = 0; i < n; ++i) {
+      int last = i;  // each of the next 16 ops reads it with odds 1 in 8
+      for (int step = i + 1; step <= i + 16; ++step) {
+        if (rng() % 8 == 0) last = step;
+      }
+      buffers.push_back({64 * static_cast<int64_t>(16 + rng() % 48), i, last});
+    }
+    int64_t lowest_first = std::numeric_limits<int64_t>::max();
+    for (OffsetRank rank : {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea, OffsetRank::kWidthAreaTotal}) {
+      absl::StatusOr<ArenaPlan> placed = PlanArenaLowestFirst(buffers, 64, rank);
+      ASSERT_TRUE(placed.ok()) << placed.status();
+      lowest_first = std::min(lowest_first, placed->size_bytes);
+    }
+    absl::StatusOr<ArenaPlan> greedy = PlanArena(buffers, 64, /*skyline_nodes=*/0);
+    ASSERT_TRUE(greedy.ok()) << greedy.status();
+    ASSERT_GT(greedy->size_bytes, lowest_first) << n;  // the climbs have something to give
+    absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(buffers, 64, PlanArenaSearch());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(VerifyArena(buffers, *plan).ok()) << VerifyArena(buffers, *plan);
+    EXPECT_LE(plan->size_bytes, lowest_first) << n;
+    absl::StatusOr<ArenaPlan> again = PlanArenaInstance(buffers, 64, PlanArenaSearch());
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->offsets, plan->offsets) << n;
+  }
+}
+
 }  // namespace
 }  // namespace serenity
