@@ -44,10 +44,13 @@ constexpr int kArenaPlacements = 10;  // PlanArena's orders times fits
 // reached 1.006x; at one in 5 most climbs ended 2-3% higher).
 constexpr int kClimbSwapOdds = 20;
 // A plan's arena (PlanArenaSearch) climbs from lowest-first placements with
-// no clock: kClimbWork / blocks climbs, at most kMaxClimbs (1,000 blocks:
-// 64 climbs, about 60 ms; a 1,000-op layered DAG's arena went from 1.24x
-// its bound to 1.07x).
-constexpr int64_t kClimbWork = 64000;
+// no clock: as many placements (three ranks, then climbs, at most
+// kMaxClimbs) as kPlacementWork / (blocks + co-live pairs / 32) allows. A
+// placement costs about 1.5 us per unit of that (measured: 1.4 ms for a
+// 1,000-op layered DAG's arena, 35 ms at 20,000 ops, 442 ms for a 5,000-op
+// training graph's 7,058 buffers and 8.8 million co-live pairs), so at most
+// ~0.3 s; a 1,000-op layered DAG's arena went from 1.24x its bound to 1.07x.
+constexpr int64_t kPlacementWork = 200000;
 constexpr int64_t kMaxClimbs = 64;
 
 // A large instance's start: PlanArenaFast's placement, then lowest-first
@@ -190,11 +193,14 @@ int64_t SearchBlocks(absl::Span<const ArenaBuffer> buffers, absl::Span<const int
 
 // `plan` or a smaller one: lowest-first placements (lowest_first.h) under
 // the three ranks, then climbs from the best of them (ShuffleNearTop, the
-// random draws seeded alike every time), kClimbWork / blocks of them, up
-// to kMaxClimbs, stopping at `bound`. Within `limits`: a placement cut by
+// random draws seeded alike every time), as many in all as kPlacementWork
+// allows, stopping at `bound`. Within `limits`: a placement cut by
 // the deadline or a cancellation ends them, and `cut` says so.
 ArenaPlan ClimbFromLowestFirst(absl::Span<const ArenaBuffer> buffers, int64_t alignment, ArenaPlan plan, int64_t bound,
                                const ArenaLimits& limits, ArenaCut* cut) {
+  const int64_t work = SearchBlocks(buffers, {}) + CountCoLivePairs(buffers) / 32;
+  const int64_t placements = kPlacementWork / std::max<int64_t>(1, work);
+  if (placements == 0) return plan;
   absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, alignment);
   if (!placer.ok()) return plan;  // PlanArena placed these buffers: not expected
   ArenaPlan best;
@@ -217,10 +223,11 @@ ArenaPlan ClimbFromLowestFirst(absl::Span<const ArenaBuffer> buffers, int64_t al
     return best.size_bytes > bound;
   };
   bool going = true;
+  int64_t placed = 0;
   for (OffsetRank rank : {OffsetRank::kTotalAreaWidth, OffsetRank::kTotalWidthArea, OffsetRank::kWidthAreaTotal}) {
-    if (going) going = place(placer->Ranking(rank), false);
+    if (going && placed++ < placements) going = place(placer->Ranking(rank), false);
   }
-  const int64_t climbs = std::min(kMaxClimbs, kClimbWork / std::max<int64_t>(1, placer->blocks().size()));
+  const int64_t climbs = std::min(kMaxClimbs, placements - std::min<int64_t>(placements, 3));
   std::mt19937_64 random(1);
   for (int64_t c = 0; c < climbs && going; ++c) {
     std::vector<size_t> ranked = best_ranked;

@@ -49,8 +49,9 @@ struct InstanceSearchOptions {
 // What every plan's arena gets (core/planner.cc): PlanArena's greedy
 // placements, then, while the bound is missed, its searches by offsets,
 // lowest-first placements (lowest_first.h) under the three ranks and climbs
-// from the best of them (ShuffleNearTop, seeded; 64,000 / blocks of them,
-// at most 64; above 1,000 blocks before the searches by offsets), up to 16
+// from the best of them (ShuffleNearTop, seeded; as many placements as
+// 200,000 / (blocks + co-live pairs / 32), at most 3 + 64, about 0.3 s at
+// most; above 1,000 blocks before the searches by offsets), up to 16
 // restarts of 1,000 nodes on one chain (none above 1,000 blocks: a restart
 // places one block per node), and its searches by skylines (no clock: the
 // same arena on every machine unless a limit cuts it).
