@@ -67,6 +67,8 @@ class OffsetSearch {
         gave_up_ = true;
         return;
       }
+      headroom_.resize(sections);
+      for (int s = 0; s < sections; ++s) headroom_[s] = HeadroomAroundFixed(s);
     }
     for (int s = 0; s < sections; ++s) {  // every lowest offset starts at 0 (fixed buffers aside)
       for (size_t k : section_buffers_[s]) {
@@ -326,6 +328,7 @@ class OffsetSearch {
     // above the headroom; else the old one holds unless it was i or none.
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       unplaced_bytes_[s] -= buffers_[i].size;
+      if constexpr (kFixed) headroom_[s] = HeadroomAroundFixed(s);
       if (s + 1 < span_[i].second && --crossing_[s] == 0) *split = true;
       // (Around fixed buffers the witness's lowest offset may have risen
       // further than `raised`.)
@@ -358,6 +361,7 @@ class OffsetSearch {
     witness_marks_.pop_back();
     for (int s = span_[i].first; s < span_[i].second; ++s) {
       unplaced_bytes_[s] += buffers_[i].size;
+      if constexpr (kFixed) headroom_[s] = HeadroomAroundFixed(s);
       if (s + 1 < span_[i].second) ++crossing_[s];
     }
   }
@@ -365,8 +369,17 @@ class OffsetSearch {
   // The highest offset from which section s's unplaced bytes still fit
   // under the capacity (negative when they cannot fit at all), around the
   // fixed buffers live there: the highest x with x + (fixed bytes above x)
-  // + (unplaced bytes) <= capacity.
+  // + (unplaced bytes) <= capacity. Around fixed buffers it is kept in
+  // headroom_ (a node reads it for every section), computed again when the
+  // section's unplaced bytes change.
   int64_t Headroom(int s) const {
+    if constexpr (kFixed) {
+      if (!headroom_.empty()) return headroom_[s];
+    }
+    return HeadroomAroundFixed(s);
+  }
+
+  int64_t HeadroomAroundFixed(int s) const {
     const int64_t top = capacity_ - unplaced_bytes_[s];
     if (!kFixed || section_fixed_[s].empty()) return top;
     // From the highest gap down: above interval k, x + suffix <= top.
@@ -640,6 +653,7 @@ class OffsetSearch {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> section_fixed_;
   int64_t fixed_end_ = 0;
   std::vector<int64_t> fixed_bytes_;  // per section
+  std::vector<int64_t> headroom_;     // per section: HeadroomAroundFixed, kept current
   // Per section and fixed interval (SetUpFixed): the bytes above its top
   // (MoveInBands) and the room there.
   std::vector<std::vector<int64_t>> band_bytes_;
