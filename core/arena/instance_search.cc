@@ -51,6 +51,7 @@ constexpr int kClimbSwapOdds = 20;
 // training graph's 7,058 buffers and 8.8 million co-live pairs), so at most
 // ~0.3 s; a 1,000-op layered DAG's arena went from 1.24x its bound to 1.07x.
 constexpr int64_t kPlacementWork = 200000;
+constexpr double kSecondsPerWork = 1.5e-6;
 constexpr int64_t kMaxClimbs = 64;
 
 // A large instance's start: PlanArenaFast's placement, then lowest-first
@@ -198,8 +199,12 @@ int64_t SearchBlocks(absl::Span<const ArenaBuffer> buffers, absl::Span<const int
 // the deadline or a cancellation ends them, and `cut` says so.
 ArenaPlan ClimbFromLowestFirst(absl::Span<const ArenaBuffer> buffers, int64_t alignment, ArenaPlan plan, int64_t bound,
                                const ArenaLimits& limits, ArenaCut* cut) {
-  const int64_t work = SearchBlocks(buffers, {}) + CountCoLivePairs(buffers) / 32;
-  const int64_t placements = kPlacementWork / std::max<int64_t>(1, work);
+  const int64_t work = std::max<int64_t>(1, SearchBlocks(buffers, {}) + CountCoLivePairs(buffers) / 32);
+  int64_t placements = kPlacementWork / work;
+  if (limits.deadline != Clock::time_point::max()) {  // and those that fit the time left
+    const double seconds = std::chrono::duration<double>(limits.deadline - Clock::now()).count();
+    placements = std::min(placements, static_cast<int64_t>(std::max(0.0, seconds) / (kSecondsPerWork * work)));
+  }
   if (placements == 0) return plan;
   absl::StatusOr<LowestFirstPlacer> placer = LowestFirstPlacer::Create(buffers, alignment);
   if (!placer.ok()) return plan;  // PlanArena placed these buffers: not expected
@@ -360,11 +365,33 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   // By default the greedy placements only: the chains' static ranks search
   // further.
   const bool large = options.lowest_first_when_large && buffers.size() > kLargeInstance;
-  absl::StatusOr<ArenaPlan> plan =
-      large ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
-            : PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
-  if (!plan.ok()) return plan;
   const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
+  // A plan's arena above kLargeInstance blocks climbs from lowest-first
+  // placements first (ClimbFromLowestFirst, from PlanArenaFast's placement),
+  // then keeps PlanArena's greedy placements when smaller: the climbs cost
+  // n log n per placement where a greedy placement scans each buffer's
+  // co-live ones, and where the time left fits no greedy placement
+  // (100,000-op graphs) the climbs still may. Above kLargeInstance blocks
+  // the searches at the bound take seconds (5,000 blocks of a layered DAG's
+  // plan: 2.5 s, not reaching the bound).
+  const bool climbs_first =
+      options.start_with_searches && !large && SearchBlocks(buffers, {}) > static_cast<int64_t>(kLargeInstance);
+  absl::StatusOr<ArenaPlan> plan;
+  if (climbs_first) {
+    absl::StatusOr<ArenaPlan> fast = PlanArenaFast(buffers, alignment);
+    if (!fast.ok()) return fast;
+    ArenaCut climb_cut;
+    ArenaPlan climbed = ClimbFromLowestFirst(buffers, alignment, *std::move(fast), bound, limits, &climb_cut);
+    if (climbed.size_bytes <= bound) return climbed;
+    plan = PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
+    if (!plan.ok()) return plan;
+    if (climbed.size_bytes < plan->size_bytes) *plan = std::move(climbed);
+    if (cut->reason.empty()) *cut = climb_cut;
+  } else {
+    plan = large ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
+                 : PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
+    if (!plan.ok()) return plan;
+  }
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
   // With start_with_searches, PlanArena's searches at the bound, cheapest
   // first: by offsets, then the restarts, then by skylines (a failed skyline
@@ -376,16 +403,8 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   searches.offset_nodes = AtBoundOffsetNodes(buffers.size());
   bool refuted = false;  // a search proved that nothing packs at the bound
   if (search_at_bound) {
-    // The climbs from lowest-first placements after the searches by
-    // offsets, which reach the bound of most plans' arenas at once; before
-    // them above kLargeInstance blocks, where they take seconds (5,000
-    // blocks of a layered DAG's plan: 2.5 s, not reaching the bound) and
-    // the climbs a tenth of one.
-    const bool climbs_first = SearchBlocks(buffers, {}) > static_cast<int64_t>(kLargeInstance);
-    if (climbs_first) {
-      *plan = ClimbFromLowestFirst(buffers, alignment, *std::move(plan), bound, limits, cut);
-      if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
-    }
+    // Up to kLargeInstance blocks, the climbs after the searches by
+    // offsets, which reach the bound of most plans' arenas at once.
     *plan = SearchAtBound(buffers, alignment, *std::move(plan), searches, limits, cut, &refuted);
     if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
     if (!climbs_first) {

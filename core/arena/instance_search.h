@@ -51,7 +51,9 @@ struct InstanceSearchOptions {
 // lowest-first placements (lowest_first.h) under the three ranks and climbs
 // from the best of them (ShuffleNearTop, seeded; as many placements as
 // 200,000 / (blocks + co-live pairs / 32), at most 3 + 64, about 0.3 s at
-// most; above 1,000 blocks before the searches by offsets), up to 16
+// most, and no more than the time left fits; above 1,000 blocks first, from
+// PlanArenaFast's placement, PlanArena's greedy placements kept when
+// smaller), up to 16
 // restarts of 1,000 nodes on one chain (none above 1,000 blocks: a restart
 // places one block per node), and its searches by skylines (no clock: the
 // same arena on every machine unless a limit cuts it).
