@@ -282,15 +282,7 @@ TEST(OrderByFirstAvailableTest, SortsByProducerStepStably) {
 // x1 x2 sum1 x3 sum2 x4 sum3 holds at most 3B = 1728 (at sum1: x1, x2, sum1;
 // at x3: sum1, x2, x3; ...; at sum3: sum2, x4, y), and sum3 alone needs 3B.
 TEST(AddChainMemoryTest, ReorderingByAvailabilityLowersTheOptimalPeak) {
-  TestModel m;
-  m.Input("in", kDims).Output("y");
-  m.Node("Relu", {"in"}, {"x1"}, "relu1");
-  for (int i = 2; i <= 4; ++i) {
-    m.Node("Relu", {"x" + std::to_string(i - 1)}, {"x" + std::to_string(i)}, "relu" + std::to_string(i));
-  }
-  m.Node("Add", {"x4", "x3"}, {"s1"}, "add1");
-  m.Node("Add", {"s1", "x2"}, {"s2"}, "add2");
-  m.Node("Add", {"s2", "x1"}, {"y"}, "add3");
+  TestModel m = ReluTailSummedBackwards();
   const int64_t b = 4 * 6 * 6 * 4;
   PlanOptions options;
   options.time_limit_seconds = 5;

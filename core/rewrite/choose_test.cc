@@ -90,9 +90,8 @@ TEST(ChooseTest, RoundsKeepOnlyTheSitesThatLowerThePeak) {
 }
 
 // Two sites live at the peak whose rewrites together do not lower it (the
-// second's partials are 64 channels each), but the first alone does: the
-// round tries its subsets and keeps the first only.
-TEST(ChooseTest, ARoundOfFewSitesTriesItsSubsets) {
+// second's partials are 64 channels each), but the first alone does.
+TestModel TwoSitesOneHelping() {
   TestModel m;
   m.Input("in", {1, 1, 8, 8}).Output("y").Output("z");
   AddBranches(m, "in", "y", 1, 4, 16, 2, false, "a_");
@@ -100,6 +99,12 @@ TEST(ChooseTest, ARoundOfFewSitesTriesItsSubsets) {
   m.Weight("b_w", {64, 32, 1, 1}, false);
   TestModel::IntAttr(m.Node("Concat", {"a_x0", "a_x1"}, {"b_c"}, "b_cat"), "axis", 1);
   m.Node("Conv", {"b_c", "b_w"}, {"z"}, "b_reduce");
+  return m;
+}
+
+// The round tries its subsets and keeps the first site only.
+TEST(ChooseTest, ARoundOfFewSitesTriesItsSubsets) {
+  TestModel m = TwoSitesOneHelping();
   absl::StatusOr<RewrittenPlan> r = PlanWithRewrites(m.Bytes(), {}, "", Options());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->report.sites_found, 2);
@@ -267,27 +272,8 @@ class ThreadsExecutor : public Executor {
 // amoebanet_a_cifar10: a round's subsets; skipped when absent).
 TEST(ChooseTest, PlansTheSameWithAnExecutor) {
   std::vector<std::pair<std::string, std::string>> models;  // name, bytes
-  {
-    TestModel m;
-    m.Input("in", {1, 1, 8, 8}).Output("y").Output("z");
-    AddBranches(m, "in", "y", 1, 4, 16, 2, false, "a_");
-    m.Weight("b_w", {64, 32, 1, 1}, false);
-    TestModel::IntAttr(m.Node("Concat", {"a_x0", "a_x1"}, {"b_c"}, "b_cat"), "axis", 1);
-    m.Node("Conv", {"b_c", "b_w"}, {"z"}, "b_reduce");
-    models.push_back({"subsets", m.Bytes()});
-  }
-  {
-    TestModel m;
-    m.Input("in", {1, 4, 6, 6}).Output("y");
-    m.Node("Relu", {"in"}, {"x1"}, "relu1");
-    for (int i = 2; i <= 4; ++i) {
-      m.Node("Relu", {"x" + std::to_string(i - 1)}, {"x" + std::to_string(i)}, "relu" + std::to_string(i));
-    }
-    m.Node("Add", {"x4", "x3"}, {"s1"}, "add1");
-    m.Node("Add", {"s1", "x2"}, {"s2"}, "add2");
-    m.Node("Add", {"s2", "x1"}, {"y"}, "add3");
-    models.push_back({"sums", m.Bytes()});
-  }
+  models.push_back({"subsets", TwoSitesOneHelping().Bytes()});
+  models.push_back({"sums", ReluTailSummedBackwards().Bytes()});
   models.push_back({"no site kept", Branches(2, 1, 64).Bytes()});
   for (const char* name : {"nasnet_a_cifar10", "amoebanet_a_cifar10"}) {
     std::ifstream in(std::string(SERENITY_SHARED_DIR) + "/bench/models/" + name + ".onnx", std::ios::binary);

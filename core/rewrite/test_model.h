@@ -105,6 +105,22 @@ inline TestModel Branches(int k, int64_t wide, int64_t out, bool bn_relu = false
   return m;
 }
 
+// A tail x1 = Relu(in), x<i+1> = Relu(x<i>) (i < 4; "in" of 1 x 4 x 6 x 6)
+// summed as written ((x4 + x3) + x2) + x1 into "y" (Adds "add1".."add3"):
+// a sum whose operands every order makes in the other order.
+inline TestModel ReluTailSummedBackwards() {
+  TestModel m;
+  m.Input("in", {1, 4, 6, 6}).Output("y");
+  m.Node("Relu", {"in"}, {"x1"}, "relu1");
+  for (int i = 2; i <= 4; ++i) {
+    m.Node("Relu", {"x" + std::to_string(i - 1)}, {"x" + std::to_string(i)}, "relu" + std::to_string(i));
+  }
+  m.Node("Add", {"x4", "x3"}, {"s1"}, "add1");
+  m.Node("Add", {"s1", "x2"}, {"s2"}, "add2");
+  m.Node("Add", {"s2", "x1"}, {"y"}, "add3");
+  return m;
+}
+
 }  // namespace serenity
 
 #endif  // SERENITY_CORE_REWRITE_TEST_MODEL_H_
