@@ -343,6 +343,29 @@ TEST(SearchAtBoundTest, KeepsThePlanOrPacksAtTheBound) {
   EXPECT_GT(by_skylines, 0);
 }
 
+// Eight buffers whose lower bound (8 bytes) no packing reaches (a brute
+// force says so): the search by offsets runs out of choices, so
+// SearchAtBound keeps the plan and says the bound is refuted. Found by a
+// random scan of small instances (most reach their bound), then shrunk.
+TEST(SearchAtBoundTest, SaysWhenNothingPacksAtTheBound) {
+  const std::vector<ArenaBuffer> buffers = {{1, 4, 6}, {4, 4, 4}, {5, 3, 3}, {5, 7, 9},
+                                            {1, 2, 5}, {2, 4, 6}, {2, 6, 6}, {3, 5, 7}};
+  const int64_t bound = AlignedArenaLowerBound(buffers, 1);
+  ASSERT_EQ(bound, 8);
+  EXPECT_GT(testing::BruteForceArena(buffers, 1), bound);
+  const absl::StatusOr<ArenaPlan> greedy = PlanArena(buffers, 1, 0);
+  ASSERT_TRUE(greedy.ok());
+  ArenaSearches searches;
+  searches.offset_nodes = 1000;
+  searches.skyline_nodes = 1000;
+  bool refuted = false;
+  ArenaCut cut;
+  const ArenaPlan plan = SearchAtBound(buffers, 1, *greedy, searches, {}, &cut, &refuted);
+  EXPECT_TRUE(refuted);
+  EXPECT_EQ(plan.offsets, greedy->offsets);
+  EXPECT_TRUE(cut.reason.empty());
+}
+
 // The peers' unit-test cases: every plan is valid and at least the bound.
 TEST(ArenaPlannerTest, PeerCasesAreValid) {
   std::ifstream in(SERENITY_SHARED_DIR "/bench/arena/peer_cases.json");
