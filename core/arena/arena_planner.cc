@@ -280,28 +280,44 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
   const std::vector<std::vector<size_t>>& colive = scan_all ? kNone : *lists;
   std::vector<int64_t> placed_at(buffers.size(), -1);  // placement sequence number, -1: not yet
   int64_t placements = 0;
-  std::vector<size_t> placed;  // by offset, then placement; kept only when scan_all
+  // Kept only when scan_all: the placed buffers of nonzero size by offset,
+  // then placement, and beside them their steps, which the scan reads (one
+  // contiguous array, not each buffer through its index).
+  std::vector<size_t> placed;
+  std::vector<std::pair<int32_t, int32_t>> placed_steps;  // (first_step, last_step) of placed[k]
   auto by_offset = [&](size_t a, size_t c) {
     return plan.offsets[a] != plan.offsets[c] ? plan.offsets[a] < plan.offsets[c] : placed_at[a] < placed_at[c];
   };
   auto mark_placed = [&](size_t i) {
     plan.size_bytes = std::max(plan.size_bytes, plan.offsets[i] + buffers[i].size);
     placed_at[i] = placements++;
-    if (scan_all) placed.insert(std::upper_bound(placed.begin(), placed.end(), i, by_offset), i);
+    if (scan_all && buffers[i].size > 0) {
+      const auto at = std::upper_bound(placed.begin(), placed.end(), i, by_offset);
+      placed_steps.insert(placed_steps.begin() + (at - placed.begin()), {buffers[i].first_step, buffers[i].last_step});
+      placed.insert(at, i);
+    }
   };
-  // A placed buffer of nonzero size live at one of m's steps (m itself may
-  // be of size zero: it still goes into a gap between such buffers).
-  auto shares_step = [&](size_t m, size_t j) {
-    return buffers[j].size > 0 && buffers[j].first_step <= buffers[m].last_step &&
-           buffers[m].first_step <= buffers[j].last_step;
-  };
+  // The neighbours: the placed buffers of nonzero size live at one of the
+  // members' steps (a member may be of size zero: it still goes into a gap
+  // between such buffers).
   std::vector<size_t> neighbors;
   auto gather_placed_neighbors = [&](const std::vector<size_t>& members) {
     neighbors.clear();
     if (scan_all) {
-      for (size_t j : placed) {
-        if (std::any_of(members.begin(), members.end(), [&](size_t m) { return shares_step(m, j); })) {
-          neighbors.push_back(j);
+      if (members.size() == 1) {  // most buffers: one comparison pair per placed buffer
+        const int32_t first = buffers[members[0]].first_step, last = buffers[members[0]].last_step;
+        for (size_t k = 0; k < placed.size(); ++k) {
+          if (placed_steps[k].first <= last && first <= placed_steps[k].second) neighbors.push_back(placed[k]);
+        }
+        return;
+      }
+      for (size_t k = 0; k < placed.size(); ++k) {
+        const auto [first, last] = placed_steps[k];
+        for (size_t m : members) {
+          if (first <= buffers[m].last_step && buffers[m].first_step <= last) {
+            neighbors.push_back(placed[k]);
+            break;
+          }
         }
       }
       return;
