@@ -365,7 +365,6 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   // By default the greedy placements only: the chains' static ranks search
   // further.
   const bool large = options.lowest_first_when_large && buffers.size() > kLargeInstance;
-  const int64_t bound = AlignedArenaLowerBound(buffers, alignment);
   // A plan's arena above kLargeInstance blocks climbs from lowest-first
   // placements first (ClimbFromLowestFirst, from PlanArenaFast's placement),
   // then keeps PlanArena's greedy placements when smaller: the climbs cost
@@ -377,9 +376,11 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
   const bool climbs_first =
       options.start_with_searches && !large && SearchBlocks(buffers, {}) > static_cast<int64_t>(kLargeInstance);
   absl::StatusOr<ArenaPlan> plan;
+  int64_t bound = 0;  // AlignedArenaLowerBound, once the buffers are checked (PlanArenaFast, PlanArena)
   if (climbs_first) {
     absl::StatusOr<ArenaPlan> fast = PlanArenaFast(buffers, alignment);
     if (!fast.ok()) return fast;
+    bound = AlignedArenaLowerBound(buffers, alignment);
     ArenaCut climb_cut;
     ArenaPlan climbed = ClimbFromLowestFirst(buffers, alignment, *std::move(fast), bound, limits, &climb_cut);
     if (climbed.size_bytes <= bound) return climbed;
@@ -391,6 +392,7 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
     plan = large ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
                  : PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
     if (!plan.ok()) return plan;
+    bound = AlignedArenaLowerBound(buffers, alignment);
   }
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
   // With start_with_searches, PlanArena's searches at the bound, cheapest

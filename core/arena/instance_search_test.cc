@@ -219,5 +219,21 @@ TEST(InstanceSearchTest, PlanArenasClimbFromLowestFirstPlacements) {
   }
 }
 
+// Buffers too large to place (their bytes past PlanArena's bound) are an
+// error before anything adds them up, on every path of a plan's arena:
+// fewer than 1,000 buffers (PlanArena first) and more (the climbs first,
+// from PlanArenaFast). Under UBSan an overflowing sum fails here.
+TEST(InstanceSearchTest, PlanArenasRefuseBuffersTooLargeBeforeAddingThem) {
+  for (int n : {2, 1200}) {
+    std::vector<ArenaBuffer> buffers;
+    for (int i = 0; i + 1 < n; ++i) buffers.push_back({1, i, i + 1});
+    buffers.push_back({std::numeric_limits<int64_t>::max() - 1, 0, 1});
+    for (int64_t alignment : {1, 64}) {
+      absl::StatusOr<ArenaPlan> plan = PlanArenaInstance(buffers, alignment, PlanArenaSearch());
+      EXPECT_EQ(plan.status().code(), absl::StatusCode::kOutOfRange) << n << " " << plan.status();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace serenity
