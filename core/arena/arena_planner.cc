@@ -117,17 +117,28 @@ namespace {
 // placed buffer instead, slower but in linear memory.
 constexpr int64_t kMaxCoLivePairs = 4'000'000;
 
-// Measured costs of PlaceInOrder (bench/RESULTS.md, "a job's time and
-// memory"), rounded up: about 2.6 ns per (buffer, placed buffer) visit when
-// scanning (1.4 ns measured on the fan-outs), and a few times more per
-// listed pair (sorting the neighbours).
-constexpr double kScanSecondsPerVisit = 2.5e-9;
-constexpr double kListSecondsPerPair = 3e-8;
+// Measured costs of PlaceInOrder per placement, with n buffers and p
+// co-live pairs: scanning the placed buffers 1.0-1.75 ns x n^2 (3a9f7b4: a
+// contiguous scan; 2.6 ns before), listing 46 ns x p (building the lists
+// and sorting each buffer's neighbours; a 1,000-op training graph's 1,394
+// buffers and 345,000 pairs: PlanArena's placements 159 ms listed, 34 ms
+// scanned). The scan is taken where it costs less, or where the pairs are
+// too many to list.
+constexpr double kScanSecondsPerVisit = 1.5e-9;  // times n^2
+constexpr double kListSecondsPerPair = 4.5e-8;
 constexpr double kSecondsPerBuffer = 3e-7;
+
+// Whether PlaceInOrder should scan every placed buffer instead of listing
+// the co-live pairs.
+bool ScanPlacedBuffers(size_t n, int64_t pairs) {
+  const double buffers = static_cast<double>(n);
+  return pairs > kMaxCoLivePairs ||
+         kScanSecondsPerVisit * buffers * buffers < kListSecondsPerPair * static_cast<double>(pairs);
+}
 
 double PlacementSeconds(size_t n, int64_t pairs) {
   const double buffers = static_cast<double>(n);
-  if (pairs > kMaxCoLivePairs) return kScanSecondsPerVisit * buffers * buffers + kSecondsPerBuffer * buffers;
+  if (ScanPlacedBuffers(n, pairs)) return kScanSecondsPerVisit * buffers * buffers + kSecondsPerBuffer * buffers;
   return kListSecondsPerPair * static_cast<double>(pairs) + kSecondsPerBuffer * buffers;
 }
 
@@ -395,8 +406,9 @@ absl::StatusOr<ArenaPlan> PlanArenaGreedyBySize(absl::Span<const ArenaBuffer> bu
     if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
     return buffers[a].first_step < buffers[b].first_step;
   });
-  if (CountCoLivePairs(buffers) > kMaxCoLivePairs)
+  if (ScanPlacedBuffers(buffers.size(), CountCoLivePairs(buffers))) {
     return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, nullptr);
+  }
   const std::vector<std::vector<size_t>> colive = CoLiveBuffers(buffers);
   return PlaceInOrder(buffers, by_size, alignment, Fit::kBest, &colive);
 }
@@ -514,14 +526,14 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
     }
     return "";
   };
-  // Co-live lists, listed once for every placement when they are few
-  // enough and the account takes them; otherwise placements scan.
+  // Co-live lists, listed once for every placement when they cost less
+  // than scanning and the account takes them; otherwise placements scan.
   const int64_t pairs = CountCoLivePairs(buffers);
   const double placement_seconds = PlacementSeconds(n, pairs);
   MemoryCharge lists_charge(limits.memory);
   std::vector<std::vector<size_t>> colive;
   bool listed = false;
-  if (pairs <= kMaxCoLivePairs && *stop_reason(placement_seconds) == '\0') {
+  if (!ScanPlacedBuffers(n, pairs) && *stop_reason(placement_seconds) == '\0') {
     if (lists_charge.TryAdd(CoLiveListBytes(n, pairs))) {
       colive = CoLiveBuffers(buffers);
       listed = true;

@@ -95,8 +95,9 @@ int64_t CountCoLivePairs(absl::Span<const ArenaBuffer> buffers);
 
 // A conservative estimate of the seconds one greedy placement pass
 // (PlaceInOrder: PlanArenaGreedyBySize, each of PlanArena's placements)
-// takes on `buffers`: quadratic in the buffers when the co-live pairs are
-// too many to list, else in proportion to the pairs.
+// takes on `buffers`: quadratic in the buffers when scanning them costs
+// less than listing the co-live pairs (or those are too many to list),
+// else in proportion to the pairs.
 double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers);
 
 // For each buffer, the buffers anchored to it, lowest offset_from_anchor
