@@ -119,21 +119,25 @@ constexpr int64_t kMaxCoLivePairs = 4'000'000;
 
 // Measured costs of PlaceInOrder per placement, with n buffers and p
 // co-live pairs: scanning the placed buffers 1.0-1.75 ns x n^2 (3a9f7b4: a
-// contiguous scan; 2.6 ns before), listing 46 ns x p (building the lists
-// and sorting each buffer's neighbours; a 1,000-op training graph's 1,394
-// buffers and 345,000 pairs: PlanArena's placements 159 ms listed, 34 ms
-// scanned). The scan is taken where it costs less, or where the pairs are
-// too many to list.
-constexpr double kScanSecondsPerVisit = 1.5e-9;  // times n^2
+// contiguous scan; 2.6 ns before), listing about 46 ns x p (building the
+// lists and sorting each buffer's neighbours; a 1,000-op training graph's
+// 1,394 buffers and 345,000 pairs: PlanArena's placements 159 ms listed,
+// 34 ms scanned). So listing costs about 30 times more per pair than
+// scanning per n^2: the scan is taken where n^2 < 30 p, or where the pairs
+// are too many to list. The time estimates round up: 2.5 ns x n^2 and 45 ns
+// x p (a 20,000-op training graph's 28,226 buffers: one scan ~1 s, which
+// the plan's arena phase should not start when its greedy placement is no
+// better than the fast one).
+constexpr double kScanSecondsPerVisit = 2.5e-9;  // times n^2
 constexpr double kListSecondsPerPair = 4.5e-8;
+constexpr double kListToScanCost = 30;
 constexpr double kSecondsPerBuffer = 3e-7;
 
 // Whether PlaceInOrder should scan every placed buffer instead of listing
 // the co-live pairs.
 bool ScanPlacedBuffers(size_t n, int64_t pairs) {
   const double buffers = static_cast<double>(n);
-  return pairs > kMaxCoLivePairs ||
-         kScanSecondsPerVisit * buffers * buffers < kListSecondsPerPair * static_cast<double>(pairs);
+  return pairs > kMaxCoLivePairs || buffers * buffers < kListToScanCost * static_cast<double>(pairs);
 }
 
 double PlacementSeconds(size_t n, int64_t pairs) {
