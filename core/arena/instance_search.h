@@ -53,10 +53,10 @@ struct InstanceSearchOptions {
 // 200,000 / (blocks + co-live pairs / 32), at most 3 + 64, about 0.3 s at
 // most, and no more than the time left fits; above 1,000 blocks first, from
 // PlanArenaFast's placement, PlanArena's greedy placements kept when
-// smaller), up to 16
-// restarts of 1,000 nodes on one chain (none above 1,000 blocks: a restart
-// places one block per node), and its searches by skylines (no clock: the
-// same arena on every machine unless a limit cuts it).
+// smaller), up to 16 restarts of 1,000 nodes on one chain (none above 1,000
+// blocks: a restart places one block per node), and its searches by
+// skylines (no clock: the same arena on every machine unless a limit cuts
+// it).
 InstanceSearchOptions PlanArenaSearch();
 
 // A valid plan never larger than PlanArena's greedy placements
