@@ -150,21 +150,24 @@ TEST(PlanArenaTest, NeverWorseThanGreedyBySizeAndValid) {
 }
 
 // Greedy placement looks only at the placed buffers a buffer shares a step
-// with, from lists of co-live pairs; beyond a few million pairs it scans
-// every placed buffer instead. Both ways place a buffer alike: an instance
-// placed alone (lists) keeps every offset when thousands of buffers all
-// live at once, at later steps, join it (scan).
+// with, from lists of co-live pairs where there are few (n^2 >= 30 pairs,
+// arena_planner.cc); with more it scans every placed buffer instead. Both
+// ways place a buffer alike: an instance placed alone (sparse: lists)
+// keeps every offset when thousands of buffers all live at once, at later
+// steps, join it (scan).
 TEST(ArenaPlannerTest, PlacementIsTheSameWithOrWithoutCoLiveLists) {
   std::mt19937 rng(12);
   std::vector<ArenaBuffer> alone;
   for (int i = 0; i < 400; ++i) {
-    const int first = std::uniform_int_distribution<int>(0, 100)(rng);
+    const int first = std::uniform_int_distribution<int>(0, 900)(rng);
     // Every tenth buffer has size zero (it still goes into a gap).
     alone.push_back({i % 10 == 0 ? 0 : std::uniform_int_distribution<int64_t>(1, 64)(rng) * 16, first,
                      first + std::uniform_int_distribution<int>(0, 20)(rng)});
   }
   std::vector<ArenaBuffer> joined = alone;
   for (int i = 0; i < 2900; ++i) joined.push_back({16 * (1 + i % 7), 1000, 1010});  // 4.2M co-live pairs
+  ASSERT_GE(int64_t{400} * 400, 30 * CountCoLivePairs(alone));                      // listed
+  ASSERT_GT(CountCoLivePairs(joined), 4'000'000);                                   // scanned
   const ArenaPlan small = PlanOk(alone, 16);
   const ArenaPlan large = PlanOk(joined, 16);
   for (size_t i = 0; i < alone.size(); ++i) ASSERT_EQ(large.offsets[i], small.offsets[i]) << "buffer " << i;
