@@ -124,20 +124,50 @@ bool IsCancelled(const PlanOptions& options) {
   return options.cancelled != nullptr && options.cancelled->load(std::memory_order_relaxed);
 }
 
+// The most wall time one arena phase after the search takes on `buffers`
+// buffers: the plan's arena, the plan's TFLite-style arena, and the
+// baselines' arenas together each get this much (and no more than the time
+// limit leaves). It grows linearly with the buffers, not with the time
+// limit: a search proven early does not leave seconds of quadratic
+// placements behind it (a 100,000-op graph took 10 s to plan with the
+// default limit, 0.8 s of it the search). At the floor every benchmark
+// model's arenas take a few milliseconds.
+constexpr double kArenaPhaseFloorSeconds = 0.25;
+constexpr double kArenaPhaseSecondsPerBuffer = 2.5e-6;
+double ArenaPhaseSeconds(size_t buffers) {
+  return std::max(kArenaPhaseFloorSeconds, kArenaPhaseSecondsPerBuffer * static_cast<double>(buffers));
+}
+
 // Plans each order's TFLite-style arena and our greedy placements while
-// time lasts before `end`; the order that does not fit the time (by the
-// placement's estimate) and the rest keep 0, and `fall_back` names the
-// phase. Cancelled when options.cancelled became true.
+// time lasts before `end` and within ArenaPhaseSeconds for all of them; the
+// order that does not fit the time (by the placement's estimate) and the
+// rest keep 0, and `fall_back` names the phase. An order equal to one
+// before it gets that one's arenas. Cancelled when options.cancelled became
+// true.
 using FallBack = std::function<void(const std::string& phase, const std::string& reason, const std::string& used)>;
 
 absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
                              const std::vector<OrderSummary*>& orders, const FallBack& fall_back) {
+  std::vector<const OrderSummary*> planned;
+  bool capped = false;  // `end` is within the phase's time
   for (OrderSummary* summary : orders) {
     if (IsCancelled(options)) {
       return absl::CancelledError("the call was cancelled");
     }
+    const auto same = std::find_if(planned.begin(), planned.end(),
+                                   [&](const OrderSummary* before) { return before->order == summary->order; });
+    if (same != planned.end()) {
+      summary->arena_bytes = (*same)->arena_bytes;
+      summary->arena_bytes_ours = (*same)->arena_bytes_ours;
+      continue;
+    }
     ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, summary->order));
-    if (2 * EstimatePlacementSeconds(ActivationBuffers(profile)) > SecondsLeft(end)) {
+    const std::vector<ArenaBuffer> activations = ActivationBuffers(profile);
+    if (!capped) {
+      end = std::min(end, TimeAfter(Clock::now(), ArenaPhaseSeconds(activations.size())));
+      capped = true;
+    }
+    if (2 * EstimatePlacementSeconds(activations) > SecondsLeft(end)) {
       fall_back("baseline_arenas", "time_limit", "skipped");
       break;
     }
@@ -154,6 +184,7 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
         }));
     summary->arena_bytes = tflite.size_bytes;
     summary->arena_bytes_ours = ours.size_bytes;
+    planned.push_back(summary);
     if (!cut.reason.empty()) {
       fall_back("baseline_arenas", cut.reason, cut.used);
       break;
@@ -478,12 +509,15 @@ class PlanRun {
   absl::Status Arenas() {
     {
       PhaseTimer timer(&plan_, "arena");
-      // The arena's searches may take half of what is left; the greedy
-      // placements (or the fast one) always give a plan.
+      // The arena's searches may take half of what is left, and at most
+      // ArenaPhaseSeconds; the greedy placements (or the fast one) always
+      // give a plan. The TFLite-style arena gets as much again.
+      const std::vector<ArenaBuffer> activations = ActivationBuffers(plan_.profile);
+      const double phase_seconds = ArenaPhaseSeconds(activations.size());
       ArenaLimits limits;
       limits.cancelled = options_.cancelled;
       limits.memory = options_.memory;
-      limits.deadline = end_ == Clock::time_point::max() ? end_ : TimeAfter(Clock::now(), SecondsLeft(end_) / 2);
+      limits.deadline = TimeAfter(Clock::now(), std::min(SecondsLeft(end_) / 2, phase_seconds));
       ArenaCut cut;
       ASSIGN_OR_RETURN(plan_.arena, PlanProfileArena(plan_.profile, options_.alignment,
                                                      [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
@@ -492,7 +526,7 @@ class PlanRun {
                                                      }));
       if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
       if (!cut.reason.empty()) fall_back_("arena", cut.reason, cut.used);
-      if (EstimatePlacementSeconds(ActivationBuffers(plan_.profile)) > SecondsLeft(end_)) {
+      if (EstimatePlacementSeconds(activations) > std::min(SecondsLeft(end_), phase_seconds)) {
         fall_back_("tflite_arena", "time_limit", "skipped");
       } else {
         ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan_.profile, options_.alignment, TfliteStyle));

@@ -6,7 +6,9 @@
 #include <random>
 
 #include "common/thread_pool.h"
+#include "core/arena/arena_planner.h"
 #include "core/graph/canonical_graph.h"
+#include "core/memory/simulator.h"
 #include "core/onnx/onnx_import.h"
 #include "core/plan_proto.h"
 #include "core/plan_request.h"
@@ -540,6 +542,48 @@ TEST(PlannerTest, WideFanOutWithinOneSecondIsValid) {
     EXPECT_NE(std::find(phases.begin(), phases.end(), f.phase()), phases.end()) << f.phase();
     EXPECT_EQ(f.reason(), "time_limit");
   }
+}
+
+// Each baseline's arenas are those of its own order, also where baselines
+// share an order (the arenas of an order equal to an earlier one are
+// copied, not planned again): recomputed here from the order's buffers,
+// TFLite-style and our greedy placements (default memory model: every
+// buffer an activation).
+TEST(PlannerTest, BaselineArenasAreThoseOfEachBaselinesOrder) {
+  std::mt19937 rng(57);
+  int shared = 0, distinct = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Graph g = *Graph::Build(testing::RandomDag(4 + trial % 20, rng, trial % 2 == 1));
+    PlanOptions options;
+    options.alignment = trial % 3 == 0 ? 64 : 1;
+    absl::StatusOr<Plan> plan = PlanGraph(g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->fallbacks.empty());
+    const BufferModel buffers(g, options.memory_model);
+    std::vector<const std::vector<OpId>*> seen;
+    for (Baseline b : {Baseline::kFileOrder, Baseline::kKahn, Baseline::kGreedy, Baseline::kInductor, Baseline::kXla}) {
+      const OrderSummary& summary = plan->baselines[b];
+      const bool repeated = std::any_of(seen.begin(), seen.end(),
+                                        [&](const std::vector<OpId>* order) { return *order == summary.order; });
+      ++(repeated ? shared : distinct);
+      seen.push_back(&summary.order);
+      absl::StatusOr<MemoryProfile> profile = Simulate(buffers, summary.order);
+      ASSERT_TRUE(profile.ok()) << profile.status();
+      std::vector<ArenaBuffer> activations;
+      for (const BufferLifetimeInfo& buffer : profile->buffers) {
+        activations.push_back(
+            {buffer.bytes, buffer.first_step, buffer.last_step, buffer.anchor, buffer.offset_from_anchor});
+      }
+      absl::StatusOr<ArenaPlan> tflite = PlanArenaGreedyBySize(activations, options.alignment);
+      absl::StatusOr<ArenaPlan> ours = PlanArena(activations, options.alignment, /*skyline_nodes=*/0);
+      ASSERT_TRUE(tflite.ok() && ours.ok());
+      EXPECT_EQ(summary.arena_bytes, tflite->size_bytes) << "trial " << trial;
+      EXPECT_EQ(summary.arena_bytes_ours, ours->size_bytes) << "trial " << trial;
+    }
+  }
+  // Both kinds were met.
+  EXPECT_GT(shared, 0);
+  EXPECT_GT(distinct, 0);
 }
 
 // An ordinary small model: no fallbacks, and the same plan with a far
