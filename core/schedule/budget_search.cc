@@ -1,6 +1,7 @@
 #include "core/schedule/budget_search.h"
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <tuple>
@@ -467,38 +468,47 @@ class BudgetSearch::Impl {
       UndoTo(mark);
       return false;
     }
-    // Branch over the ready ops that fit, freeing ones first. One candidate
-    // list per recursion depth, reused across nodes (no allocation per node).
+    // Branch over the ready ops that fit, in branching order (Before). A
+    // node keeps at most options_.kept_candidates of them, the first in that order,
+    // in its depth's list (reused across nodes, no allocation per node);
+    // each later one is found by a scan of the ready ops, the state being
+    // the same after each child's Undo. A search thousands of levels deep
+    // over thousands of ready ops (a 100,000-op decoder stack) so holds
+    // kilobytes per level, not its ready list (gigabytes).
     if (depth_ == candidates_.size()) candidates_.emplace_back();
-    std::vector<std::tuple<int64_t, int64_t, int32_t>>& candidates = candidates_[depth_];
-    candidates.clear();
+    std::vector<Candidate>& kept = candidates_[depth_];  // a deque's: stable while deeper levels are added
+    std::vector<Candidate>& fitting = fitting_scratch_;  // reused by the levels below
+    fitting.clear();
     // RunForced left the ready ops' costs of this state.
     for (size_t i = 0; i < ready_.size(); ++i) {
       const int64_t step = ready_step_[i];
       if (step <= budget_) {
-        candidates.emplace_back(AfterDelta(ready_delta_[i]), step, ready_[i]);
+        fitting.emplace_back(AfterDelta(ready_delta_[i]), step, ready_[i]);
       } else {
         next_budget_ = std::min(next_budget_, step);
       }
     }
-    // Along the preferred order when there is one (not in relaxed mode,
-    // which keeps the transitions that seem best), then by the tuple.
-    if (!rank_.empty() && !options_.seemingly_good) {
-      std::sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
-        const int32_t ra = rank_[std::get<2>(a)], rb = rank_[std::get<2>(b)];
-        return ra != rb ? ra < rb : a < b;
-      });
-    } else {
-      std::sort(candidates.begin(), candidates.end());
-    }
     // Relaxed mode branches only over the transitions that seem best.
-    if (options_.seemingly_good) {
-      const size_t keep = static_cast<size_t>(std::max(1, options_.relaxed_branching));
-      if (candidates.size() > keep) candidates.resize(keep);
+    const size_t total = options_.seemingly_good
+                             ? std::min(fitting.size(), static_cast<size_t>(std::max(1, options_.relaxed_branching)))
+                             : fitting.size();
+    const auto before = [this](const Candidate& a, const Candidate& b) { return Before(a, b); };
+    const size_t keep = std::min(total, static_cast<size_t>(std::max(1, options_.kept_candidates)));
+    if (keep == fitting.size()) {
+      std::sort(fitting.begin(), fitting.end(), before);
+    } else {
+      std::partial_sort(fitting.begin(), fitting.begin() + static_cast<long>(keep), fitting.end(), before);
     }
+    kept.assign(fitting.begin(), fitting.begin() + static_cast<long>(keep));
     ++depth_;
-    for (const auto& [after, step, u] : candidates) {
-      Apply(u);
+    Candidate last;
+    for (size_t tried = 0; tried < total; ++tried) {
+      if (tried < kept.size()) {
+        last = kept[tried];
+      } else if (!NextCandidate(&last)) {
+        break;
+      }
+      Apply(std::get<2>(last));
       if (Explore()) {
         --depth_;
         return true;
@@ -509,6 +519,40 @@ class BudgetSearch::Impl {
     --depth_;
     UndoTo(mark);
     return false;
+  }
+
+  // A ready op's place in the branching order: (live bytes after it, its
+  // step, the op).
+  using Candidate = std::tuple<int64_t, int64_t, int32_t>;
+
+  // Branching order: along the preferred order when there is one (not in
+  // relaxed mode, which keeps the transitions that seem best), then by the
+  // tuple: the op leaving the fewest live bytes first.
+  bool Before(const Candidate& a, const Candidate& b) const {
+    if (!rank_.empty() && !options_.seemingly_good) {
+      const int32_t ra = rank_[std::get<2>(a)], rb = rank_[std::get<2>(b)];
+      if (ra != rb) return ra < rb;
+    }
+    return a < b;
+  }
+
+  // The ready op that fits the budget and comes next after `*last` in
+  // branching order, in the current state (the one Expand started from):
+  // false when none does.
+  bool NextCandidate(Candidate* last) const {
+    bool found = false;
+    Candidate next;
+    for (int32_t u : ready_) {
+      const int64_t step = StepBytes(u);
+      if (step > budget_) continue;
+      const Candidate c(BytesAfter(u), step, u);
+      if (Before(*last, c) && (!found || Before(c, next))) {
+        next = c;
+        found = true;
+      }
+    }
+    if (found) *last = next;
+    return found;
   }
 
   // Lists by local index, back to back: item i's are items[begin[i]] up to
@@ -568,9 +612,10 @@ class BudgetSearch::Impl {
   // Budget at or below which no set in visited_ has a fitting completion;
   // -1 when the memo is not to be reused.
   int64_t memo_budget_ = -1;
-  std::vector<size_t> path_marks_;  // trail lengths of the sets on the current path
-  size_t depth_ = 0;                // recursion depth of Explore
-  std::vector<std::vector<std::tuple<int64_t, int64_t, int32_t>>> candidates_;  // by depth
+  std::vector<size_t> path_marks_;                 // trail lengths of the sets on the current path
+  size_t depth_ = 0;                               // recursion depth of Explore
+  std::deque<std::vector<Candidate>> candidates_;  // kept candidates by depth (Expand)
+  std::vector<Candidate> fitting_scratch_;         // one node's fitting ready ops, while it sorts them
 };
 
 BudgetSearch::BudgetSearch(const BufferModel& buffers, const SearchOptions& options, const Subproblem& part)

@@ -72,6 +72,12 @@ struct SearchOptions {
   // never kInfeasible, and MinimizePeak proves only what its bounds prove.
   bool seemingly_good = false;
   int relaxed_branching = 3;
+  // Candidates a search node keeps, the first in its branching order; each
+  // later one is found by a scan of the ready ops. The same search either
+  // way: fewer kept cost a scan per branch tried beyond them, more cost
+  // memory on searches thousands of levels deep over thousands of ready
+  // ops. At least 1.
+  int kept_candidates = 64;
   // When set and true, the search stops as if its time were up (the caller
   // went away). Read with relaxed ordering; owned by the caller.
   const std::atomic<bool>* cancelled = nullptr;

@@ -297,6 +297,60 @@ TEST(BudgetSearchTest, FeasibilityFlipsAtTheOptimum) {
   }
 }
 
+// A node that keeps fewer candidates finds the later ones by scanning the
+// ready ops: the same search. With 1 or 2 kept (the scan from the second or
+// third branch on) and the default, every check of random graphs, with and
+// without a preferred order, exact and relaxed, gives the same answer,
+// order, next budget and number of states.
+TEST(BudgetSearchTest, KeptCandidatesChangeNothingButMemory) {
+  std::mt19937 rng(4242);
+  const auto forever = std::chrono::steady_clock::time_point::max();
+  int scanned = 0;  // checks where some node branched past 1 kept candidate
+  for (int trial = 0; trial < 200; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(6 + trial % 26, rng, trial % 3 == 1));
+    BufferModel buffers(g, MemoryModel{false, trial % 4 == 3, false, trial % 3 == 1});
+    Subproblem part;
+    if (trial % 2 == 0) part.preferred = testing::RandomTopologicalOrder(g, rng);
+    const int64_t kahn = PeakOf(buffers, KahnOrder(g));
+    const int64_t bound = LowerBoundBytes(buffers);
+    std::vector<int64_t> budgets = {kahn, kahn - 1, bound, bound + (kahn - bound) / 2, bound + (kahn - bound) / 4};
+    SearchOptions options;
+    options.seemingly_good = trial % 5 == 4;
+    struct Run {
+      Feasibility answer;
+      std::vector<OpId> order;
+      int64_t next = 0;
+      int64_t states = 0;
+    };
+    std::vector<std::vector<Run>> runs;
+    for (const int kept : {64, 2, 1}) {
+      options.kept_candidates = kept;
+      BudgetSearch search(buffers, options, part);
+      std::vector<Run> these;
+      for (int64_t budget : budgets) {
+        Run run;
+        SearchStats stats;
+        run.answer = search.Check(budget, forever, &run.order, &run.next, &stats);
+        run.states = stats.states;
+        these.push_back(run);
+      }
+      runs.push_back(std::move(these));
+    }
+    for (size_t b = 0; b < budgets.size(); ++b) {
+      if (runs[0][b].states > 1) ++scanned;
+      for (size_t k = 1; k < runs.size(); ++k) {
+        EXPECT_EQ(runs[k][b].answer, runs[0][b].answer) << "trial " << trial << " budget " << budgets[b];
+        EXPECT_EQ(runs[k][b].order, runs[0][b].order) << "trial " << trial << " budget " << budgets[b];
+        EXPECT_EQ(runs[k][b].states, runs[0][b].states) << "trial " << trial << " budget " << budgets[b];
+        if (runs[0][b].answer == Feasibility::kInfeasible) {
+          EXPECT_EQ(runs[k][b].next, runs[0][b].next) << "trial " << trial << " budget " << budgets[b];
+        }
+      }
+    }
+  }
+  EXPECT_GT(scanned, 100);
+}
+
 // A check whose budget the preferred order fits follows it without
 // backtracking: every state it expands is on the way to the order it finds
 // (forced transitions only move ops that keep some completion within the
