@@ -634,6 +634,16 @@ namespace {
 // The most time the first round of MinimizePeak spends at the proven bound.
 constexpr std::chrono::seconds kBoundTestTime(1);
 
+// With a time limit, the per-op closure bounds and the pairs' bounds before
+// the rounds take at most max(kBoundsSecondsFloor, kBoundsSecondsPerOp x
+// ops) (and half the limit). On the benchmark models they end far below
+// the floor; on long segments their max-flows grow faster than the graph,
+// and on layered DAGs of thousands of ops they took seconds of the default
+// limit without raising the bound that the windows then settled
+// (bench/RESULTS.md, "Long graphs with the default time limit").
+constexpr double kBoundsSecondsFloor = 0.25;
+constexpr double kBoundsSecondsPerOp = 10e-6;
+
 // Segments of at least this many ops that the first round leaves open are
 // worked on by windows (window_search.h). Below it the rounds' own checks
 // find better orders and the proof needs the time (a layered DAG of 1,000
@@ -701,12 +711,16 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   const std::vector<int64_t> live_before = LiveBytesAlong(buffers, segment_ops);
 
   // The per-op bounds take at most half the time limit (the search needs
-  // the rest); the ops not reached keep their cone bounds.
+  // the rest), and no more than kBoundsSecondsFloor or kBoundsSecondsPerOp
+  // per op, whichever is more; the ops not reached keep their cone bounds.
   bool bounds_cut = false;
   const Clock::time_point bounds_deadline =
       deadline == Clock::time_point::max()
           ? deadline
-          : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_seconds * 0.5e6));
+          : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(
+                               1e6 * std::min(options.time_limit_seconds * 0.5,
+                                              std::max(kBoundsSecondsFloor,
+                                                       kBoundsSecondsPerOp * static_cast<double>(graph.num_ops())))));
   {
     const Reachability reach(graph);
     const std::vector<int64_t> op_bounds = ClosureStepLowerBounds(buffers, reach, bounds_deadline, &bounds_cut, step_of,
