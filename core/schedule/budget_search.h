@@ -104,7 +104,7 @@ struct SearchStats {
   int checks = 0;                 // feasibility checks run
   bool hit_limit = false;         // a check ended on a limit
   bool hit_memory_limit = false;  // a check ended because the memory account refused its memo
-  bool lower_bound_cut = false;   // the per-op closure bounds stopped at half the time limit
+  bool lower_bound_cut = false;   // the per-op closure bounds stopped at their time (budget_search.cc)
 };
 
 enum class Feasibility { kFeasible, kInfeasible, kUnknown };
