@@ -566,7 +566,9 @@ TEST(BudgetSearchTest, APartStartedFromPositionsAnswersAsOneGivenTheDoneOps) {
         ASSERT_EQ(stats_a.states, stats_b.states) << "trial " << trial << " budget " << budget;
         // The segment's own order fits its peak; a found order fits the
         // budget by the model's replay.
-        if (budget >= peak) EXPECT_EQ(answer_b, Feasibility::kFeasible) << "trial " << trial;
+        if (budget >= peak) {
+          EXPECT_EQ(answer_b, Feasibility::kFeasible) << "trial " << trial;
+        }
         if (answer_b == Feasibility::kFeasible) {
           MemoryTracker replay = after_done;
           for (OpId u : order_b) ASSERT_LE(replay.Run(u), budget) << "trial " << trial;
