@@ -547,6 +547,13 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
   }
   const double seconds_per_placement =
       listed ? placement_seconds : kScanSecondsPerVisit * static_cast<double>(n) * static_cast<double>(n);
+  // When not even one placement fits the time, the fast one, before the
+  // orders below are sorted (as the loop below would, after them).
+  if (const char* stop = stop_reason(seconds_per_placement); *stop != '\0') {
+    cut->reason = stop;
+    cut->used = "fast greedy placement";
+    return PlanArenaFast(buffers, alignment);
+  }
   auto length = [&](size_t i) { return int64_t{buffers[i].last_step} - buffers[i].first_step + 1; };
   // The live bytes of each buffer's busiest step ("breadth"): a range
   // maximum over the steps where the live bytes change (a sparse table).
