@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -194,18 +196,32 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
 }
 
 // The baseline orders (baseline_table.h) with their peaks (and per-step
-// bytes unless score-only), no arenas; the list schedules stop choosing at
-// `deadline` (then `fall_back` names the phase).
+// bytes unless score-only), no arenas, each a task on `executor` (null:
+// one after another here); the list schedules stop choosing at `deadline`
+// (then `fall_back` names the phase).
 absl::StatusOr<BaselineReport> BaselineOrders(const BufferModel& buffers, const PlanOptions& options,
-                                              Clock::time_point deadline, const FallBack& fall_back) {
-  bool cut = false;
-  ListScheduleLimits list_limits;
-  list_limits.deadline = deadline;
-  list_limits.cut = &cut;
+                                              Clock::time_point deadline, const FallBack& fall_back,
+                                              Executor* executor) {
+  const absl::Span<const BaselineInfo> table = BaselineTable();
   const bool steps = !options.score_only;
+  std::vector<absl::StatusOr<OrderSummary>> summaries(table.size(), absl::UnknownError("not run"));
+  std::unique_ptr<bool[]> cuts(new bool[table.size()]());  // one flag per task
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < table.size(); ++i) {
+    tasks.push_back([&, i] {
+      ListScheduleLimits list_limits;
+      list_limits.deadline = deadline;
+      list_limits.cut = &cuts[i];
+      summaries[i] = Summarize(buffers, table[i].order(buffers, list_limits), steps);
+    });
+  }
+  RunAll(executor, tasks);
   BaselineReport report;
-  for (const BaselineInfo& info : BaselineTable()) {
-    ASSIGN_OR_RETURN(report.baselines[info.baseline], Summarize(buffers, info.order(buffers, list_limits), steps));
+  bool cut = false;
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (!summaries[i].ok()) return summaries[i].status();
+    report.baselines[table[i].baseline] = *std::move(summaries[i]);
+    cut = cut || cuts[i];
   }
   if (cut) fall_back("baselines", "time_limit", "plain topological order for the rest of the list schedules");
   return report;
@@ -380,9 +396,9 @@ class PlanRun {
       // The list schedules (greedy, inductor, xla; list_schedule.h) stop
       // choosing at half the time limit (fallback "baselines"); near-linear,
       // they rarely need to.
-      ASSIGN_OR_RETURN(
-          BaselineReport report,
-          BaselineOrders(buffers_, options_, std::min(search_end_, TimeAfter(start_, time_limit_ / 2)), fall_back_));
+      ASSIGN_OR_RETURN(BaselineReport report,
+                       BaselineOrders(buffers_, options_, std::min(search_end_, TimeAfter(start_, time_limit_ / 2)),
+                                      fall_back_, executor_));
       plan_.baselines = std::move(report.baselines);
     }
     const Algorithm algorithm = options_.algorithm;
@@ -698,7 +714,8 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Sani
   };
   ASSIGN_OR_RETURN(
       BaselineReport report,
-      BaselineOrders(buffers, options, std::min(end, TimeAfter(start, options.time_limit_seconds / 2)), fall_back));
+      BaselineOrders(buffers, options, std::min(end, TimeAfter(start, options.time_limit_seconds / 2)), fall_back,
+                     /*executor=*/nullptr));
   if (!options.score_only) {
     RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back));
     if (!options.onchip_bytes.empty()) {

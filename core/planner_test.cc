@@ -670,6 +670,8 @@ TEST(PlannerTest, ACancelledCallReturnsCancelled) {
   EXPECT_TRUE(PlanGraph(g, options).ok());
 }
 
+// The same plan, baselines and arenas with a pool of four threads as on
+// the caller's thread alone.
 TEST(PlannerTest, DeterministicAcrossThreadCounts) {
   std::mt19937 rng(53);
   ThreadPool pool(4);
@@ -713,6 +715,13 @@ TEST(PlannerTest, DeterministicAcrossThreadCounts) {
     EXPECT_EQ(pooled->certificate, Certificate::kOptimal);
     // The arena's searches and restarts run without a clock: same offsets.
     EXPECT_EQ(alone->arena.offsets, pooled->arena.offsets) << "trial " << trial;
+    // The baselines, one task each on the pool, are the same too.
+    for (Baseline b : {Baseline::kFileOrder, Baseline::kKahn, Baseline::kGreedy, Baseline::kInductor, Baseline::kXla}) {
+      EXPECT_EQ(alone->baselines[b].order, pooled->baselines[b].order) << "trial " << trial;
+      EXPECT_EQ(alone->baselines[b].peak_bytes, pooled->baselines[b].peak_bytes) << "trial " << trial;
+      EXPECT_EQ(alone->baselines[b].step_bytes, pooled->baselines[b].step_bytes) << "trial " << trial;
+      EXPECT_EQ(alone->baselines[b].arena_bytes, pooled->baselines[b].arena_bytes) << "trial " << trial;
+    }
   }
 }
 
