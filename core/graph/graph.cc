@@ -192,11 +192,15 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     g.tensor_index_.emplace(t.name, id);
     g.tensors_.push_back(std::move(t));
   }
-  auto lookup = [&g](const std::string& name, absl::string_view role) -> absl::StatusOr<TensorId> {
+  // `role` names what the tensor is to the op named `of` (none: to the
+  // graph), for the error only: no string is built on the way.
+  auto lookup = [&g](const std::string& name, absl::string_view role,
+                     absl::string_view of = {}) -> absl::StatusOr<TensorId> {
     auto it = g.tensor_index_.find(name);
     if (it == g.tensor_index_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", name, "' (", role, ") has no size: it is not described"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' (", role,
+                                                     of.empty() ? "" : absl::StrCat(" of op '", of, "'"),
+                                                     ") has no size: it is not described"));
     }
     return it->second;
   };
@@ -233,7 +237,6 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     }
     absl::flat_hash_set<absl::string_view> alternative_names;
     for (const Primitive& alternative : os.alternatives) {
-      const std::string what = absl::StrCat("op '", os.name, "' alternative '", alternative.name, "'");
       if (alternative.name.empty()) {
         return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' has an alternative without a name"));
       }
@@ -242,11 +245,13 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
             absl::StrCat("op '", os.name, "' has two alternatives named '", alternative.name, "'"));
       }
       if (!(alternative.time_us >= 0 && alternative.time_us <= kMaxPrimitiveTimeUs)) {
-        return absl::InvalidArgumentError(absl::StrCat(what, " has time_us ", alternative.time_us,
+        return absl::InvalidArgumentError(absl::StrCat("op '", os.name, "' alternative '", alternative.name,
+                                                       "' has time_us ", alternative.time_us,
                                                        ": it must be a number from 0 to ", kMaxPrimitiveTimeUs));
       }
       if (alternative.workspace_bytes < 0 || alternative.weight_bytes < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(what, " has negative bytes"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", os.name, "' alternative '", alternative.name, "' has negative bytes"));
       }
     }
     Op op;
@@ -257,13 +262,13 @@ absl::StatusOr<Graph> Graph::Build(GraphSpec spec) {
     op.macs = os.macs;
     for (const std::string& in : os.inputs) {
       if (in.empty()) continue;
-      absl::StatusOr<TensorId> t = lookup(in, absl::StrCat("input of op '", op.name, "'"));
+      absl::StatusOr<TensorId> t = lookup(in, "input", op.name);
       if (!t.ok()) return t.status();
       op.inputs.push_back(*t);
     }
     for (const std::string& out : os.outputs) {
       if (out.empty()) continue;
-      absl::StatusOr<TensorId> t = lookup(out, absl::StrCat("output of op '", op.name, "'"));
+      absl::StatusOr<TensorId> t = lookup(out, "output", op.name);
       if (!t.ok()) return t.status();
       Tensor& tensor = g.tensors_[*t];
       // Before the producer check: this op is not in ops_ yet, so a repeated
