@@ -138,11 +138,8 @@ class ClosureCuts {
   }
 
   // Whether u's bound can be more than its cone bound: its segment has
-  // other ops and their bitsets.
-  bool HasChoices(OpId u) const {
-    const int k = reach_.segment_of(u);
-    return reach_.segment(k).size() > 1 && reach_.has_bits(k);
-  }
+  // other ops.
+  bool HasChoices(OpId u) const { return reach_.segment(reach_.segment_of(u)).size() > 1; }
 
   // The least bytes live at u's step over the sets S of ops run before it
   // (down-closed, holding u's ancestors and none of its descendants), and,
@@ -159,11 +156,21 @@ class ClosureCuts {
       const int kv = reach_.segment_of(v);
       return kv < k ? kBefore : kv > k ? kAfter : side_[v];
     };
-    int nodes = 2;
-    for (OpId v : ops) {
-      side_[v] = reach_.IsAncestor(v, u) ? kBefore : (v == u || reach_.IsDescendant(v, u)) ? kAfter : kFree;
-      node_of_[v] = side_[v] == kBefore ? kSource : side_[v] == kAfter ? kSink : nodes++;
+    if (reach_.has_bits(k)) {
+      for (OpId v : ops) {
+        side_[v] = reach_.IsAncestor(v, u) ? kBefore : (v == u || reach_.IsDescendant(v, u)) ? kAfter : kFree;
+      }
+    } else {
+      // A segment too long for bitsets: u's ancestors and descendants in
+      // it by a walk over the edges (paths between its ops stay inside it).
+      for (OpId v : ops) side_[v] = kFree;
+      MarkReached(u, k, /*forward=*/true, kAfter);
+      MarkReached(u, k, /*forward=*/false, kBefore);
+      side_[u] = kAfter;
+      *work += static_cast<int64_t>(ops.size());
     }
+    int nodes = 2;
+    for (OpId v : ops) node_of_[v] = side_[v] == kBefore ? kSource : side_[v] == kAfter ? kSink : nodes++;
     int64_t fixed =
         buffers_.resident_bytes() + graph_.op(u).workspace_bytes - buffers_.in_place_bytes(u) + spanning_[k];
     // One extra node per buffer made before or by a free op, read by free ops.
@@ -226,9 +233,28 @@ class ClosureCuts {
     return fixed + *cut_bytes;
   }
 
+  // Whether segment k has bitsets (reachability.h).
+  bool HasBits(OpId u) const { return reach_.has_bits(reach_.segment_of(u)); }
+
  private:
   enum Side : int8_t { kBefore, kFree, kAfter };
   static constexpr int kSource = 0, kSink = 1;
+
+  // Sets `side` on the ops of segment k reached from u over successors
+  // (forward) or predecessors, u excluded.
+  void MarkReached(OpId u, int k, bool forward, int8_t side) {
+    walk_.assign(1, u);
+    while (!walk_.empty()) {
+      const OpId v = walk_.back();
+      walk_.pop_back();
+      const Op& op = graph_.op(v);
+      for (OpId w : forward ? op.successors : op.predecessors) {
+        if (reach_.segment_of(w) != k || side_[w] == side) continue;
+        side_[w] = static_cast<Side>(side);
+        walk_.push_back(w);
+      }
+    }
+  }
 
   const BufferModel& buffers_;
   const Graph& graph_;
@@ -238,6 +264,7 @@ class ClosureCuts {
   std::vector<std::pair<int, int>> span_;  // producer's and last reader's segments
   std::vector<Side> side_;
   std::vector<int> node_of_;
+  std::vector<OpId> walk_;  // MarkReached's stack
 };
 
 std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Reachability& reach,
@@ -260,8 +287,6 @@ std::vector<int64_t> ClosureStepLowerBounds(const BufferModel& buffers, const Re
   for (OpId u : by_bound) {
     if (work > kWorkBudget) break;
     // A cut point has no free ops: its cone bound is its closure bound.
-    // Without the bitsets of u's segment its free ops are unknown: u keeps
-    // its cone bound.
     if (!cuts.HasChoices(u)) continue;
     // Its bound, at most its step, cannot raise the largest.
     if (!steps.empty() && steps[u] <= largest) continue;
@@ -305,7 +330,8 @@ int64_t PairBounds::Of(absl::Span<const OpId> ops, int64_t known, std::chrono::s
   const size_t first = std::min(ops.size(), kFirstOps);
   for (size_t i = 0; i < first; ++i) {
     const OpId u = ops[i];
-    if (!cuts_->HasChoices(u)) continue;
+    // Partners need the bitsets (IsAncestor below).
+    if (!cuts_->HasChoices(u) || !cuts_->HasBits(u)) continue;
     size_t partners = 0;
     for (size_t j = 0; j < ops.size() && partners < kPartners; ++j) {
       const OpId v = ops[j];

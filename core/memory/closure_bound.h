@@ -27,8 +27,10 @@ namespace serenity {
 // corresponding StepLowerBounds entry. One max-flow per op, taken in order of
 // decreasing StepLowerBounds while a fixed work budget lasts (counted, so
 // deterministic): graphs of a few hundred ops get it for every op, the rest
-// of a larger graph keeps its StepLowerBounds entries, as do the ops of a
-// segment without bitsets (reachability.h). Also stops at
+// of a larger graph keeps its StepLowerBounds entries. In a segment without
+// bitsets (reachability.h) an op's ancestors and descendants come from a
+// walk over the segment's edges instead (the same bound, at a walk's cost
+// in the work budget). Also stops at
 // `deadline` (then sets `*cut`, when given): the ops not reached keep their
 // StepLowerBounds entries, so every entry is still a bound.
 //

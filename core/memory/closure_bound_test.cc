@@ -49,6 +49,29 @@ TEST(ClosureBoundTest, BoundsEveryOrderAndBeatsTheConeBound) {
   EXPECT_GT(tight, 0);
 }
 
+// In a segment without bitsets (Reachability with max_segment_ops 1) an
+// op's ancestors and descendants come from a walk over its edges: the same
+// bounds as with the bitsets, under every switch, with and without Concats.
+TEST(ClosureBoundTest, SegmentsWithoutBitsetsGetTheSameBounds) {
+  std::mt19937 rng(61);
+  int raised = 0;  // ops whose bound is above their cone bound
+  for (int trial = 0; trial < 200; ++trial) {
+    Graph g = *Graph::Build(testing::RandomDag(3 + trial % 12, rng, /*concats=*/trial % 2 == 0));
+    const Reachability with_bits(g);
+    const Reachability without_bits(g, /*max_segment_ops=*/1);
+    for (int switches = 0; switches < 8; ++switches) {
+      BufferModel buffers(g, MemoryModel{(switches & 1) != 0, (switches & 2) != 0, (switches & 4) != 0,
+                                         trial % 2 == 0 && switches % 2 == 0});
+      const std::vector<int64_t> expected = ClosureStepLowerBounds(buffers, with_bits);
+      const std::vector<int64_t> walked = ClosureStepLowerBounds(buffers, without_bits);
+      EXPECT_EQ(walked, expected) << "trial " << trial << " switches " << switches;
+      const std::vector<int64_t> cone = StepLowerBounds(buffers, without_bits);
+      for (OpId u = 0; u < g.num_ops(); ++u) raised += walked[u] > cone[u];
+    }
+  }
+  EXPECT_GT(raised, 0);
+}
+
 // The last step's bound is at most every order's peak, under every switch,
 // with and without Concats, and sometimes above every per-op bound.
 TEST(ClosureBoundTest, FinalStepBoundsEveryOrder) {

@@ -642,7 +642,7 @@ constexpr std::chrono::seconds kBoundTestTime(1);
 // limit without raising the bound that the windows then settled
 // (bench/RESULTS.md, "Long graphs with the default time limit").
 constexpr double kBoundsSecondsFloor = 0.25;
-constexpr double kBoundsSecondsPerOp = 10e-6;
+constexpr double kBoundsSecondsPerOp = 2.5e-6;
 
 // Segments of at least this many ops that the first round leaves open are
 // worked on by windows (window_search.h). Below it the rounds' own checks
