@@ -633,8 +633,6 @@ namespace {
 
 // The most time the first round of MinimizePeak spends at the proven bound.
 constexpr std::chrono::seconds kBoundTestTime(1);
-// The same when a segment of kWindowSegmentOps ops or more is open.
-constexpr std::chrono::milliseconds kWindowedBoundTestTime(100);
 
 // With a time limit, the per-op closure bounds and the pairs' bounds before
 // the rounds take at most max(kBoundsSecondsFloor, kBoundsSecondsPerOp x
@@ -879,14 +877,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     if (first && good_enough > lo) budget = std::min(good_enough, peak() - 1);
     Clock::time_point round_deadline = deadline;
     if (first && deadline != Clock::time_point::max() && budget + 1 < peak()) {
-      // A segment that gets windows after this round tests its bound
-      // briefly: a check of thousands of ops at a bound it does not settle
-      // at once gets lost in it, and the windows settle it better.
-      const bool windowed = std::any_of(segments.begin(), segments.end(), [&](const Segment& s) {
-        return s.ops.size() >= kWindowSegmentOps && s.best_peak > budget && budget >= s.lower;
-      });
-      round_deadline = Clock::now() + std::min<Clock::duration>((deadline - Clock::now()) / 10,
-                                                                windowed ? kWindowedBoundTestTime : kBoundTestTime);
+      round_deadline = Clock::now() + std::min<Clock::duration>((deadline - Clock::now()) / 10, kBoundTestTime);
     }
     const bool testing_bound = first;
     first = false;
