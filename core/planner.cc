@@ -133,11 +133,10 @@ bool IsCancelled(const PlanOptions& options) {
 // max(kReportArenaFloorSeconds, 2.5 us per buffer) each (the baselines'
 // all together). It grows linearly with the buffers, not with the time
 // limit: a search proven early does not leave seconds of quadratic
-// placements behind it (a 100,000-op graph took 10 s to plan with the
-// default limit, 0.8 s of it the search). The plan's floor leaves room to
-// the arena searches of a cell whose arena misses its bound, which run out
-// their node limits (nasnet_a_cifar10 with Concats in place: about a tenth
-// of a second on an idle machine), on a loaded one.
+// placements behind it. The plan's floor leaves room, on a loaded machine,
+// to the arena searches of a cell whose arena misses its bound and which
+// run out their node limits (nasnet_a_cifar10 with Concats in place;
+// bench/RESULTS.md, "Long graphs with the default time limit").
 constexpr double kPlanArenaFloorSeconds = 1.0;
 constexpr double kReportArenaFloorSeconds = 0.25;
 constexpr double kArenaPhaseSecondsPerBuffer = 2.5e-6;
@@ -147,11 +146,10 @@ double ArenaPhaseSeconds(size_t buffers, double floor_seconds) {
 
 // Plans each order's TFLite-style arena and our greedy placements while
 // time lasts before `end` and within the reports' ArenaPhaseSeconds for all
-// of them; the
-// order that does not fit the time (by the placement's estimate) and the
-// rest keep 0, and `fall_back` names the phase. An order equal to one
-// before it gets that one's arenas. Cancelled when options.cancelled became
-// true.
+// of them; the order that does not fit the time (by the placement's
+// estimate) and the rest keep 0, and `fall_back` names the phase. An order
+// equal to one before it gets that one's arenas. Cancelled when
+// options.cancelled became true.
 using FallBack = std::function<void(const std::string& phase, const std::string& reason, const std::string& used)>;
 
 absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,

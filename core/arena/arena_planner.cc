@@ -117,17 +117,14 @@ namespace {
 // placed buffer instead, slower but in linear memory.
 constexpr int64_t kMaxCoLivePairs = 4'000'000;
 
-// Measured costs of PlaceInOrder per placement, with n buffers and p
-// co-live pairs: scanning the placed buffers 1.0-1.75 ns x n^2 (3a9f7b4: a
-// contiguous scan; 2.6 ns before), listing about 46 ns x p (building the
-// lists and sorting each buffer's neighbours; a 1,000-op training graph's
-// 1,394 buffers and 345,000 pairs: PlanArena's placements 159 ms listed,
-// 34 ms scanned). So listing costs about 30 times more per pair than
-// scanning per n^2: the scan is taken where n^2 < 30 p, or where the pairs
-// are too many to list. The time estimates round up: 2.5 ns x n^2 and 45 ns
-// x p (a 20,000-op training graph's 28,226 buffers: one scan ~1 s, which
-// the plan's arena phase should not start when its greedy placement is no
-// better than the fast one).
+// Estimated costs of PlaceInOrder per placement, with n buffers and p
+// co-live pairs, rounded up: scanning the placed buffers costs per n^2,
+// listing (building the lists and sorting each buffer's neighbours) per
+// pair, about kListToScanCost times as much (the two estimates below are
+// each rounded up on their own). So the scan is taken where
+// n^2 < kListToScanCost p, or where the pairs are too many to list. The rounding up keeps the plan's
+// arena phase from starting a scan of tens of thousands of buffers that
+// would not finish in its time.
 constexpr double kScanSecondsPerVisit = 2.5e-9;  // times n^2
 constexpr double kListSecondsPerPair = 4.5e-8;
 constexpr double kListToScanCost = 30;

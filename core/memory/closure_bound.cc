@@ -233,7 +233,7 @@ class ClosureCuts {
     return fixed + *cut_bytes;
   }
 
-  // Whether segment k has bitsets (reachability.h).
+  // Whether u's segment has bitsets (reachability.h).
   bool HasBits(OpId u) const { return reach_.has_bits(reach_.segment_of(u)); }
 
  private:
@@ -242,7 +242,7 @@ class ClosureCuts {
 
   // Sets `side` on the ops of segment k reached from u over successors
   // (forward) or predecessors, u excluded.
-  void MarkReached(OpId u, int k, bool forward, int8_t side) {
+  void MarkReached(OpId u, int k, bool forward, Side side) {
     walk_.assign(1, u);
     while (!walk_.empty()) {
       const OpId v = walk_.back();
@@ -250,7 +250,7 @@ class ClosureCuts {
       const Op& op = graph_.op(v);
       for (OpId w : forward ? op.successors : op.predecessors) {
         if (reach_.segment_of(w) != k || side_[w] == side) continue;
-        side_[w] = static_cast<Side>(side);
+        side_[w] = side;
         walk_.push_back(w);
       }
     }

@@ -305,7 +305,8 @@ TEST(BudgetSearchTest, FeasibilityFlipsAtTheOptimum) {
 TEST(BudgetSearchTest, KeptCandidatesChangeNothingButMemory) {
   std::mt19937 rng(4242);
   const auto forever = std::chrono::steady_clock::time_point::max();
-  int scanned = 0;  // checks where some node branched past 1 kept candidate
+  int scanned = 0;  // checks that expanded more than one state (a proxy: the
+                    // scan needs a node that tries a second candidate)
   for (int trial = 0; trial < 200; ++trial) {
     Graph g = *Graph::Build(testing::RandomDag(6 + trial % 26, rng, trial % 3 == 1));
     BufferModel buffers(g, MemoryModel{false, trial % 4 == 3, false, trial % 3 == 1});
