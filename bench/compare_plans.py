@@ -14,7 +14,13 @@ after its format change (pretty or one object per line, with or without
 schema_version) and protobuf's JSON mapping (camelCase names, int64 as
 strings, CERTIFICATE_OPTIMAL).
 
-usage: compare_plans.py BEFORE_DIR AFTER_DIR
+With --arenas, also the arenas: the plan's arena size and TFLite-style
+arena, every baseline's arenas (`arena_bytes`, `arena_bytes_ours`) and the
+phases of the fallbacks must be the same on every model (for changes that
+mean to keep every plan as it was; bench/compare_plans.sh runs both builds
+in four modes and calls this).
+
+usage: compare_plans.py [--arenas] BEFORE_DIR AFTER_DIR
 
 Each directory as made by, e.g.,
   for m in ../shared/bench/models/*.onnx; do
@@ -71,20 +77,27 @@ def load_plan(path):
 def summary(plan):
     baselines = field(plan, "baselines") or {}
     peaks = {}
+    arenas = {}
     for name in BASELINES:
         entry = field(baselines, name) or {}
         peak = field(entry, "peak_bytes")
         peaks[name] = int(peak) if peak is not None else 0  # proto3 JSON omits zeros
+        arenas[name] = (int(field(entry, "arena_bytes") or 0), int(field(entry, "arena_bytes_ours") or 0))
+    arena = field(plan, "arena") or {}
+    arenas["plan"] = (int(field(arena, "size_bytes") or 0), int(field(arena, "tflite_size_bytes") or 0))
     return {
         "order": [int(u) for u in (field(plan, "order") or [])],
         "peak": int(field(plan, "peak_bytes") or 0),
         "certificate": certificate(field(plan, "certificate")) or "baseline",
         "baselines": peaks,
+        "arenas": arenas,
+        "fallbacks": sorted(field(f, "phase") or "" for f in (field(plan, "fallbacks") or [])),
     }
 
 
-def compare(before, after):
-    """Problems with `after` against `before`, as strings (empty: passes)."""
+def compare(before, after, arenas=False):
+    """Problems with `after` against `before`, as strings (empty: passes);
+    with `arenas`, the arenas and fallbacks must be the same too."""
     problems = []
     if before["certificate"] == "optimal":
         if after["peak"] != before["peak"]:
@@ -101,10 +114,19 @@ def compare(before, after):
     for name in BASELINES:
         if after["baselines"][name] != before["baselines"][name]:
             problems.append(f"{name} peak {before['baselines'][name]} -> {after['baselines'][name]}")
+    if arenas:
+        for name, sizes in before["arenas"].items():
+            if after["arenas"][name] != sizes:
+                problems.append(f"{name} arenas {sizes} -> {after['arenas'][name]}")
+        if after["fallbacks"] != before["fallbacks"]:
+            problems.append(f"fallbacks {before['fallbacks']} -> {after['fallbacks']}")
     return problems
 
 
 def main(argv):
+    arenas = len(argv) > 1 and argv[1] == "--arenas"
+    if arenas:
+        argv = argv[:1] + argv[2:]
     if len(argv) != 3:
         sys.stderr.write(__doc__)
         return 2
@@ -126,7 +148,7 @@ def main(argv):
             print(f"{model:40} {before['peak']:>12} {before['certificate']:>9} {'(no plan)':>22}  FAIL")
             continue
         after = summary(after_plan)
-        problems = compare(before, after)
+        problems = compare(before, after, arenas)
         failed += bool(problems)
         kind = "identical" if before["certificate"] == "optimal" else "no worse"
         result = "FAIL: " + "; ".join(problems) if problems else f"ok ({kind})"
