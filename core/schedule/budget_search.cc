@@ -644,8 +644,8 @@ constexpr std::chrono::seconds kBoundTestTime(1);
 constexpr double kBoundsSecondsFloor = 0.25;
 constexpr double kBoundsSecondsPerOp = 2.5e-6;
 
-// Segments of at least this many ops that the first round leaves open are
-// worked on by windows (window_search.h). Below it the rounds' own checks
+// Segments of at least this many ops that the bounds leave open are worked
+// on by windows (window_search.h) before the rounds. Below it the rounds' own checks
 // find better orders and the proof needs the time (a layered DAG of 1,000
 // ops is proven in about 0.9 s of a 1 s limit).
 constexpr size_t kWindowSegmentOps = 1500;
@@ -783,8 +783,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     return p;
   };
 
-  // After the first round: segments of kWindowSegmentOps ops or more that
-  // it left open are worked on by windows (window_search.h), in parallel on
+  // Before the first round (after it with only_below): segments of
+  // kWindowSegmentOps ops or more still open are worked on by windows
+  // (window_search.h), in parallel on
   // `executor`: one check of such a segment below its best peak gets lost
   // deep in it. Their orders are improved by windows for half the time
   // left, then bounded by windows counted alone until 0.7 of it; the rounds
@@ -865,7 +866,12 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
     // Nothing the caller wants is left once the bound reaches only_below
     // (before the windows, which would look for it all the same).
     if (options.only_below > 0 && proven() >= options.only_below) break;
-    if (!first && !windows_run) {
+    // Segments of kWindowSegmentOps ops or more go to the windows before
+    // any check: a check of such a segment at its bound rarely settles it
+    // and then runs out its time (layered DAGs of 20,000-100,000 ops, where
+    // the windows then prove the optimum). With only_below the check at the
+    // bound comes first: one refutation there ends the call.
+    if (!windows_run && (!first || options.only_below <= 0)) {
       windows_run = true;
       run_windows();
       continue;
@@ -959,6 +965,7 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
       result.stats.states += s.stats.states;
       result.stats.peak_memo_bytes = std::max(result.stats.peak_memo_bytes, s.stats.peak_memo_bytes);
       result.stats.checks += s.stats.checks;
+      result.stats.segment_checks += s.stats.checks;
       result.stats.hit_limit = result.stats.hit_limit || s.stats.hit_limit;
       result.stats.hit_memory_limit = result.stats.hit_memory_limit || s.stats.hit_memory_limit;
       s.stats = SearchStats();

@@ -102,6 +102,7 @@ struct SearchStats {
   int64_t states = 0;             // signatures expanded, over all checks
   int64_t peak_memo_bytes = 0;    // largest memo of one check
   int checks = 0;                 // feasibility checks run
+  int segment_checks = 0;         // of them, checks of whole segments (the rest are windows', window_search.h)
   bool hit_limit = false;         // a check ended on a limit
   bool hit_memory_limit = false;  // a check ended because the memory account refused its memo
   bool lower_bound_cut = false;   // the per-op closure bounds stopped at their time (budget_search.cc)

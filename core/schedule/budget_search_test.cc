@@ -188,6 +188,23 @@ TEST(BudgetSearchTest, OnlyBelowTheBoundStopsBeforeTheWindows) {
   EXPECT_EQ(result.stats.checks, 1);
 }
 
+// Without only_below a long segment goes to the windows before any check
+// of the whole segment: on this layered DAG they prove the optimum, so no
+// such check runs (the check at the bound used to come first and, on
+// longer DAGs, run out its time without settling anything).
+TEST(BudgetSearchTest, LongSegmentsGoToTheWindowsBeforeAnyCheck) {
+  const Graph g = *Graph::Build(testing::LayeredDag(1600, 8));
+  const BufferModel buffers(g, MemoryModel{});
+  SearchOptions options;
+  options.time_limit_seconds = 20;
+  const MinimizeResult result = MinimizePeak(buffers, KahnOrder(g), /*lower_bound=*/0, options);
+  EXPECT_TRUE(IsTopologicalOrder(g, result.order));
+  EXPECT_EQ(result.peak_bytes, PeakOf(buffers, result.order));
+  EXPECT_TRUE(result.optimal);
+  EXPECT_GT(result.stats.checks, 0);  // the windows'
+  EXPECT_EQ(result.stats.segment_checks, 0);
+}
+
 // The same with Concats laid out in place (and the other switches varied):
 // slices that live until the output's last reader change what is optimal.
 TEST(BudgetSearchTest, EqualsBruteForceWithConcatsInPlace) {
