@@ -351,9 +351,7 @@ class PlanRun {
     if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
     RETURN_IF_ERROR(Certify());
     if (!options_.score_only) {
-      RETURN_IF_ERROR(Arenas());
-      RETURN_IF_ERROR(Memories());
-      RETURN_IF_ERROR(BaselineArenas());
+      RETURN_IF_ERROR(AllArenas());
       RETURN_IF_ERROR(Traffic());
     }
     plan_.total_ms = MillisSince(start_);
@@ -374,9 +372,7 @@ class PlanRun {
     if (plan_.serenity.has_value() && plan_.serenity->step_bytes.empty()) {
       ASSIGN_OR_RETURN(plan_.serenity, Summarize(buffers_, plan_.serenity->order, /*with_steps=*/true));
     }
-    RETURN_IF_ERROR(Arenas());
-    RETURN_IF_ERROR(Memories());
-    RETURN_IF_ERROR(BaselineArenas());
+    RETURN_IF_ERROR(AllArenas());
     RETURN_IF_ERROR(Traffic());
     plan_.total_ms = scored_ms + MillisSince(start_);
     return std::move(plan_);
@@ -545,14 +541,22 @@ class PlanRun {
                                                                                 PlanArenaSearch(), limits, &cut);
                                                      }));
       if (IsCancelled(options_)) return absl::CancelledError("the call was cancelled");
-      if (!cut.reason.empty()) fall_back_("arena", cut.reason, cut.used);
-      if (EstimatePlacementSeconds(activations) >
-          std::min(SecondsLeft(end_), ArenaPhaseSeconds(activations.size(), kReportArenaFloorSeconds))) {
-        fall_back_("tflite_arena", "time_limit", "skipped");
-      } else {
+      // The TFLite-style arena, reported beside ours, is the plan's when
+      // smaller (ours may have been cut short, or, on a long graph, left
+      // out the greedy placements that include it).
+      const bool tflite_fits =
+          EstimatePlacementSeconds(activations) <=
+          std::min(SecondsLeft(end_), ArenaPhaseSeconds(activations.size(), kReportArenaFloorSeconds));
+      if (tflite_fits) {
         ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(plan_.profile, options_.alignment, TfliteStyle));
         plan_.arena_bytes_tflite = tflite.size_bytes;
+        if (tflite.size_bytes < plan_.arena.size_bytes) {
+          plan_.arena = std::move(tflite);
+          cut.used = "the TFLite-style placement";
+        }
       }
+      if (!cut.reason.empty()) fall_back_("arena", cut.reason, cut.used);
+      if (!tflite_fits) fall_back_("tflite_arena", "time_limit", "skipped");
     }
     const BudgetFit fit = Fit();
     if (fit.feasible && !fit.arena_fits_budget) RETURN_IF_ERROR(Defragment());
@@ -663,11 +667,41 @@ class PlanRun {
   // Each order's TFLite-style arena and our greedy placements (Serenity's
   // first when a given order was evaluated), while time lasts for both; the
   // rest keep 0.
-  absl::Status BaselineArenas() {
-    PhaseTimer timer(&plan_, "baseline_arenas");
-    return PlanOrderArenas(buffers_, options_, end_,
-                           BaselineSummaries(&plan_.baselines, plan_.serenity.has_value() ? &*plan_.serenity : nullptr),
-                           fall_back_);
+  // They touch only the baselines' summaries, and name their fallbacks in
+  // `fallbacks`; returns the phase's milliseconds in `ms`.
+  absl::Status BaselineArenas(std::vector<PhaseFallback>* fallbacks, double* ms) {
+    const Clock::time_point start = Clock::now();
+    const FallBack fall_back = [fallbacks](const std::string& phase, const std::string& reason,
+                                           const std::string& used) {
+      fallbacks->push_back({phase, reason, used});
+    };
+    absl::Status status = PlanOrderArenas(
+        buffers_, options_, end_,
+        BaselineSummaries(&plan_.baselines, plan_.serenity.has_value() ? &*plan_.serenity : nullptr), fall_back);
+    *ms = MillisSince(start);
+    return status;
+  }
+
+  // The plan's arenas and memories, and the baselines' arenas, as two tasks
+  // on the executor: they share nothing but the read-only model, and each
+  // keeps its own time caps. The reply lists the plan's fallbacks first.
+  absl::Status AllArenas() {
+    absl::Status plan_status, baseline_status;
+    std::vector<PhaseFallback> baseline_fallbacks;
+    double baseline_ms = 0;
+    std::vector<std::function<void()>> tasks = {
+        [&] {
+          plan_status = Arenas();
+          if (plan_status.ok()) plan_status = Memories();
+        },
+        [&] { baseline_status = BaselineArenas(&baseline_fallbacks, &baseline_ms); },
+    };
+    RunAll(executor_, tasks);
+    RETURN_IF_ERROR(plan_status);
+    RETURN_IF_ERROR(baseline_status);
+    plan_.phase_ms["baseline_arenas"] += baseline_ms;
+    plan_.fallbacks.insert(plan_.fallbacks.end(), baseline_fallbacks.begin(), baseline_fallbacks.end());
+    return absl::OkStatus();
   }
 
   // Off-chip traffic of the plan's order, then of each baseline.

@@ -382,11 +382,29 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
     if (!fast.ok()) return fast;
     bound = AlignedArenaLowerBound(buffers, alignment);
     ArenaCut climb_cut;
+    const int64_t fast_size = fast->size_bytes;
     ArenaPlan climbed = ClimbFromLowestFirst(buffers, alignment, *std::move(fast), bound, limits, &climb_cut);
+    const char* climbed_used = climbed.size_bytes < fast_size ? "lowest-first placements" : "fast greedy placement";
     if (climbed.size_bytes <= bound) return climbed;
+    // PlanArena's placements only when all of them fit the time left, as
+    // for a large instance: cut part way they only cost the time (a
+    // 100,000-op layered DAG's plan spent most of its arena phase on
+    // placements the climbs' plan beat, bench/RESULTS.md). The planner
+    // still compares the TFLite-style placement (its first) when that fits.
+    if (limits.deadline != Clock::time_point::max() &&
+        kArenaPlacements * EstimatePlacementSeconds(buffers) >
+            std::chrono::duration<double>(limits.deadline - std::min(limits.deadline, Clock::now())).count()) {
+      *cut = climb_cut;
+      if (cut->reason.empty()) cut->reason = "time_limit";
+      cut->used = climbed_used;
+      return climbed;
+    }
     plan = PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
     if (!plan.ok()) return plan;
-    if (climbed.size_bytes < plan->size_bytes) *plan = std::move(climbed);
+    if (climbed.size_bytes < plan->size_bytes) {
+      *plan = std::move(climbed);
+      if (!cut->reason.empty()) cut->used = climbed_used;
+    }
     if (cut->reason.empty()) *cut = climb_cut;
   } else {
     plan = large ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)

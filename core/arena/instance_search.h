@@ -53,8 +53,9 @@ struct InstanceSearchOptions {
 // 200,000 / (blocks + co-live pairs / 32), at most 3 + 64, about 0.3 s at
 // most, and no more than the time left fits; above 1,000 blocks first, from
 // PlanArenaFast's placement, PlanArena's greedy placements kept when
-// smaller), up to 16 restarts of 1,000 nodes on one chain (none above 1,000
-// blocks: a restart places one block per node), and its searches by
+// smaller, run only when all of them fit the time left), up to 16 restarts
+// of 1,000 nodes on one chain (none above 1,000 blocks: a restart places
+// one block per node), and its searches by
 // skylines (no clock: the same arena on every machine unless a limit cuts
 // it).
 InstanceSearchOptions PlanArenaSearch();
