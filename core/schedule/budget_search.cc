@@ -645,9 +645,9 @@ constexpr double kBoundsSecondsFloor = 0.25;
 constexpr double kBoundsSecondsPerOp = 2.5e-6;
 
 // Segments of at least this many ops that the bounds leave open are worked
-// on by windows (window_search.h) before the rounds. Below it the rounds' own checks
-// find better orders and the proof needs the time (a layered DAG of 1,000
-// ops is proven in about 0.9 s of a 1 s limit).
+// on by windows (window_search.h) before the rounds. Below it the rounds'
+// own checks find better orders and the proof needs the time (a layered
+// DAG of 1,000 ops is proven in about 0.9 s of a 1 s limit).
 constexpr size_t kWindowSegmentOps = 1500;
 
 // The memo of one check of such a segment holds at most this many bytes.
@@ -785,9 +785,8 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
 
   // Before the first round (after it with only_below): segments of
   // kWindowSegmentOps ops or more still open are worked on by windows
-  // (window_search.h), in parallel on
-  // `executor`: one check of such a segment below its best peak gets lost
-  // deep in it. Their orders are improved by windows for half the time
+  // (window_search.h), in parallel on `executor`: one check of such a
+  // segment below its best peak gets lost deep in it. Their orders are improved by windows for half the time
   // left, then bounded by windows counted alone until 0.7 of it; the rounds
   // get the rest. The state before a segment is the same whatever order the
   // segments before it take, so the segments' windows are independent.
