@@ -413,6 +413,12 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
     bound = AlignedArenaLowerBound(buffers, alignment);
   }
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
+  // Above kLargeInstance blocks nothing more: the searches at the bound
+  // take seconds there without reaching it (above), so they ran until the
+  // phase's deadline, a different arena on every machine, and on the
+  // layered DAGs and long graphs of bench/RESULTS.md never gave a smaller
+  // one.
+  if (climbs_first) return plan;
   // With start_with_searches, PlanArena's searches at the bound, cheapest
   // first: by offsets, then the restarts, then by skylines (a failed skyline
   // search costs ten times a failed search by offsets, and the restarts
@@ -427,10 +433,8 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
     // offsets, which reach the bound of most plans' arenas at once.
     *plan = SearchAtBound(buffers, alignment, *std::move(plan), searches, limits, cut, &refuted);
     if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
-    if (!climbs_first) {
-      *plan = ClimbFromLowestFirst(buffers, alignment, *std::move(plan), bound, limits, cut);
-      if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
-    }
+    *plan = ClimbFromLowestFirst(buffers, alignment, *std::move(plan), bound, limits, cut);
+    if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
   }
   ArenaPlan best = SearchBelowPlan(buffers, {}, alignment, *std::move(plan), bound, options, limits, cut, start);
   if (search_at_bound && !refuted && best.size_bytes > bound && cut->reason.empty()) {

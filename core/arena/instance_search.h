@@ -51,13 +51,12 @@ struct InstanceSearchOptions {
 // lowest-first placements (lowest_first.h) under the three ranks and climbs
 // from the best of them (ShuffleNearTop, seeded; as many placements as
 // 200,000 / (blocks + co-live pairs / 32), at most 3 + 64, about 0.3 s at
-// most, and no more than the time left fits; above 1,000 blocks first, from
-// PlanArenaFast's placement, PlanArena's greedy placements kept when
-// smaller, run only when all of them fit the time left), up to 16 restarts
-// of 1,000 nodes on one chain (none above 1,000 blocks: a restart places
-// one block per node), and its searches by
-// skylines (no clock: the same arena on every machine unless a limit cuts
-// it).
+// most, and no more than the time left fits), up to 16 restarts of 1,000
+// nodes on one chain, and its searches by skylines (no clock: the same
+// arena on every machine unless a limit cuts it). Above 1,000 blocks only
+// the climbs, from PlanArenaFast's placement, and PlanArena's greedy
+// placements (kept when smaller, run only when all of them fit the time
+// left): no searches at the bound and no restarts.
 InstanceSearchOptions PlanArenaSearch();
 
 // A valid plan never larger than PlanArena's greedy placements
