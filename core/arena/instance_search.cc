@@ -54,6 +54,13 @@ constexpr int64_t kPlacementWork = 200000;
 constexpr double kSecondsPerWork = 1.5e-6;
 constexpr int64_t kMaxClimbs = 64;
 
+// Whether PlanArena's greedy placements, all kArenaPlacements of them, fit
+// by their estimate in the time left before `deadline`.
+bool GreedyPlacementsFit(absl::Span<const ArenaBuffer> buffers, Clock::time_point deadline) {
+  const double seconds_left = std::chrono::duration<double>(deadline - std::min(deadline, Clock::now())).count();
+  return kArenaPlacements * EstimatePlacementSeconds(buffers) <= seconds_left;
+}
+
 // A large instance's start: PlanArenaFast's placement, then lowest-first
 // placements (lowest_first.h), on `chains` tasks on `executor`, first
 // under the two ranks that did best on large instances (TAW and TWA; WAT
@@ -79,10 +86,7 @@ absl::StatusOr<ArenaPlan> PlanLargeInstance(absl::Span<const ArenaBuffer> buffer
   // PlanArena's placements first, when ten of them fit the instance's time:
   // they often reach the bound at once (they were the start before the
   // lowest-first placements).
-  const double seconds_left =
-      std::chrono::duration<double>(placement_limits.deadline - std::min(placement_limits.deadline, Clock::now()))
-          .count();
-  if (kArenaPlacements * EstimatePlacementSeconds(buffers) <= seconds_left) {
+  if (GreedyPlacementsFit(buffers, placement_limits.deadline)) {
     // Within the instance's time: a cut by its own clock is no cut.
     ArenaCut placed_cut;
     absl::StatusOr<ArenaPlan> placed = PlanArena(
@@ -391,9 +395,7 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
     // 100,000-op layered DAG's plan spent most of its arena phase on
     // placements the climbs' plan beat, bench/RESULTS.md). The planner
     // still compares the TFLite-style placement (its first) when that fits.
-    if (limits.deadline != Clock::time_point::max() &&
-        kArenaPlacements * EstimatePlacementSeconds(buffers) >
-            std::chrono::duration<double>(limits.deadline - std::min(limits.deadline, Clock::now())).count()) {
+    if (!GreedyPlacementsFit(buffers, limits.deadline)) {
       *cut = climb_cut;
       if (cut->reason.empty()) cut->reason = "time_limit";
       cut->used = climbed_used;
@@ -406,19 +408,17 @@ absl::StatusOr<ArenaPlan> PlanArenaInstance(absl::Span<const ArenaBuffer> buffer
       if (!cut->reason.empty()) cut->used = climbed_used;
     }
     if (cut->reason.empty()) *cut = climb_cut;
-  } else {
-    plan = large ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
-                 : PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
-    if (!plan.ok()) return plan;
-    bound = AlignedArenaLowerBound(buffers, alignment);
+    // Nothing more: the searches at the bound take seconds here without
+    // reaching it (above), so they ran until the phase's deadline, a
+    // different arena on every machine, and on the layered DAGs and long
+    // graphs of bench/RESULTS.md never gave a smaller one.
+    return plan;
   }
+  plan = large ? PlanLargeInstance(buffers, alignment, options, limits, TimeAfter(start, options.seconds), cut)
+               : PlanArena(buffers, alignment, /*skyline_nodes=*/0, limits, cut);
+  if (!plan.ok()) return plan;
+  bound = AlignedArenaLowerBound(buffers, alignment);
   if (plan->size_bytes <= bound || !cut->reason.empty()) return plan;
-  // Above kLargeInstance blocks nothing more: the searches at the bound
-  // take seconds there without reaching it (above), so they ran until the
-  // phase's deadline, a different arena on every machine, and on the
-  // layered DAGs and long graphs of bench/RESULTS.md never gave a smaller
-  // one.
-  if (climbs_first) return plan;
   // With start_with_searches, PlanArena's searches at the bound, cheapest
   // first: by offsets, then the restarts, then by skylines (a failed skyline
   // search costs ten times a failed search by offsets, and the restarts
