@@ -309,20 +309,13 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
       placed.insert(at, i);
     }
   };
-  // The neighbours: the placed buffers of nonzero size live at one of the
-  // members' steps (a member may be of size zero: it still goes into a gap
-  // between such buffers).
+  // A group's neighbours: the placed buffers of nonzero size live at one of
+  // its members' steps (a member may be of size zero: it still goes into a
+  // gap between such buffers).
   std::vector<size_t> neighbors;
-  auto gather_placed_neighbors = [&](const std::vector<size_t>& members) {
+  auto gather_group_neighbors = [&](const std::vector<size_t>& members) {
     neighbors.clear();
     if (scan_all) {
-      if (members.size() == 1) {  // most buffers: one comparison pair per placed buffer
-        const int32_t first = buffers[members[0]].first_step, last = buffers[members[0]].last_step;
-        for (size_t k = 0; k < placed.size(); ++k) {
-          if (placed_steps[k].first <= last && first <= placed_steps[k].second) neighbors.push_back(placed[k]);
-        }
-        return;
-      }
       for (size_t k = 0; k < placed.size(); ++k) {
         const auto [first, last] = placed_steps[k];
         for (size_t m : members) {
@@ -342,6 +335,27 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
     std::sort(neighbors.begin(), neighbors.end(), by_offset);
     neighbors.erase(std::unique(neighbors.begin(), neighbors.end()), neighbors.end());
   };
+  // A lone buffer's neighbours as (offset, end) spans in order of offset:
+  // all a gap needs, sorted without looking each buffer up (the order of
+  // equal offsets changes no gap).
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  auto gather_spans = [&](size_t i) {
+    spans.clear();
+    const int32_t first = buffers[i].first_step, last = buffers[i].last_step;
+    if (scan_all) {
+      for (size_t k = 0; k < placed.size(); ++k) {
+        if (placed_steps[k].first <= last && first <= placed_steps[k].second) {
+          spans.push_back({plan.offsets[placed[k]], plan.offsets[placed[k]] + buffers[placed[k]].size});
+        }
+      }
+      return;
+    }
+    for (size_t j : colive[i]) {
+      if (placed_at[j] >= 0 && buffers[j].size > 0)
+        spans.push_back({plan.offsets[j], plan.offsets[j] + buffers[j].size});
+    }
+    std::sort(spans.begin(), spans.end());
+  };
   const std::vector<std::vector<size_t>> groups = AnchorGroups(buffers);
   std::vector<bool> done(buffers.size(), false);
   for (size_t i : order) {
@@ -350,7 +364,7 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
     const size_t head = b.anchor >= 0 ? static_cast<size_t>(b.anchor) : i;
     if (!groups[head].empty()) {
       // A group goes in as a whole, when its first member comes up.
-      gather_placed_neighbors(groups[head]);
+      gather_group_neighbors(groups[head]);
       const int64_t base = LowestGroupBase(buffers, groups[head], neighbors, plan.offsets, alignment);
       for (size_t m : groups[head]) {
         plan.offsets[m] = base + (buffers[m].anchor < 0 ? 0 : buffers[m].offset_from_anchor);
@@ -360,21 +374,19 @@ ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<
       continue;
     }
     done[i] = true;
-    gather_placed_neighbors({i});
+    gather_spans(i);
     int64_t best_offset = -1, best_waste = 0, cursor = 0;
-    for (size_t j : neighbors) {
-      const ArenaBuffer& o = buffers[j];
+    for (const auto& [offset, end] : spans) {
       int64_t gap_start = AlignUp(cursor, alignment);
-      int64_t gap_end = plan.offsets[j];
-      if (gap_end - gap_start >= b.size) {
-        int64_t waste = gap_end - gap_start - b.size;
+      if (offset - gap_start >= b.size) {
+        int64_t waste = offset - gap_start - b.size;
         if (best_offset < 0 || (fit == Fit::kBest && waste < best_waste)) {
           best_offset = gap_start;
           best_waste = waste;
         }
         if (fit == Fit::kFirst) break;
       }
-      cursor = std::max(cursor, plan.offsets[j] + o.size);
+      cursor = std::max(cursor, end);
     }
     if (best_offset < 0) best_offset = AlignUp(cursor, alignment);
     plan.offsets[i] = best_offset;
