@@ -144,57 +144,90 @@ double ArenaPhaseSeconds(size_t buffers, double floor_seconds) {
   return std::max(floor_seconds, kArenaPhaseSecondsPerBuffer * static_cast<double>(buffers));
 }
 
-// Plans each order's TFLite-style arena and our greedy placements while
+// Plans each order's TFLite-style arena and our greedy placements, each
+// distinct order a task on `executor` (null: one after another here), while
 // time lasts before `end` and within the reports' ArenaPhaseSeconds for all
-// of them; the order that does not fit the time (by the placement's
-// estimate) and the rest keep 0, and `fall_back` names the phase. An order
-// equal to one before it gets that one's arenas. Cancelled when
-// options.cancelled became true.
+// of them. An order whose placement does not fit the time left when its task
+// starts (by the placement's estimate) keeps 0, one a limit cut keeps what
+// the cut placement gave, and `fall_back` names the phase once (the first
+// such order's reason). An order equal to one before it gets that one's
+// arenas. Cancelled when options.cancelled became true.
 using FallBack = std::function<void(const std::string& phase, const std::string& reason, const std::string& used)>;
 
 absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
-                             const std::vector<OrderSummary*>& orders, const FallBack& fall_back) {
-  std::vector<const OrderSummary*> planned;
-  bool capped = false;  // `end` is within the phase's time
+                             const std::vector<OrderSummary*>& orders, const FallBack& fall_back, Executor* executor) {
+  std::vector<OrderSummary*> distinct;
+  std::vector<std::pair<OrderSummary*, const OrderSummary*>> copies;  // (summary, the equal one before it)
   for (OrderSummary* summary : orders) {
-    if (IsCancelled(options)) {
-      return absl::CancelledError("the call was cancelled");
-    }
-    const auto same = std::find_if(planned.begin(), planned.end(),
+    const auto same = std::find_if(distinct.begin(), distinct.end(),
                                    [&](const OrderSummary* before) { return before->order == summary->order; });
-    if (same != planned.end()) {
-      summary->arena_bytes = (*same)->arena_bytes;
-      summary->arena_bytes_ours = (*same)->arena_bytes_ours;
-      continue;
+    if (same != distinct.end()) {
+      copies.push_back({summary, *same});
+    } else {
+      distinct.push_back(summary);
     }
-    ASSIGN_OR_RETURN(MemoryProfile profile, Simulate(buffers, summary->order));
-    const std::vector<ArenaBuffer> activations = ActivationBuffers(profile);
-    if (!capped) {
-      end = std::min(end, TimeAfter(Clock::now(), ArenaPhaseSeconds(activations.size(), kReportArenaFloorSeconds)));
-      capped = true;
-    }
-    if (2 * EstimatePlacementSeconds(activations) > SecondsLeft(end)) {
-      fall_back("baseline_arenas", "time_limit", "skipped");
-      break;
-    }
-    ArenaLimits limits;
-    limits.cancelled = options.cancelled;
-    limits.memory = options.memory;
-    limits.deadline = end;
-    ArenaCut cut;
-    ASSIGN_OR_RETURN(ArenaPlan tflite, PlanProfileArena(profile, options.alignment, TfliteStyle));
-    ASSIGN_OR_RETURN(
-        ArenaPlan ours,
-        PlanProfileArena(profile, options.alignment, [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
-          return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &cut);
-        }));
-    summary->arena_bytes = tflite.size_bytes;
-    summary->arena_bytes_ours = ours.size_bytes;
-    planned.push_back(summary);
-    if (!cut.reason.empty()) {
-      fall_back("baseline_arenas", cut.reason, cut.used);
-      break;
-    }
+  }
+  if (distinct.empty()) return absl::OkStatus();
+  if (IsCancelled(options)) return absl::CancelledError("the call was cancelled");
+  // The phase's time, from the first order's buffers (every order of the
+  // graph has the same ones).
+  ASSIGN_OR_RETURN(MemoryProfile first_profile, Simulate(buffers, distinct[0]->order));
+  end = std::min(end, TimeAfter(Clock::now(),
+                                ArenaPhaseSeconds(ActivationBuffers(first_profile).size(), kReportArenaFloorSeconds)));
+  struct Outcome {
+    absl::Status status;
+    ArenaCut cut;  // reason "time_limit", used "skipped": the placement did not fit the time left
+  };
+  std::vector<Outcome> outcomes(distinct.size());
+  std::vector<std::function<void()>> tasks;
+  for (size_t k = 0; k < distinct.size(); ++k) {
+    tasks.push_back([&, k] {
+      Outcome& outcome = outcomes[k];
+      if (IsCancelled(options)) {
+        outcome.status = absl::CancelledError("the call was cancelled");
+        return;
+      }
+      absl::StatusOr<MemoryProfile> profile =
+          k == 0 ? absl::StatusOr<MemoryProfile>(std::move(first_profile)) : Simulate(buffers, distinct[k]->order);
+      if (!profile.ok()) {
+        outcome.status = profile.status();
+        return;
+      }
+      if (2 * EstimatePlacementSeconds(ActivationBuffers(*profile)) > SecondsLeft(end)) {
+        outcome.cut = {"time_limit", "skipped"};
+        return;
+      }
+      ArenaLimits limits;
+      limits.cancelled = options.cancelled;
+      limits.memory = options.memory;
+      limits.deadline = end;
+      absl::StatusOr<ArenaPlan> tflite = PlanProfileArena(*profile, options.alignment, TfliteStyle);
+      if (!tflite.ok()) {
+        outcome.status = tflite.status();
+        return;
+      }
+      absl::StatusOr<ArenaPlan> ours = PlanProfileArena(
+          *profile, options.alignment, [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
+            return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &outcome.cut);
+          });
+      if (!ours.ok()) {
+        outcome.status = ours.status();
+        return;
+      }
+      distinct[k]->arena_bytes = tflite->size_bytes;
+      distinct[k]->arena_bytes_ours = ours->size_bytes;
+    });
+  }
+  RunAll(executor, tasks);
+  for (const Outcome& outcome : outcomes) RETURN_IF_ERROR(outcome.status);
+  for (const Outcome& outcome : outcomes) {
+    if (outcome.cut.reason.empty()) continue;
+    fall_back("baseline_arenas", outcome.cut.reason, outcome.cut.used);
+    break;
+  }
+  for (const auto& [summary, same] : copies) {
+    summary->arena_bytes = same->arena_bytes;
+    summary->arena_bytes_ours = same->arena_bytes_ours;
   }
   return absl::OkStatus();
 }
@@ -665,8 +698,8 @@ class PlanRun {
   }
 
   // Each order's TFLite-style arena and our greedy placements (Serenity's
-  // first when a given order was evaluated), while time lasts for both; the
-  // rest keep 0.
+  // first when a given order was evaluated), the orders as tasks on the
+  // executor, while time lasts for both (PlanOrderArenas).
   // They touch only the baselines' summaries, and name their fallbacks in
   // `fallbacks`; returns the phase's milliseconds in `ms`.
   absl::Status BaselineArenas(std::vector<PhaseFallback>* fallbacks, double* ms) {
@@ -675,9 +708,10 @@ class PlanRun {
                                            const std::string& used) {
       fallbacks->push_back({phase, reason, used});
     };
-    absl::Status status = PlanOrderArenas(
-        buffers_, options_, end_,
-        BaselineSummaries(&plan_.baselines, plan_.serenity.has_value() ? &*plan_.serenity : nullptr), fall_back);
+    absl::Status status =
+        PlanOrderArenas(buffers_, options_, end_,
+                        BaselineSummaries(&plan_.baselines, plan_.serenity.has_value() ? &*plan_.serenity : nullptr),
+                        fall_back, executor_);
     *ms = MillisSince(start);
     return status;
   }
@@ -756,7 +790,8 @@ absl::StatusOr<BaselineReport> SummarizeBaselines(const Graph& graph, const Sani
       BaselineOrders(buffers, options, std::min(end, TimeAfter(start, options.time_limit_seconds / 2)), fall_back,
                      /*executor=*/nullptr));
   if (!options.score_only) {
-    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back));
+    RETURN_IF_ERROR(PlanOrderArenas(buffers, options, end, BaselineSummaries(&report.baselines), fall_back,
+                                    /*executor=*/nullptr));
     if (!options.onchip_bytes.empty()) {
       RETURN_IF_ERROR(
           OrderTraffic(buffers, options, end, BaselineOrdersByName(report.baselines), fall_back, &report.traffic));
