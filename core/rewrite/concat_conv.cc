@@ -281,11 +281,19 @@ void KeepInOrder(google::protobuf::RepeatedPtrField<T>* field, const std::vector
   }
 }
 
+// Appends `element`, made off any arena, to `field` by taking it over: an
+// arena's field owns it from then on, so nothing is copied (Swap or Add()
+// across arenas copies the whole message, twice).
+template <typename T>
+void AppendMoved(google::protobuf::RepeatedPtrField<T>* field, T&& element) {
+  field->AddAllocated(new T(std::move(element)));
+}
+
 // Removes `removed` nodes and puts `inserted[i]` after node i (in its place
 // when it is removed); drops the initializers only removed nodes read, adds `slices`, and drops the
 // value_info of `gone` tensors.
-// What stays is moved, not copied (KeepInOrder; the other lists, on the
-// graph's arena when it has one).
+// What stays is moved, not copied (KeepInOrder), and what is added is
+// taken over (AppendMoved).
 void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_hash_set<int>& removed,
             std::map<int, std::vector<onnx::NodeProto>> inserted, std::vector<onnx::TensorProto> slices,
             const absl::flat_hash_set<std::string>& gone, std::vector<onnx::ValueInfoProto> new_infos,
@@ -308,7 +316,7 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
   for (int i = 0; i < nodes; ++i) {
     if (!removed.contains(i)) node_order.push_back(i);
     for (onnx::NodeProto& node : inserted[i]) {
-      graph->add_node()->Swap(&node);
+      AppendMoved(graph->mutable_node(), std::move(node));
       node_order.push_back(graph->node_size() - 1);
     }
   }
@@ -318,35 +326,34 @@ void Commit(onnx::GraphProto* graph, const ModelIndex& index, const absl::flat_h
     if (!dropped.contains(graph->initializer(i).name())) initializer_order.push_back(i);
   }
   KeepInOrder(graph->mutable_initializer(), initializer_order, graph->GetArena());
-  google::protobuf::RepeatedPtrField<onnx::TensorProto>& initializers = *graph->mutable_initializer();
   bool listed_as_input = list_slices_as_inputs;
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs(graph->GetArena());
-  for (onnx::ValueInfoProto& v : *graph->mutable_input()) {
-    if (dropped.contains(v.name())) {
+  std::vector<int> input_order;
+  for (int i = 0; i < graph->input_size(); ++i) {
+    if (dropped.contains(graph->input(i).name())) {
       listed_as_input = true;
     } else {
-      inputs.Add()->Swap(&v);
+      input_order.push_back(i);
     }
   }
+  KeepInOrder(graph->mutable_input(), input_order, graph->GetArena());
   // Old IR versions (below 4) list initializers as inputs, and shape
   // inference reads only those: list the slices too.
   if (listed_as_input) {
     for (const onnx::TensorProto& t : slices) {
-      onnx::ValueInfoProto* v = inputs.Add();
+      onnx::ValueInfoProto* v = graph->add_input();
       v->set_name(t.name());
       onnx::TypeProto_Tensor* type = v->mutable_type()->mutable_tensor_type();
       type->set_elem_type(t.data_type());
       for (int64_t d : t.dims()) type->mutable_shape()->add_dim()->set_dim_value(d);
     }
   }
-  for (onnx::TensorProto& t : slices) initializers.Add()->Swap(&t);
-  graph->mutable_input()->Swap(&inputs);
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos(graph->GetArena());
-  for (onnx::ValueInfoProto& v : *graph->mutable_value_info()) {
-    if (!gone.contains(v.name())) infos.Add()->Swap(&v);
+  for (onnx::TensorProto& t : slices) AppendMoved(graph->mutable_initializer(), std::move(t));
+  std::vector<int> info_order;
+  for (int i = 0; i < graph->value_info_size(); ++i) {
+    if (!gone.contains(graph->value_info(i).name())) info_order.push_back(i);
   }
-  for (onnx::ValueInfoProto& v : new_infos) infos.Add()->Swap(&v);
-  graph->mutable_value_info()->Swap(&infos);
+  KeepInOrder(graph->mutable_value_info(), info_order, graph->GetArena());
+  for (onnx::ValueInfoProto& v : new_infos) AppendMoved(graph->mutable_value_info(), std::move(v));
 }
 
 }  // namespace
