@@ -201,17 +201,24 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
       limits.cancelled = options.cancelled;
       limits.memory = options.memory;
       limits.deadline = end;
-      absl::StatusOr<ArenaPlan> tflite = PlanProfileArena(*profile, options.alignment, TfliteStyle);
-      if (!tflite.ok()) {
-        outcome.status = tflite.status();
-        return;
-      }
+      // Ours first: its first placement is the TFLite-style one.
+      std::optional<ArenaPlan> by_size;
       absl::StatusOr<ArenaPlan> ours = PlanProfileArena(
           *profile, options.alignment, [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) {
-            return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &outcome.cut);
+            return PlanArena(activations, alignment, /*skyline_nodes=*/0, limits, &outcome.cut, &by_size);
           });
       if (!ours.ok()) {
         outcome.status = ours.status();
+        return;
+      }
+      absl::StatusOr<ArenaPlan> tflite = PlanProfileArena(
+          *profile, options.alignment,
+          [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) -> absl::StatusOr<ArenaPlan> {
+            if (by_size.has_value()) return *std::move(by_size);
+            return TfliteStyle(activations, alignment);
+          });
+      if (!tflite.ok()) {
+        outcome.status = tflite.status();
         return;
       }
       distinct[k]->arena_bytes = tflite->size_bytes;

@@ -521,7 +521,7 @@ absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, i
 }
 
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t skyline_nodes,
-                                    const ArenaLimits& limits, ArenaCut* cut) {
+                                    const ArenaLimits& limits, ArenaCut* cut, std::optional<ArenaPlan>* by_size) {
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;
@@ -656,6 +656,9 @@ absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64
         return best;
       }
       ArenaPlan plan = PlaceInOrder(buffers, order, alignment, fit, listed ? &colive : nullptr);
+      // The first placement is PlanArenaGreedyBySize's: the same order (by
+      // size, then first step, then index) and fit.
+      if (!have && by_size != nullptr) *by_size = plan;
       if (!have || plan.size_bytes < best.size_bytes) {
         best = std::move(plan);
         have = true;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -193,10 +194,13 @@ ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment
 // when out of time, when their tables cannot be charged to the memory
 // account, or when they would exceed kMaxArenaSearchCells; when not even the
 // first placement fits the time, the plan is PlanArenaFast's. `cut` (may be
-// null) says what was cut and why.
+// null) says what was cut and why. `by_size` (may be null) receives the
+// first greedy placement, PlanArenaGreedyBySize's plan, when it ran (it
+// does unless not even one placement fits the time), so a caller that wants
+// both does not place twice.
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                     int64_t skyline_nodes = kDefaultSkylineNodes, const ArenaLimits& limits = {},
-                                    ArenaCut* cut = nullptr);
+                                    ArenaCut* cut = nullptr, std::optional<ArenaPlan>* by_size = nullptr);
 
 }  // namespace serenity
 

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "core/arena/arena_csv.h"
@@ -267,6 +268,30 @@ TEST(PlanArenaTest, PastDeadlineFallsBackToTheFastPlacement) {
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(VerifyArena(buffers, *plan).ok());
   EXPECT_EQ(cut.reason, "cancelled");
+}
+
+// PlanArena hands back its first placement, which is the TFLite-style one
+// (PlanArenaGreedyBySize: the baselines' arena_bytes are taken from it), on
+// instances with and without anchored groups; none when it fell back to the
+// fast placement before placing.
+TEST(PlanArenaTest, HandsBackItsFirstPlacementAsTheGreedyBySize) {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::vector<ArenaBuffer> buffers = RandomInstance(rng, 20 + trial * 3, trial % 2 == 1);
+    const int64_t alignment = trial % 3 == 0 ? 64 : 16;
+    std::optional<ArenaPlan> by_size;
+    ASSERT_TRUE(PlanArena(buffers, alignment, 0, {}, nullptr, &by_size).ok());
+    ASSERT_TRUE(by_size.has_value());
+    absl::StatusOr<ArenaPlan> greedy = PlanArenaGreedyBySize(buffers, alignment);
+    ASSERT_TRUE(greedy.ok());
+    EXPECT_EQ(by_size->size_bytes, greedy->size_bytes) << "trial " << trial;
+    EXPECT_EQ(by_size->offsets, greedy->offsets) << "trial " << trial;
+  }
+  ArenaLimits late;
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  std::optional<ArenaPlan> by_size;
+  ASSERT_TRUE(PlanArena(RandomInstance(rng, 100, false), 16, 0, late, nullptr, &by_size).ok());
+  EXPECT_FALSE(by_size.has_value());
 }
 
 // The searches after the greedy placements charge their tables: a tiny
