@@ -144,14 +144,17 @@ double ArenaPhaseSeconds(size_t buffers, double floor_seconds) {
   return std::max(floor_seconds, kArenaPhaseSecondsPerBuffer * static_cast<double>(buffers));
 }
 
-// Plans each order's TFLite-style arena and our greedy placements, each
-// distinct order a task on `executor` (null: one after another here), while
+// Plans each order's TFLite-style arena and our greedy placements while
 // time lasts before `end` and within the reports' ArenaPhaseSeconds for all
-// of them. An order whose placement does not fit the time left when its task
-// starts (by the placement's estimate) keeps 0, one a limit cut keeps what
-// the cut placement gave, and `fall_back` names the phase once (the first
-// such order's reason). An order equal to one before it gets that one's
-// arenas. Cancelled when options.cancelled became true.
+// of them: each distinct order a task on `executor` when all of them fit the
+// time one after another (by the first one's placement estimate), else one
+// after another here until one does not fit or a limit cuts it (the plan's
+// arena runs beside them, and on a long graph more placements at once only
+// take its time). An order whose placement does not fit the time left keeps
+// 0, one a limit cut keeps what the cut placement gave, and `fall_back`
+// names the phase once (the first such order's reason). An order equal to
+// one before it gets that one's arenas. Cancelled when options.cancelled
+// became true.
 using FallBack = std::function<void(const std::string& phase, const std::string& reason, const std::string& used)>;
 
 absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& options, Clock::time_point end,
@@ -172,8 +175,10 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
   // The phase's time, from the first order's buffers (every order of the
   // graph has the same ones).
   ASSIGN_OR_RETURN(MemoryProfile first_profile, Simulate(buffers, distinct[0]->order));
-  end = std::min(end, TimeAfter(Clock::now(),
-                                ArenaPhaseSeconds(ActivationBuffers(first_profile).size(), kReportArenaFloorSeconds)));
+  const std::vector<ArenaBuffer> first_activations = ActivationBuffers(first_profile);
+  end = std::min(end, TimeAfter(Clock::now(), ArenaPhaseSeconds(first_activations.size(), kReportArenaFloorSeconds)));
+  const bool all_fit =
+      2 * EstimatePlacementSeconds(first_activations) * static_cast<double>(distinct.size()) <= SecondsLeft(end);
   struct Outcome {
     absl::Status status;
     ArenaCut cut;  // reason "time_limit", used "skipped": the placement did not fit the time left
@@ -225,7 +230,14 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
       distinct[k]->arena_bytes_ours = ours->size_bytes;
     });
   }
-  RunAll(executor, tasks);
+  if (all_fit) {
+    RunAll(executor, tasks);
+  } else {
+    for (size_t k = 0; k < tasks.size(); ++k) {
+      tasks[k]();
+      if (!outcomes[k].status.ok() || !outcomes[k].cut.reason.empty()) break;
+    }
+  }
   for (const Outcome& outcome : outcomes) RETURN_IF_ERROR(outcome.status);
   for (const Outcome& outcome : outcomes) {
     if (outcome.cut.reason.empty()) continue;
