@@ -717,8 +717,9 @@ class PlanRun {
   }
 
   // Each order's TFLite-style arena and our greedy placements (Serenity's
-  // first when a given order was evaluated), the orders as tasks on the
-  // executor, while time lasts for both (PlanOrderArenas).
+  // first when a given order was evaluated), while time lasts for both,
+  // the orders as tasks on the executor when all of them fit the phase's
+  // time (PlanOrderArenas).
   // They touch only the baselines' summaries, and name their fallbacks in
   // `fallbacks`; returns the phase's milliseconds in `ms`.
   absl::Status BaselineArenas(std::vector<PhaseFallback>* fallbacks, double* ms) {
