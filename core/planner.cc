@@ -147,7 +147,8 @@ double ArenaPhaseSeconds(size_t buffers, double floor_seconds) {
 // Plans each order's TFLite-style arena and our greedy placements while
 // time lasts before `end` and within the reports' ArenaPhaseSeconds for all
 // of them: each distinct order a task on `executor` when all of them fit the
-// time one after another (by the first one's placement estimate), else one
+// time one after another and twice their co-live lists fit the memory
+// account (by the first one's placement estimates), else one
 // after another here until one does not fit or a limit cuts it (the plan's
 // arena runs beside them, and on a long graph more placements at once only
 // take its time). An order whose placement does not fit the time left keeps
@@ -177,8 +178,13 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
   ASSIGN_OR_RETURN(MemoryProfile first_profile, Simulate(buffers, distinct[0]->order));
   const std::vector<ArenaBuffer> first_activations = ActivationBuffers(first_profile);
   end = std::min(end, TimeAfter(Clock::now(), ArenaPhaseSeconds(first_activations.size(), kReportArenaFloorSeconds)));
-  const bool all_fit =
-      2 * EstimatePlacementSeconds(first_activations) * static_cast<double>(distinct.size()) <= SecondsLeft(end);
+  // In parallel the orders' co-live lists are held at once, beside the
+  // plan's own arena: a limited account must have room for twice as much.
+  const double order_count = static_cast<double>(distinct.size());
+  const bool all_fit = 2 * EstimatePlacementSeconds(first_activations) * order_count <= SecondsLeft(end) &&
+                       (options.memory == nullptr || options.memory->unlimited() ||
+                        2 * static_cast<double>(EstimatePlacementBytes(first_activations)) * order_count <=
+                            static_cast<double>(options.memory->limit() - options.memory->used()));
   struct Outcome {
     absl::Status status;
     ArenaCut cut;  // reason "time_limit", used "skipped": the placement did not fit the time left
@@ -220,6 +226,7 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
           *profile, options.alignment,
           [&](absl::Span<const ArenaBuffer> activations, int64_t alignment) -> absl::StatusOr<ArenaPlan> {
             if (by_size.has_value()) return *std::move(by_size);
+            if (IsCancelled(options)) return absl::CancelledError("the call was cancelled");
             return TfliteStyle(activations, alignment);
           });
       if (!tflite.ok()) {

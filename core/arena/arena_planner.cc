@@ -130,6 +130,9 @@ constexpr double kListSecondsPerPair = 4.5e-8;
 constexpr double kListToScanCost = 30;
 constexpr double kSecondsPerBuffer = 3e-7;
 
+// Bytes the lists of CoLiveBuffers take, roughly.
+int64_t CoLiveListBytes(size_t n, int64_t pairs) { return 2 * pairs * 8 + static_cast<int64_t>(n) * 24; }
+
 // Whether PlaceInOrder should scan every placed buffer instead of listing
 // the co-live pairs.
 bool ScanPlacedBuffers(size_t n, int64_t pairs) {
@@ -147,6 +150,11 @@ double PlacementSeconds(size_t n, int64_t pairs) {
 
 double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers) {
   return PlacementSeconds(buffers.size(), CountCoLivePairs(buffers));
+}
+
+int64_t EstimatePlacementBytes(absl::Span<const ArenaBuffer> buffers) {
+  const int64_t pairs = CountCoLivePairs(buffers);
+  return ScanPlacedBuffers(buffers.size(), pairs) ? 0 : CoLiveListBytes(buffers.size(), pairs);
 }
 
 std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers) {
@@ -272,14 +280,12 @@ std::vector<std::vector<size_t>> CoLiveBuffers(absl::Span<const ArenaBuffer> buf
   return OverlappingBuffers(buffers, std::move(all));
 }
 
-// Bytes the lists of CoLiveBuffers take, roughly.
-int64_t CoLiveListBytes(size_t n, int64_t pairs) { return 2 * pairs * 8 + static_cast<int64_t>(n) * 24; }
-
 // Places buffers one by one in `order`, each into a gap between the already
 // placed buffers that share a step with it (the tightest gap for kBest, the
 // lowest for kFirst) or above them all; an anchor's group goes in as one.
 // Only the placed buffers that share a step with a buffer are looked at, in
-// order of offset (ties: the earlier placed first): from `colive`
+// order of offset (a group's ties: the earlier placed first; a lone
+// buffer's: by end, which changes no gap): from `colive`
 // (CoLiveBuffers), or, when it is null (too many pairs to list), by scanning
 // every placed buffer.
 ArenaPlan PlaceInOrder(absl::Span<const ArenaBuffer> buffers, const std::vector<size_t>& order, int64_t alignment,
@@ -522,6 +528,7 @@ absl::StatusOr<ArenaPlan> PlanArenaFast(absl::Span<const ArenaBuffer> buffers, i
 
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment, int64_t skyline_nodes,
                                     const ArenaLimits& limits, ArenaCut* cut, std::optional<ArenaPlan>* by_size) {
+  if (by_size != nullptr) by_size->reset();
   if (alignment < 1) return absl::InvalidArgumentError("alignment must be at least 1");
   absl::Status valid = CheckBuffers(buffers, alignment);
   if (!valid.ok()) return valid;

@@ -101,6 +101,10 @@ int64_t CountCoLivePairs(absl::Span<const ArenaBuffer> buffers);
 // else in proportion to the pairs.
 double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers);
 
+// The bytes PlanArena charges for the co-live lists of `buffers` (when it
+// lists them rather than scanning): what one greedy placement pass holds.
+int64_t EstimatePlacementBytes(absl::Span<const ArenaBuffer> buffers);
+
 // For each buffer, the buffers anchored to it, lowest offset_from_anchor
 // first (empty for most). Anchors out of range are skipped (PlanArena
 // refuses them).
@@ -196,8 +200,9 @@ ArenaPlan SearchAtBound(absl::Span<const ArenaBuffer> buffers, int64_t alignment
 // first placement fits the time, the plan is PlanArenaFast's. `cut` (may be
 // null) says what was cut and why. `by_size` (may be null) receives the
 // first greedy placement, PlanArenaGreedyBySize's plan, when it ran (it
-// does unless not even one placement fits the time), so a caller that wants
-// both does not place twice.
+// does unless the call was cancelled or not even one placement fits the
+// time first; it is reset otherwise), so a caller that wants both does not
+// place twice.
 absl::StatusOr<ArenaPlan> PlanArena(absl::Span<const ArenaBuffer> buffers, int64_t alignment,
                                     int64_t skyline_nodes = kDefaultSkylineNodes, const ArenaLimits& limits = {},
                                     ArenaCut* cut = nullptr, std::optional<ArenaPlan>* by_size = nullptr);
