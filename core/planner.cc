@@ -180,10 +180,11 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
   end = std::min(end, TimeAfter(Clock::now(), ArenaPhaseSeconds(first_activations.size(), kReportArenaFloorSeconds)));
   // In parallel the orders' co-live lists are held at once, beside the
   // plan's own arena: a limited account must have room for twice as much.
+  const PlacementEstimate first_estimate = EstimatePlacement(first_activations);
   const double order_count = static_cast<double>(distinct.size());
-  const bool all_fit = 2 * EstimatePlacementSeconds(first_activations) * order_count <= SecondsLeft(end) &&
+  const bool all_fit = 2 * first_estimate.seconds * order_count <= SecondsLeft(end) &&
                        (options.memory == nullptr || options.memory->unlimited() ||
-                        2 * static_cast<double>(EstimatePlacementBytes(first_activations)) * order_count <=
+                        2 * static_cast<double>(first_estimate.list_bytes) * order_count <=
                             static_cast<double>(options.memory->limit() - options.memory->used()));
   struct Outcome {
     absl::Status status;
@@ -204,7 +205,8 @@ absl::Status PlanOrderArenas(const BufferModel& buffers, const PlanOptions& opti
         outcome.status = profile.status();
         return;
       }
-      if (2 * EstimatePlacementSeconds(ActivationBuffers(*profile)) > SecondsLeft(end)) {
+      const double seconds = k == 0 ? first_estimate.seconds : EstimatePlacementSeconds(ActivationBuffers(*profile));
+      if (2 * seconds > SecondsLeft(end)) {
         outcome.cut = {"time_limit", "skipped"};
         return;
       }

@@ -152,9 +152,10 @@ double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers) {
   return PlacementSeconds(buffers.size(), CountCoLivePairs(buffers));
 }
 
-int64_t EstimatePlacementBytes(absl::Span<const ArenaBuffer> buffers) {
+PlacementEstimate EstimatePlacement(absl::Span<const ArenaBuffer> buffers) {
   const int64_t pairs = CountCoLivePairs(buffers);
-  return ScanPlacedBuffers(buffers.size(), pairs) ? 0 : CoLiveListBytes(buffers.size(), pairs);
+  return {PlacementSeconds(buffers.size(), pairs),
+          ScanPlacedBuffers(buffers.size(), pairs) ? 0 : CoLiveListBytes(buffers.size(), pairs)};
 }
 
 std::vector<std::vector<size_t>> AnchoredBuffers(absl::Span<const ArenaBuffer> buffers) {

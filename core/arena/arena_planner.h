@@ -101,9 +101,14 @@ int64_t CountCoLivePairs(absl::Span<const ArenaBuffer> buffers);
 // else in proportion to the pairs.
 double EstimatePlacementSeconds(absl::Span<const ArenaBuffer> buffers);
 
-// The bytes PlanArena charges for the co-live lists of `buffers` (when it
-// lists them rather than scanning): what one greedy placement pass holds.
-int64_t EstimatePlacementBytes(absl::Span<const ArenaBuffer> buffers);
+// EstimatePlacementSeconds, and the bytes PlanArena charges for the
+// co-live lists of `buffers` (0 when it scans instead): what one greedy
+// placement pass holds. One count of the co-live pairs for both.
+struct PlacementEstimate {
+  double seconds = 0;
+  int64_t list_bytes = 0;
+};
+PlacementEstimate EstimatePlacement(absl::Span<const ArenaBuffer> buffers);
 
 // For each buffer, the buffers anchored to it, lowest offset_from_anchor
 // first (empty for most). Anchors out of range are skipped (PlanArena

@@ -786,8 +786,9 @@ MinimizeResult MinimizePeak(const BufferModel& buffers, std::vector<OpId> initia
   // Before the first round (after it with only_below): segments of
   // kWindowSegmentOps ops or more still open are worked on by windows
   // (window_search.h), in parallel on `executor`: one check of such a
-  // segment below its best peak gets lost deep in it. Their orders are improved by windows for half the time
-  // left, then bounded by windows counted alone until 0.7 of it; the rounds
+  // segment below its best peak gets lost deep in it. Their orders are
+  // improved by windows for half the time left, then bounded by windows
+  // counted alone until 0.7 of it; the rounds
   // get the rest. The state before a segment is the same whatever order the
   // segments before it take, so the segments' windows are independent.
   const auto run_windows = [&] {
